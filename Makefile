@@ -1,0 +1,34 @@
+# `make demo` and `make test` do all the set-up on a fresh machine: .venv, CPU torch first, then the project.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+NOTEBOOKS := $(wildcard notebooks/*.ipynb)
+
+.PHONY: setup test lint demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# the pinned CPU build of torch must come first: anything else downloads gigabytes
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[train,dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy patchwork_env
+
+test: lint
+	$(VENV)/bin/pytest $(if $(NOTEBOOKS),--nbmake notebooks,)
+
+demo: setup
+	$(PY) -m train.demo
+
+bench: setup
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
