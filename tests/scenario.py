@@ -1,0 +1,49 @@
+"""Readable set-ups for rule scenarios: a position as a few overrides of a fresh game."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from patchwork_env import GameState, encode_buy, new_game
+from patchwork_env.bitboard import cells_to_words
+
+# circle used by most scenarios: market is 9 (2x2, cost 6, time 5, 2 buttons), 1 (cost 1, time 3),
+# 17 (1x5, cost 7, time 1, 1 button); the 1x2 patch 0 is last
+CIRCLE = [9, 1, 17, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+          30, 31, 32, 0]  # fmt: skip
+
+
+def start(first_player: int = 0, layout: str = "revised", circle: list[int] | None = None) -> GameState:
+    return new_game(circle=circle or CIRCLE, first_player=first_player, leather_layout=layout)
+
+
+def position(base: GameState | None = None, **overrides: Any) -> GameState:
+    """A fresh game (or ``base``) with some dict fields replaced, checked by ``from_dict``."""
+    data = (base or start()).to_dict()
+    for key, value in overrides.items():
+        data[key] = value
+    return GameState.from_dict(data)
+
+
+def with_cells(state: GameState, player: int, cells: list[int] | range) -> GameState:
+    """``state`` with ``cells`` of ``player``'s quilt covered (raw bits, no patch record): a short
+    way to set up nearly full quilts. Income and the placement log are left as they are."""
+    arr = state.array().copy()
+    lo, hi = cells_to_words(list(cells))
+    arr[2 * player] |= lo
+    arr[2 * player + 1] |= hi
+    return GameState(arr)
+
+
+def cells_except(*free: int) -> list[int]:
+    return [c for c in range(81) if c not in free]
+
+
+def play(state: GameState, *actions: int) -> GameState:
+    for a in actions:
+        state = state.step(a)
+    return state
+
+
+def buy(slot: int, orientation: int = 0, row: int = 0, col: int = 0) -> int:
+    return encode_buy(slot, orientation, row, col)
