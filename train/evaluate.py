@@ -1,0 +1,150 @@
+"""Measure agents against each other: a round robin of paired games, a table and an Elo ladder.
+
+    python -m train.evaluate --agents greedy random mcts:sims=200 --games 100 --seed 0 \\
+        --json results.json --plot elo.png
+
+``--games`` is the number of GAMES per pair of agents; it must be even, because each deal is
+played twice with the seats swapped (``--games 100`` = 50 deals). Every pair plays the same deals.
+The Elo ladder is anchored at ``random`` = 0 when it takes part (else at the first agent), with
+95% intervals from the Fisher information; win rates carry 95% Wilson score intervals (see
+``agents.stats``). ``--workers`` defaults to every core. ``python -m train.evaluate --list``
+prints the agent specs and their parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agents.arena import TournamentResult, round_robin
+from agents.registry import AgentSpecError, describe_agents, parse_spec
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m train.evaluate",
+        description="Round robin of paired Patchwork games between agents, with win rates and an Elo ladder.",
+        epilog=describe_agents(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--agents", nargs="+", metavar="SPEC", help="two or more agent specs (see below)")
+    p.add_argument(
+        "--games",
+        type=int,
+        default=100,
+        help="games per pair of agents, even: each deal is played twice with seats swapped (default 100)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents' generators (default 0)")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
+    p.add_argument("--json", type=Path, default=None, help="write the results here")
+    p.add_argument("--plot", type=Path, default=None, help="draw the Elo ladder into this image (png, svg, pdf)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--list", action="store_true", help="print the agent specs and exit")
+    return p
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject bad arguments with a message saying what is allowed (``parser.error`` exits)."""
+    if not args.agents or len(args.agents) < 2:
+        parser.error("--agents needs at least two agent specs, e.g. --agents greedy random")
+    if len(set(a.strip() for a in args.agents)) != len(args.agents):
+        parser.error(f"--agents must be distinct, got {args.agents}")
+    for spec in args.agents:
+        try:
+            parse_spec(spec)
+        except AgentSpecError as exc:
+            parser.error(str(exc))
+    if args.games < 2 or args.games % 2:
+        parser.error(
+            f"--games must be an even number >= 2 (each deal is played twice, seats swapped), got {args.games}"
+        )
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None and not path.resolve().parent.is_dir():
+            parser.error(f"{option}: the directory {path.resolve().parent} does not exist")
+    if args.plot is not None and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        parser.error(f"--plot must end in .png, .svg or .pdf, got {args.plot}")
+
+
+def format_table(result: TournamentResult) -> str:
+    """The pairs and the Elo ladder as plain-text tables."""
+    w = max(len(n) for n in result.agents)
+    lines = [
+        f"{'A':<{w}}  {'B':<{w}}  games  wins A  win rate A [95% CI]     margin A  empty A/B   ms/move A/B",
+    ]
+    for p in result.pairs:
+        lines.append(
+            f"{p.a:<{w}}  {p.b:<{w}}  {p.games:5d}  {p.wins_a:6d}  {p.win_rate_a:6.1%} "
+            f"[{p.ci95_a[0]:5.1%}, {p.ci95_a[1]:5.1%}]  {p.mean_margin_a:+8.1f}  "
+            f"{p.mean_empty_a:4.1f}/{p.mean_empty_b:<4.1f}  "
+            f"{1000 * p.mean_time_per_move_a:6.1f}/{1000 * p.mean_time_per_move_b:<6.1f}"
+        )
+    lines += ["", f"Elo (maximum likelihood, {result.anchor} = 0, 95% CI):"]
+    for name, r in sorted(result.elo.items(), key=lambda kv: -kv[1].elo):
+        lines.append(f"  {name:<{w}}  {r.elo:7.0f}  [{r.low:6.0f}, {r.high:6.0f}]")
+    return "\n".join(lines)
+
+
+def plot_elo(result: TournamentResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ladder = sorted(result.elo.items(), key=lambda kv: kv[1].elo)
+    names = [n for n, _ in ladder]
+    elo = [r.elo for _, r in ladder]
+    err = [[r.elo - r.low for _, r in ladder], [r.high - r.elo for _, r in ladder]]
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(names) + 1.5))
+    ax.barh(names, elo, xerr=err, capsize=4, color="#4a7ab5")
+    ax.set_xlabel(f"Elo ({result.anchor} = 0), 95% CI")
+    ax.set_title("Patchwork agents")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list:
+        print(describe_agents())
+        return {}
+    check_args(parser, args)
+    t0 = time.perf_counter()
+    result = round_robin(
+        [a.strip() for a in args.agents],
+        num_pairs=args.games // 2,
+        seed=args.seed,
+        workers=args.workers,
+        progress=not args.no_progress,
+    )
+    seconds = time.perf_counter() - t0
+    print(format_table(result))
+    print(f"\n{args.games} games per pair, seed {args.seed}, {seconds:.0f} s")
+    out = {
+        "command": "python -m train.evaluate " + " ".join(sys.argv[1:] if argv is None else argv),
+        "games_per_pair": args.games,
+        "seed": args.seed,
+        "seconds": seconds,
+        **result.to_dict(),
+    }
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    if args.plot is not None:
+        plot_elo(result, args.plot)
+        print(f"wrote {args.plot}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
