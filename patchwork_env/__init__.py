@@ -17,20 +17,46 @@ from patchwork_env.actions import (
 from patchwork_env.patches import PATCHES, Patch
 from patchwork_env.state import GameState, IllegalActionError, new_game
 
+from patchwork_env.aec import env, raw_env  # isort: skip  (the environments need the engine above)
+from patchwork_env.single_agent import SingleAgentEnv  # isort: skip
+
 __version__ = "0.1.0"
+
+ENV_ID = "patchwork/Patchwork-v0"
+SINGLE_AGENT_ENV_ID = "patchwork/PatchworkSingleAgent-v0"
+
+
+def _register() -> None:
+    """``pettingzoo.make("aec", ENV_ID, **kwargs)`` builds ``env(**kwargs)``;
+    ``gymnasium.make(SINGLE_AGENT_ENV_ID, **kwargs)`` builds ``SingleAgentEnv(**kwargs)``."""
+    import gymnasium
+    import pettingzoo
+
+    if ENV_ID not in pettingzoo.aec_registry:
+        pettingzoo.register("aec", ENV_ID, entry_point="patchwork_env.aec:env")
+    if SINGLE_AGENT_ENV_ID not in gymnasium.registry:
+        gymnasium.register(SINGLE_AGENT_ENV_ID, entry_point="patchwork_env.single_agent:SingleAgentEnv")
+
+
+_register()
 
 __all__ = [
     "ADVANCE",
+    "ENV_ID",
     "NUM_ACTIONS",
     "PATCHES",
+    "SINGLE_AGENT_ENV_ID",
     "Action",
     "GameState",
     "IllegalActionError",
     "Patch",
+    "SingleAgentEnv",
     "action_to_str",
     "decode_action",
     "encode_buy",
     "encode_leather",
+    "env",
     "new_game",
     "parse_action",
+    "raw_env",
 ]
