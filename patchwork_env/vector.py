@@ -4,12 +4,30 @@ All per-game data lives in preallocated arrays that are rewritten in place:
 
     states          (N, STATE_LEN) int64   the rule state of each game (layout in ``rules``)
     masks           (N, 2026) bool         legal mask of the player to move in each game
+    counts          (N,) int64             number of legal actions (0 once a game is over)
     current_player  (N,) int64             who decides now in each game
-    observations    (N, OBS_DIM) float32   each game from its acting seat (``observe()``)
+    observations    (N, OBS_DIM) float32   each game from its acting seat (``observe()``, or
+                                           ``step(..., observe=True)``)
 
-``step(actions)`` applies one action per game (every game's acting seat decides). Finished games
-are reset at once when ``auto_reset`` is on, with a new deal from that game's own seed stream; the
-result of the game that ended is reported in the returned ``StepResult``.
+Self-play: ``step(actions)`` applies one action per game, each by that game's player to move, in
+one compiled call (``vector_kernels``) that also records the games that ended, deals new ones
+(``auto_reset``) and rewrites masks and players to move. Illegal actions raise
+``IllegalActionError`` naming the first offending game, and then no game has changed.
+
+Seeds: each game owns two random streams (splitmix64 words seeded from
+``numpy.random.SeedSequence(seed)``), one for its deals and one for ``sample_random``. Game ``i``'s
+sequence of deals depends only on ``seed`` and ``i``: not on the batch size, the actions played, or
+the other games. ``reset(seed)`` re-seeds; ``reset()`` deals the next games of the same streams.
+
+>>> games = VectorGames(4, seed=0)
+>>> games.masks.shape, games.observations.shape
+((4, 2026), (4, 1452))
+>>> finished = 0
+>>> for _ in range(200):
+...     result = games.step(games.sample_random(), observe=True)
+...     finished += int(result.done.sum())
+>>> finished > 0, bool(games.counts.all())     # ended games were dealt again at once
+(True, True)
 """
 
 from __future__ import annotations
@@ -20,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
-from patchwork_env.patches import NUM_PATCHES, STARTING_PATCH
+from patchwork_env import vector_kernels as K
 from patchwork_env.state import GameState, IllegalActionError
 
 
@@ -31,11 +49,19 @@ class StepResult:
     done: npt.NDArray[np.bool_]  # the game ended on this step (it has been reset if auto_reset)
     winner: npt.NDArray[np.int64]  # winner of the game that ended, -1 elsewhere
     scores: npt.NDArray[np.int64]  # (N, 2) final scores of the game that ended, 0 elsewhere
-    actor: npt.NDArray[np.int64]  # the seat that took the action in each game
+    actor: npt.NDArray[np.int64]  # the seat that took the action in each game (-1: finished, no-op)
+    plies: npt.NDArray[np.int64]  # decisions in the game that ended (leather placements included), 0 elsewhere
 
 
 class VectorGames:
-    """``num_games`` Patchwork games in one block of arrays."""
+    """``num_games`` Patchwork games in one block of arrays.
+
+    ``parallel``: ``True`` spreads every batch call over the cores (numba ``prange``), ``False``
+    stays on one core, ``None`` (default) goes parallel for batches of at least
+    ``vector_kernels.PARALLEL_MIN_BATCH`` games. Serial and parallel give identical games.
+    ``auto_reset=False``: a finished game keeps its final state (mask all False, ``counts`` 0) and
+    ignores the actions passed for it until ``reset``.
+    """
 
     def __init__(
         self,
@@ -44,95 +70,140 @@ class VectorGames:
         *,
         leather_layout: str = "revised",
         auto_reset: bool = True,
+        parallel: bool | None = None,
     ) -> None:
-        if not isinstance(num_games, int) or num_games < 1:
+        if isinstance(num_games, bool) or not isinstance(num_games, int | np.integer) or num_games < 1:
             raise ValueError(f"num_games must be a positive integer, got {num_games!r}")
         if leather_layout not in R.LEATHER_LAYOUTS:
             raise ValueError(f"leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {leather_layout!r}")
-        self.num_games = num_games
+        n = int(num_games)
+        self.num_games = n
         self.auto_reset = auto_reset
+        self.leather_layout = leather_layout
         self._layout = R.LAYOUT_NAMES.index(leather_layout)
         self._leather = R.leather_mask(leather_layout)
-        self.states = np.zeros((num_games, R.STATE_LEN), dtype=np.int64)
-        self.masks = np.zeros((num_games, R.NUM_ACTIONS), dtype=np.bool_)
-        self.counts = np.zeros(num_games, dtype=np.int64)
-        self.current_player = np.zeros(num_games, dtype=np.int64)
-        self.observations = np.zeros((num_games, R.OBS_DIM), dtype=np.float32)
-        self._errors = np.zeros(num_games, dtype=np.int64)
+        self._k = K.kernels_for(n, parallel)
+        self.states = np.zeros((n, R.STATE_LEN), dtype=np.int64)
+        self.masks = np.zeros((n, R.NUM_ACTIONS), dtype=np.bool_)
+        self.counts = np.zeros(n, dtype=np.int64)
+        self.current_player = np.zeros(n, dtype=np.int64)
+        self.observations = np.zeros((n, R.OBS_DIM), dtype=np.float32)
+        self._errors = np.zeros(n, dtype=np.int64)
+        self._actions = np.zeros(n, dtype=np.int64)
+        self._to_move = np.full(n, -1, dtype=np.int64)
         self._result = StepResult(
-            done=np.zeros(num_games, dtype=np.bool_),
-            winner=np.full(num_games, -1, dtype=np.int64),
-            scores=np.zeros((num_games, 2), dtype=np.int64),
-            actor=np.zeros(num_games, dtype=np.int64),
+            done=np.zeros(n, dtype=np.bool_),
+            winner=np.full(n, -1, dtype=np.int64),
+            scores=np.zeros((n, 2), dtype=np.int64),
+            actor=np.zeros(n, dtype=np.int64),
+            plies=np.zeros(n, dtype=np.int64),
         )
-        self._rngs: list[np.random.Generator] = []
+        self.deal_streams = np.zeros(n, dtype=np.uint64)
+        self.play_streams = np.zeros(n, dtype=np.uint64)
         self.reset(seed)
+        self._seeded = True
+
+    @property
+    def parallel(self) -> bool:
+        return self._k.parallel
 
     # --- dealing ------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:
-        """New deals for every game; each game gets its own generator spawned from ``seed``."""
-        children = np.random.SeedSequence(seed).spawn(self.num_games)
-        self._rngs = [np.random.default_rng(c) for c in children]
-        for i in range(self.num_games):
-            self._deal(i)
-        self._refresh()
+        """New deals for every game. With a ``seed`` (or on construction) the per-game streams are
+        re-seeded from it (``None`` at construction: fresh OS entropy); ``reset()`` later continues
+        the current streams."""
+        if seed is not None or not getattr(self, "_seeded", False):
+            self.seed_streams(seed)
+        self._k.deal_all(self.states, self.deal_streams, self._layout, self._leather, self.masks, self.counts,
+                         self.current_player)  # fmt: skip
 
-    def _deal(self, i: int) -> None:
-        rng = self._rngs[i]
-        circle = np.append(rng.permutation(np.arange(1, NUM_PATCHES, dtype=np.int64)), STARTING_PATCH)
-        R.new_state_into(self.states[i], circle, int(rng.integers(2)), self._layout, self._leather)
+    def seed_streams(self, seed: int | None) -> None:
+        """Re-seed every game's deal and play streams from ``seed`` (no deal)."""
+        words = K.seed_streams(seed, 2 * self.num_games)
+        self.deal_streams[:] = words[: self.num_games]
+        self.play_streams[:] = words[self.num_games :]
+
+    @property
+    def kernels(self) -> K.Kernels:
+        """The compiled batch kernels this batch uses (serial or parallel)."""
+        return self._k
+
+    @property
+    def layout_code(self) -> tuple[int, int]:
+        """(layout index, leather bitmask) as the kernels take them."""
+        return self._layout, self._leather
 
     def set_state(self, i: int, state: GameState) -> None:
         """Put a given position into game ``i`` (for tests and search)."""
         self.states[i] = state.array()
-        self._refresh()
+        self._refresh_row(i)
 
     def game(self, i: int) -> GameState:
         """Game ``i`` as an (immutable) ``GameState``."""
         return GameState._wrap(self.states[i].copy())
 
-    def _refresh(self) -> None:
-        R.legal_mask_batch(self.states, self.masks, self.counts)
-        R.current_player_batch(self.states, self.current_player)
+    def _refresh_row(self, i: int) -> None:
+        s = self.states[i]
+        self.counts[i] = R.legal_mask_into(s, self.masks[i])
+        self.current_player[i] = R.current_player(s)
 
     # --- stepping -----------------------------------------------------------------------------
-    def step(self, actions: npt.ArrayLike) -> StepResult:
+    def step(self, actions: npt.ArrayLike, *, observe: bool = False) -> StepResult:
         """One action per game, by each game's player to move. Illegal actions raise
-        ``IllegalActionError`` naming the first offending game, and no game is changed."""
+        ``IllegalActionError`` naming the first offending game, and no game is changed.
+        ``observe=True`` also rewrites ``observations`` (each game from its new acting seat) in
+        the same compiled call, which is cheaper than a separate ``observe()``."""
+        acts = self._check_actions(actions)
+        res = self._result
+        self._k.selfplay_step(
+            self.states, acts, self.deal_streams, self._layout, self._leather, self.auto_reset, self.masks,
+            self.counts, self.current_player, self.observations, observe, res.done, res.winner, res.scores,
+            res.plies, res.actor, self._errors,
+        )  # fmt: skip
+        if self._errors.any():  # pragma: no cover - the mask check above makes this unreachable
+            raise RuntimeError(f"rules rejected a masked-in action: errors {np.flatnonzero(self._errors)}")
+        return res
+
+    def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
         acts = np.asarray(actions)
         if acts.shape != (self.num_games,) or not np.issubdtype(acts.dtype, np.integer):
             raise ValueError(
                 f"actions must be an integer array of shape ({self.num_games},), got {acts.dtype} {acts.shape}"
             )
-        acts = acts.astype(np.int64, copy=False)
-        in_range = (acts >= 0) & (acts < R.NUM_ACTIONS)
-        legal = in_range & self.masks[np.arange(self.num_games), np.where(in_range, acts, 0)]
-        if not legal.all():
-            i = int(np.flatnonzero(~legal)[0])
-            try:
-                self.game(i).step(int(acts[i]))
-            except IllegalActionError as exc:
-                raise IllegalActionError(f"game {i}: {exc}") from None
-            raise IllegalActionError(f"game {i}: action {int(acts[i])} is not legal")  # pragma: no cover
-        res = self._result
-        res.actor[:] = self.current_player
-        R.step_batch(self.states, acts, self._errors)
-        res.done[:] = False
-        res.winner[:] = -1
-        res.scores[:] = 0
-        st = self.states
-        ended = (st[:, R.POS] == R.FINAL_SPACE) & (st[:, R.POS + 1] == R.FINAL_SPACE) & (st[:, R.PENDING] == 0)
-        for i in np.flatnonzero(ended).tolist():
-            s = st[i]
-            res.done[i] = True
-            res.winner[i] = R.winner(s)
-            res.scores[i] = (R.score(s, 0), R.score(s, 1))
-            if self.auto_reset:
-                self._deal(i)
-        self._refresh()
-        return res
+        if acts.dtype != np.int64:
+            acts = acts.astype(np.int64)
+        i = K.first_illegal_jit(self.masks, self.counts, acts, not self.auto_reset)
+        if i >= 0:
+            raise IllegalActionError(f"game {i}: {self._why_illegal(i, int(acts[i]))}")
+        return acts
+
+    def _why_illegal(self, i: int, action: int) -> str:
+        try:
+            self.game(i).step(action)
+        except IllegalActionError as exc:
+            return str(exc)
+        return f"action {action} is not legal"  # pragma: no cover
+
+    def sample_random(self) -> npt.NDArray[np.int64]:
+        """A uniformly random legal action for every game (-1 for a finished game), drawn from each
+        game's own play stream. The returned array is reused by the next call."""
+        self._k.random_actions(self.masks, self.counts, self.play_streams, self._actions)
+        return self._actions
 
     def observe(self, seats: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float32]:
         """Observations of every game from ``seats`` (default: each game's player to move)."""
-        R.observe_batch(self.states, self.current_player if seats is None else seats, self.observations)
+        if seats is None:
+            seats = self._to_move
+        else:
+            seats = np.asarray(seats, dtype=np.int64)
+            if seats.shape != (self.num_games,) or not np.isin(seats, (0, 1)).all():
+                raise ValueError(f"seats must be {self.num_games} values in {{0, 1}}, got {seats!r}")
+        self._k.observe(self.states, seats, self.current_player, self.observations)
         return self.observations
+
+    def nbytes_per_game(self) -> int:
+        """Bytes of preallocated arrays per game (states, masks, observations and bookkeeping)."""
+        arrays = [self.states, self.masks, self.counts, self.current_player, self.observations, self._errors,
+                  self._actions, self._to_move, self.deal_streams, self.play_streams,
+                  *vars(self._result).values()]  # fmt: skip
+        return int(sum(a.nbytes for a in arrays)) // self.num_games

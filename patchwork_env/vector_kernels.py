@@ -1,0 +1,449 @@
+"""Compiled batch kernels of the vector engine: whole steps of many games in one call.
+
+Every kernel here is a loop over games whose body CALLS the rules of ``patchwork_env.rules``
+(``step_into``, ``legal_mask_into``, ``observe_into``, ``current_player``, ``is_terminal``,
+``winner``, ``score``, ``new_state_into``); no rule is written twice. What this module adds:
+
+- per-game random streams: one ``uint64`` word per game (splitmix64), so that dealing a new game
+  and drawing a random move happen inside the kernels, reproducibly, and each game's sequence of
+  deals depends only on its own word (not on the batch size nor on the other games);
+- fusion: one call steps every game, records the results of the games that ended, deals new ones,
+  and writes legal masks, players to move and (optionally) observations;
+- two compilations of each driver: serial, and ``parallel=True`` where the loop over games is a
+  ``prange`` spread over the cores (``SERIAL`` / ``PARALLEL`` below hold the two sets).
+
+A driver's arrays are all preallocated by the caller (``VectorGames``, ``PatchworkVectorEnv``);
+the kernels allocate nothing per game except a 33-entry scratch circle when dealing.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+from numba import prange
+
+from patchwork_env import rules as R
+from patchwork_env.patches import NUM_PATCHES, STARTING_PATCH
+
+F = TypeVar("F", bound=Callable[..., Any])
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+
+def _jit(fn: F) -> F:
+    return cast(F, numba.njit(cache=True, nogil=True)(fn))
+
+
+# --- per-game random streams (splitmix64, Steele, Lea & Flood 2014) --------------------------
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S11 = np.uint64(11)
+_S27 = np.uint64(27)
+_S30 = np.uint64(30)
+_S31 = np.uint64(31)
+_S53 = np.uint64(53)
+
+REWARD_WIN = 0
+REWARD_SCORE = 1
+REWARD_MODES = ("win", "score")  # index = reward_mode of the kernels
+SCORE_REWARD_SCALE = 100.0  # as ``aec.SCORE_REWARD_SCALE`` (a test keeps them equal)
+RANDOM_SEAT = -1
+
+
+@_jit
+def next_u64(rng: U64, i: int) -> Any:
+    """Advance game ``i``'s stream and return 64 random bits."""
+    x = rng[i] + _GAMMA
+    rng[i] = x
+    z = (x ^ (x >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@_jit
+def below(rng: U64, i: int, n: int) -> int:
+    """A uniform integer in ``[0, n)`` from game ``i``'s stream (``n`` < 2**10; bias < 2**-43)."""
+    return int(((next_u64(rng, i) >> _S11) * np.uint64(n)) >> _S53)
+
+
+@_jit
+def deal_into(s: I64, rng: U64, i: int, layout: int, leather: int) -> None:
+    """A new game in ``s``: a uniformly shuffled circle (the 1x2 patch last) and a random first
+    player, both from game ``i``'s stream."""
+    circle = np.empty(NUM_PATCHES, dtype=np.int64)
+    k = 0
+    for p in range(NUM_PATCHES):
+        if p != STARTING_PATCH:
+            circle[k] = p
+            k += 1
+    for k in range(NUM_PATCHES - 2, 0, -1):  # Fisher-Yates over the first 32 entries
+        j = below(rng, i, k + 1)
+        tmp = circle[k]
+        circle[k] = circle[j]
+        circle[j] = tmp
+    circle[NUM_PATCHES - 1] = STARTING_PATCH
+    R.new_state_into(s, circle, below(rng, i, 2), layout, leather)
+
+
+_CHUNK = 64
+_FULL_CHUNKS = R.NUM_ACTIONS // _CHUNK
+
+
+@_jit
+def kth_legal(mask: B, k: int) -> int:
+    """The ``k``-th legal action (0-based) of one mask row, -1 if there are not that many. Counts
+    64-action chunks first (a loop the compiler vectorises), then scans inside one chunk."""
+    m = mask.view(np.uint8)
+    for c in range(_FULL_CHUNKS):
+        base = c * _CHUNK
+        n = 0
+        for j in range(_CHUNK):
+            n += m[base + j]
+        if k < n:
+            for j in range(_CHUNK):
+                if m[base + j]:
+                    if k == 0:
+                        return base + j
+                    k -= 1
+        k -= n
+    for a in range(_FULL_CHUNKS * _CHUNK, R.NUM_ACTIONS):
+        if m[a]:
+            if k == 0:
+                return a
+            k -= 1
+    return -1
+
+
+@_jit
+def sample_legal(mask: B, count: int, rng: U64, i: int) -> int:
+    """A uniformly random legal action of one mask row holding ``count`` legal actions (-1 if none)."""
+    if count <= 0:
+        return -1
+    return kth_legal(mask, below(rng, i, count))
+
+
+# --- per-game bodies -----------------------------------------------------------------------
+@_jit
+def _view(i: int, states: I64, seat: int, masks: B, counts: I64, cur: I64, obs: F32, want_obs: bool) -> None:
+    """Mask and player to move of game ``i``; its observation from ``seat`` (-1: the player to move)."""
+    s = states[i]
+    counts[i] = R.legal_mask_into(s, masks[i])
+    cur[i] = R.current_player(s)
+    if want_obs:
+        R.observe_into(s, cur[i] if seat < 0 else seat, obs[i])
+
+
+@_jit
+def _selfplay_one(
+    i: int,
+    states: I64,
+    actions: I64,
+    rng: U64,
+    layout: int,
+    leather: int,
+    auto_reset: bool,
+    masks: B,
+    counts: I64,
+    cur: I64,
+    obs: F32,
+    want_obs: bool,
+    done: B,
+    winners: I64,
+    scores: I64,
+    plies: I64,
+    actors: I64,
+    errors: I64,
+) -> None:
+    s = states[i]
+    done[i] = False
+    winners[i] = -1
+    scores[i, 0] = 0
+    scores[i, 1] = 0
+    plies[i] = 0
+    errors[i] = R.OK
+    if counts[i] == 0:  # a finished game that was not reset: stepping it is a no-op
+        actors[i] = -1
+    else:
+        actors[i] = cur[i]
+        errors[i] = R.step_into(s, actions[i])
+        if R.is_terminal(s):
+            done[i] = True
+            winners[i] = R.winner(s)
+            scores[i, 0] = R.score(s, 0)
+            scores[i, 1] = R.score(s, 1)
+            plies[i] = s[R.PLY]
+            if auto_reset:
+                deal_into(s, rng, i, layout, leather)
+    _view(i, states, -1, masks, counts, cur, obs, want_obs)
+
+
+@_jit
+def _play_random_opponent(i: int, states: I64, seat: int, rng: U64, scratch: B) -> None:
+    """Uniformly random moves for the opponent of ``seat`` until ``seat`` is to move or the game ends."""
+    s = states[i]
+    while not R.is_terminal(s) and R.current_player(s) != seat:
+        count = R.legal_mask_into(s, scratch)
+        R.step_into(s, sample_legal(scratch, count, rng, i))
+
+
+@_jit
+def _record_end(i: int, s: I64, seat: int, won: bool, results: I64) -> None:
+    """``results[i]`` = (learner won 0/1, learner's score, opponent's score, learner's seat)."""
+    results[i, 0] = 1 if won else 0
+    results[i, 1] = R.score(s, seat)
+    results[i, 2] = R.score(s, 1 - seat)
+    results[i, 3] = seat
+
+
+@_jit
+def _finish_one(
+    i: int,
+    states: I64,
+    seats: I64,
+    seat_mode: int,
+    rng: U64,
+    layout: int,
+    leather: int,
+    reward_mode: int,
+    rewards: F32,
+    terminated: B,
+    results: I64,
+    final_obs: F32,
+) -> bool:
+    """If game ``i`` is over: the learner's reward, the result, the final observation, then a new
+    deal and learner seat. Returns True when a new game was dealt."""
+    s = states[i]
+    rewards[i] = 0.0
+    terminated[i] = False
+    if not R.is_terminal(s):
+        return False
+    seat = seats[i]
+    terminated[i] = True
+    _record_end(i, s, seat, R.winner(s) == seat, results)
+    if reward_mode == REWARD_WIN:
+        rewards[i] = 1.0 if results[i, 0] else -1.0
+    else:
+        rewards[i] = min(1.0, max(-1.0, (results[i, 1] - results[i, 2]) / SCORE_REWARD_SCALE))
+    R.observe_into(s, seat, final_obs[i])
+    _new_episode(i, states, seats, seat_mode, rng, layout, leather)
+    return True
+
+
+@_jit
+def _new_episode(i: int, states: I64, seats: I64, seat_mode: int, rng: U64, layout: int, leather: int) -> None:
+    deal_into(states[i], rng, i, layout, leather)
+    seats[i] = below(rng, i, 2) if seat_mode == RANDOM_SEAT else seat_mode
+
+
+# --- drivers (compiled twice: serial and parallel) -----------------------------------------
+def selfplay_step(
+    states: I64,
+    actions: I64,
+    rng: U64,
+    layout: int,
+    leather: int,
+    auto_reset: bool,
+    masks: B,
+    counts: I64,
+    cur: I64,
+    obs: F32,
+    want_obs: bool,
+    done: B,
+    winners: I64,
+    scores: I64,
+    plies: I64,
+    actors: I64,
+    errors: I64,
+) -> None:
+    """One action per game by its player to move; results of ended games; deals; masks; obs."""
+    for i in prange(states.shape[0]):
+        _selfplay_one(
+            i, states, actions, rng, layout, leather, auto_reset, masks, counts, cur, obs, want_obs,
+            done, winners, scores, plies, actors, errors,
+        )  # fmt: skip
+
+
+def deal_all(states: I64, rng: U64, layout: int, leather: int, masks: B, counts: I64, cur: I64) -> None:
+    """A new deal in every game, with masks and players to move."""
+    for i in prange(states.shape[0]):
+        deal_into(states[i], rng, i, layout, leather)
+        counts[i] = R.legal_mask_into(states[i], masks[i])
+        cur[i] = R.current_player(states[i])
+
+
+def refresh(states: I64, seats: I64, masks: B, counts: I64, cur: I64, obs: F32, want_obs: bool) -> None:
+    """Masks, players to move and (if ``want_obs``) observations from ``seats`` (-1: player to move)."""
+    for i in prange(states.shape[0]):
+        _view(i, states, seats[i], masks, counts, cur, obs, want_obs)
+
+
+def observe(states: I64, seats: I64, cur: I64, obs: F32) -> None:
+    """Observation of every game from ``seats[i]`` (-1: its player to move ``cur[i]``)."""
+    for i in prange(states.shape[0]):
+        R.observe_into(states[i], cur[i] if seats[i] < 0 else seats[i], obs[i])
+
+
+def random_actions(masks: B, counts: I64, rng: U64, out: I64) -> None:
+    """A uniformly random legal action per game (-1 for a finished game) from each game's stream."""
+    for i in prange(masks.shape[0]):
+        out[i] = sample_legal(masks[i], counts[i], rng, i)
+
+
+def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> int:
+    """The first game whose action is not legal (-1 if all are); finished games may be skipped."""
+    for i in range(masks.shape[0]):
+        a = actions[i]
+        if skip_finished and counts[i] == 0:
+            continue
+        if a < 0 or a >= R.NUM_ACTIONS or not masks[i, a]:
+            return i
+    return -1
+
+
+def env_start(
+    states: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
+    random_opponent: bool, masks: B, counts: I64, cur: I64, obs: F32,
+) -> None:  # fmt: skip
+    """New episode in every game of the single-agent view; the random opponent opens if it starts."""
+    for i in prange(states.shape[0]):
+        _new_episode(i, states, seats, seat_mode, rng, layout, leather)
+        if random_opponent:
+            _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
+        _view(i, states, seats[i], masks, counts, cur, obs, True)
+
+
+def env_step_random(
+    states: I64, actions: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
+    reward_mode: int, masks: B, counts: I64, cur: I64, obs: F32, rewards: F32, terminated: B, results: I64,
+    final_obs: F32, errors: I64,
+) -> None:  # fmt: skip
+    """Single-agent view against the random opponent, fused: the learner's action, the opponent's
+    replies, the end of the episode (reward, final observation, new deal and opening replies), the
+    learner's next mask and observation. Games whose action is negative are skipped (forfeits)."""
+    for i in prange(states.shape[0]):
+        if actions[i] < 0:
+            continue
+        errors[i] = R.step_into(states[i], actions[i])
+        _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
+        if _finish_one(
+            i, states, seats, seat_mode, rng, layout, leather, reward_mode, rewards, terminated, results, final_obs,
+        ):  # fmt: skip
+            _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
+        _view(i, states, seats[i], masks, counts, cur, obs, True)
+
+
+def env_learner_step(states: I64, actions: I64, errors: I64) -> None:
+    """The learner's action in every game whose action is not negative."""
+    for i in prange(states.shape[0]):
+        errors[i] = R.step_into(states[i], actions[i]) if actions[i] >= 0 else R.OK
+
+
+def env_finish(
+    states: I64, actions: I64, seats: I64, seat_mode: int, rng: U64, layout: int, leather: int, reward_mode: int,
+    rewards: F32, terminated: B, results: I64, final_obs: F32,
+) -> None:  # fmt: skip
+    """End-of-episode bookkeeping (see ``_finish_one``) of every game whose action is not negative,
+    for opponents that move in Python."""
+    for i in prange(states.shape[0]):
+        if actions[i] >= 0:
+            _finish_one(
+                i, states, seats, seat_mode, rng, layout, leather, reward_mode, rewards, terminated, results,
+                final_obs,
+            )  # fmt: skip
+
+
+def env_forfeit(
+    states: I64, rows: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
+    random_opponent: bool, masks: B, counts: I64, cur: I64, obs: F32, rewards: F32, terminated: B, results: I64,
+    final_obs: F32,
+) -> None:  # fmt: skip
+    """The learner sent an illegal action in the games ``rows``: each ends at once with reward -1
+    and the opponent as winner, then a new episode starts there."""
+    for k in prange(rows.shape[0]):
+        i = rows[k]
+        s = states[i]
+        rewards[i] = -1.0
+        terminated[i] = True
+        _record_end(i, s, seats[i], False, results)
+        R.observe_into(s, seats[i], final_obs[i])
+        _new_episode(i, states, seats, seat_mode, rng, layout, leather)
+        if random_opponent:
+            _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
+        _view(i, states, seats[i], masks, counts, cur, obs, True)
+
+
+def opponent_turns(states: I64, seats: I64, out: B) -> None:
+    """``out[i]``: game ``i`` is running and the opponent of ``seats[i]`` is to move."""
+    for i in prange(states.shape[0]):
+        s = states[i]
+        out[i] = (not R.is_terminal(s)) and R.current_player(s) != seats[i]
+
+
+def masks_rows(states: I64, rows: I64, masks: B, counts: I64) -> None:
+    """Legal masks of the games listed in ``rows``."""
+    for k in prange(rows.shape[0]):
+        i = rows[k]
+        counts[i] = R.legal_mask_into(states[i], masks[i])
+
+
+def step_rows(states: I64, rows: I64, actions: I64, errors: I64) -> None:
+    """``actions[k]`` in game ``rows[k]``."""
+    for k in prange(rows.shape[0]):
+        errors[k] = R.step_into(states[rows[k]], actions[k])
+
+
+# --- the two compilations --------------------------------------------------------------------
+_DRIVERS = (
+    selfplay_step, deal_all, refresh, observe, random_actions, env_start, env_step_random, env_learner_step,
+    env_finish, env_forfeit, opponent_turns, masks_rows, step_rows,
+)  # fmt: skip
+
+
+def _compile(fn: Callable[..., Any], parallel: bool) -> Callable[..., Any]:
+    # each compilation gets its own qualified name, hence its own on-disk cache entry
+    suffix = "_parallel" if parallel else "_serial"
+    clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
+    clone.__qualname__ = fn.__qualname__ + suffix
+    clone.__doc__ = fn.__doc__
+    return cast(Callable[..., Any], numba.njit(cache=True, nogil=True, parallel=parallel)(clone))
+
+
+class Kernels:
+    """One compilation (serial or parallel) of every driver, as attributes named like the drivers."""
+
+    def __init__(self, parallel: bool) -> None:
+        self.parallel = parallel
+        for fn in _DRIVERS:
+            setattr(self, fn.__name__, _compile(fn, parallel))
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:  # for the type checker only
+        raise AttributeError(name)
+
+
+SERIAL = Kernels(parallel=False)
+PARALLEL = Kernels(parallel=True)
+first_illegal_jit = _jit(first_illegal)
+
+#: batches at least this large use the parallel kernels when ``parallel=None`` (auto)
+PARALLEL_MIN_BATCH = 32
+
+
+def kernels_for(num_games: int, parallel: bool | None) -> Kernels:
+    """The kernel set to use: ``parallel=None`` picks parallel for big batches on several cores."""
+    if parallel is None:
+        parallel = num_games >= PARALLEL_MIN_BATCH and numba.config.NUMBA_NUM_THREADS > 1  # type: ignore[attr-defined]
+    return PARALLEL if parallel else SERIAL
+
+
+def seed_streams(seed: int | None, n: int) -> U64:
+    """``n`` independent stream words from ``numpy.random.SeedSequence(seed)``."""
+    return np.asarray(np.random.SeedSequence(seed).generate_state(n, dtype=np.uint64), dtype=np.uint64)
