@@ -107,58 +107,165 @@ def render_text(state: GameState) -> str:
 
 
 def patch_color(patch: int) -> tuple[int, int, int]:
-    """A distinct colour per patch id (golden-ratio hues); leather brown, empty light grey."""
+    """A distinct colour per patch id (golden-ratio hues, alternating saturation and brightness);
+    leather brown, empty light grey."""
     if patch == -2:
         return (139, 90, 43)
     if patch == -1:
         return (235, 235, 228)
     h = (patch * 0.618033988749895) % 1.0
-    r, g, b = colorsys.hsv_to_rgb(h, 0.55, 0.88)
+    s = (0.55, 0.8)[patch % 2]
+    v = (0.92, 0.72)[(patch // 2) % 2]
+    r, g, b = colorsys.hsv_to_rgb(h, s, v)
     return int(r * 255), int(g * 255), int(b * 255)
 
 
+PLAYER_COLORS = ((220, 40, 40), (40, 160, 40))  # tokens and name bars: player 0 red, player 1 green
+INCOME_COLOR = (60, 120, 200)
+LEATHER_TRACK_COLOR = (120, 90, 40)
+BONUS_COLOR = (230, 180, 20)
+GRID_COLOR = (200, 200, 200)
+SEAM_COLOR = (40, 40, 40)
+INK = (30, 30, 30)
+
+# A 3x5 pixel font for the numbers in the picture (B buttons, I income, S score, C cost, T time).
+_GLYPHS = {
+    "0": "111101101101111",
+    "1": "010110010010111",
+    "2": "111001111100111",
+    "3": "111001111001111",
+    "4": "101101111001001",
+    "5": "111100111001111",
+    "6": "111100111101111",
+    "7": "111001010010010",
+    "8": "111101111101111",
+    "9": "111101111001111",
+    "-": "000000111000000",
+    "B": "110101110101110",
+    "I": "111010010010111",
+    "S": "111100111001111",
+    "C": "111100100100111",
+    "T": "111010010010010",
+    " ": "000000000000000",
+}
+
+
+def _text(img: npt.NDArray[np.uint8], y: int, x: int, text: str, color: tuple[int, int, int], px: int) -> int:
+    """Draw ``text`` with the 3x5 font, each font pixel ``px`` wide; return the x after it."""
+    for ch in text:
+        bits = _GLYPHS[ch]
+        for k, bit in enumerate(bits):
+            if bit == "1":
+                r, c = divmod(k, 3)
+                img[y + r * px : y + (r + 1) * px, x + c * px : x + (c + 1) * px] = color
+        x += 4 * px
+    return x
+
+
+def placement_grid(state: GameState, player: int) -> npt.NDArray[np.int64]:
+    """(9, 9) array: the index of the placement (in ``state.placements(player)``) covering each
+    cell, -1 if empty. Two cells belong to the same piece exactly when they hold the same index."""
+    grid = np.full((9, 9), -1, dtype=np.int64)
+    for k, (patch, o, row, col) in enumerate(state.placements(player)):
+        cells = ((0, 0),) if patch < 0 else orient(PATCHES[patch].cells, o)
+        for r, c in cells:
+            grid[row + r, col + c] = k
+    return grid
+
+
+def _quilt(img: npt.NDArray[np.uint8], state: GameState, player: int, y0: int, x0: int, cell: int) -> None:
+    owners = cell_owners(state, player)
+    pieces = placement_grid(state, player)
+    for r in range(9):
+        for c in range(9):
+            y, x = y0 + r * cell, x0 + c * cell
+            img[y : y + cell, x : x + cell] = patch_color(int(owners[r, c]))
+    for i in range(10):  # the grid, then dark seams between different pieces
+        img[y0 + i * cell, x0 : x0 + 9 * cell + 1] = GRID_COLOR
+        img[y0 : y0 + 9 * cell + 1, x0 + i * cell] = GRID_COLOR
+    for r in range(9):
+        for c in range(9):
+            k = int(pieces[r, c])
+            y, x = y0 + r * cell, x0 + c * cell
+            if k < 0:
+                continue
+            if r == 0 or pieces[r - 1, c] != k:
+                img[y : y + 2, x : x + cell + 1] = SEAM_COLOR
+            if r == 8 or pieces[r + 1, c] != k:
+                img[y + cell - 1 : y + cell + 1, x : x + cell + 1] = SEAM_COLOR
+            if c == 0 or pieces[r, c - 1] != k:
+                img[y : y + cell + 1, x : x + 2] = SEAM_COLOR
+            if c == 8 or pieces[r, c + 1] != k:
+                img[y : y + cell + 1, x + cell - 1 : x + cell + 1] = SEAM_COLOR
+
+
+def _shape(img: npt.NDArray[np.uint8], patch: int, y0: int, x0: int, cell: int, faded: bool) -> None:
+    color = patch_color(patch)
+    if faded:
+        color = tuple((v + 2 * 255) // 3 for v in color)  # type: ignore[assignment]
+    for r, c in PATCHES[patch].cells:
+        img[y0 + r * cell : y0 + (r + 1) * cell - 1, x0 + c * cell : x0 + (c + 1) * cell - 1] = color
+
+
 def render_rgb(state: GameState, cell: int = 16) -> npt.NDArray[np.uint8]:
-    """uint8 (H, W, 3): both quilts (patches in distinct colours, the player to move framed),
-    the time track (tokens, leather patches, income marks) and the next market patches."""
+    """uint8 (H, W, 3) picture of a position, top to bottom:
+
+    - a bar per player in its token colour (framed when that player is to move, a gold square
+      when it holds the 7x7 bonus tile), with buttons (B), income (I) and score (S);
+    - both quilts, each patch in its own colour with dark seams between pieces, leather brown;
+    - the time track 0..53 (income marks blue, leather patches brown) with player 0's token in
+      the row below it and player 1's in the row below that;
+    - the market: the three patches on offer with their cost (C) and time (T), then the next
+      three in the circle, faded.
+    """
+    if cell < 6:
+        raise ValueError(f"cell must be at least 6 pixels, got {cell}")
+    px = max(1, cell // 8)  # font pixel
     gap = cell
     quilt = 9 * cell
     width = 2 * quilt + 3 * gap
-    track_cell = max(width // 54, 2)
-    height = gap + quilt + gap + 2 * track_cell + gap + 5 * cell // 2 + gap
+    bar = 5 * px + 4
+    track_cell = max(width // 56, 2)
+    small = max(cell // 2, 3)
+    market_h = 5 * small + 6 * px + 4
+    height = gap + bar + 4 + quilt + gap + 3 * track_cell + gap + market_h + gap
     img = np.full((height, width, 3), 255, dtype=np.uint8)
     to_move = None if state.is_terminal else state.current_player
+    scores = state.scores()
+    qy = gap + bar + 4
     for p in (0, 1):
         x0 = gap + p * (quilt + gap)
+        img[gap : gap + bar, x0 : x0 + quilt + 1] = PLAYER_COLORS[p]
         if p == to_move:
-            img[gap - 3 : gap + quilt + 3, x0 - 3 : x0 + quilt + 3] = (30, 30, 30)
-        grid = cell_owners(state, p)
-        for r in range(9):
-            for c in range(9):
-                y = gap + r * cell
-                x = x0 + c * cell
-                img[y : y + cell, x : x + cell] = patch_color(int(grid[r, c]))
-                img[y : y + cell, x] = (200, 200, 200)
-                img[y, x : x + cell] = (200, 200, 200)
-    ty = gap + quilt + gap
+            img[qy - 3 : qy + quilt + 4, x0 - 3 : x0 + quilt + 4] = INK
+        if state.bonus_owner == p:
+            img[gap + 2 : gap + bar - 2, x0 + quilt - bar : x0 + quilt - 4] = BONUS_COLOR
+        label = f"B{state.buttons[p]} I{state.income[p]} S{scores[p]}"
+        _text(img, gap + 2, x0 + 3, label, (255, 255, 255), px)
+        _quilt(img, state, p, qy, x0, cell)
+    ty = qy + quilt + gap
     leather = set(state.leather_remaining)
     marks = {int(m) for m in R.INCOME_MARKS}
     tx0 = (width - 54 * track_cell) // 2
     for space in range(R.FINAL_SPACE + 1):
         x = tx0 + space * track_cell
-        color = (120, 90, 40) if space in leather else (60, 120, 200) if space in marks else (220, 220, 220)
+        color = LEATHER_TRACK_COLOR if space in leather else INCOME_COLOR if space in marks else (220, 220, 220)
         img[ty : ty + track_cell, x : x + track_cell - 1] = color
-    for p, color in ((0, (220, 40, 40)), (1, (40, 160, 40))):
+    for p in (0, 1):
         x = tx0 + state.positions[p] * track_cell
-        y = ty + track_cell
-        img[y : y + track_cell, x : x + track_cell - 1] = color
-    my = ty + 2 * track_cell + gap
-    small = cell // 2
-    for i, patch in enumerate(state.market):
-        x0 = gap + i * 6 * small
-        for r, c in PATCHES[patch].cells:
-            img[my + r * small : my + (r + 1) * small - 1, x0 + c * small : x0 + (c + 1) * small - 1] = patch_color(
-                patch
-            )
+        y = ty + (p + 1) * track_cell
+        img[y : y + track_cell, x : x + track_cell - 1] = PLAYER_COLORS[p]
+    my = ty + 3 * track_cell + gap
+    circle = state.circle
+    slot_w = 5 * small + small
+    for i, patch in enumerate(circle[:6]):
+        x0 = gap + i * slot_w
+        if x0 + 5 * small > width:
+            break
+        _shape(img, patch, my, x0, small, faded=i >= R.MARKET_SIZE)
+        if i < R.MARKET_SIZE:
+            info = PATCHES[patch]
+            _text(img, my + 5 * small + 2, x0, f"C{info.cost}T{info.time}", INK, px)
     return img
 
 

@@ -1,0 +1,118 @@
+"""Drawings of a position: the RGB picture, the SVG, and the environments' render modes."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from patchwork_env import ADVANCE, GameState, SingleAgentEnv, new_game, raw_env
+from patchwork_env.render import (
+    BONUS_COLOR,
+    PLAYER_COLORS,
+    patch_color,
+    placement_grid,
+    render_rgb,
+    render_svg,
+)
+
+
+def random_game(seed: int) -> list[GameState]:
+    rng = np.random.default_rng(seed)
+    s = new_game(seed)
+    out = [s]
+    while not s.is_terminal:
+        legal = s.legal_actions()
+        s = s.step(int(legal[int(rng.random() * len(legal))]))
+        out.append(s)
+    return out
+
+
+GAME = random_game(4)
+
+
+def has_color(img: np.ndarray, color: tuple[int, int, int]) -> bool:
+    return bool((img == np.array(color, dtype=np.uint8)).all(axis=-1).any())
+
+
+def test_palette_is_distinct() -> None:
+    colors = [patch_color(p) for p in range(-2, 33)]
+    assert len(set(colors)) == len(colors)
+    assert not set(PLAYER_COLORS) & set(colors)
+
+
+def test_rgb_is_uint8_and_the_same_size_all_game() -> None:
+    shapes = set()
+    for s in [*GAME[::5], GAME[-1]]:
+        img = render_rgb(s)
+        assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+        shapes.add(img.shape)
+    assert len(shapes) == 1  # frames of one game can be stacked into a video
+    bigger = render_rgb(GAME[0], cell=24)
+    assert bigger.shape[0] > render_rgb(GAME[0]).shape[0]
+    with pytest.raises(ValueError, match="cell must be at least 6"):
+        render_rgb(GAME[0], cell=3)
+
+
+def test_rgb_shows_quilts_tokens_market_and_bonus() -> None:
+    start = GAME[0]
+    img = render_rgb(start)
+    for color in PLAYER_COLORS:
+        assert has_color(img, color)
+    for patch in start.market:  # the market patches are drawn at full colour
+        assert has_color(img, patch_color(patch))
+    later = next(s for s in GAME if s.placements(0) and s.placements(0)[0][0] >= 0)
+    first_patch = later.placements(0)[0][0]
+    assert has_color(render_rgb(later), patch_color(first_patch))
+    with_bonus = [s for s in random_game(0) + random_game(1) + random_game(2) if s.bonus_owner is not None]
+    if with_bonus:
+        assert has_color(render_rgb(with_bonus[0]), BONUS_COLOR)
+    assert not has_color(img, BONUS_COLOR)
+
+
+def test_placement_grid_matches_the_board() -> None:
+    s = GAME[-1]
+    for p in (0, 1):
+        grid = placement_grid(s, p)
+        np.testing.assert_array_equal(grid >= 0, s.board(p))
+        assert set(np.unique(grid[grid >= 0]).tolist()) == set(range(len(s.placements(p))))
+
+
+def test_svg_is_well_formed() -> None:
+    for s in (GAME[0], GAME[len(GAME) // 2], GAME[-1]):
+        svg = render_svg(s)
+        root = ET.fromstring(svg)
+        assert root.tag.endswith("svg")
+        assert s._repr_svg_() == svg
+
+
+def test_env_render_modes(capsys: pytest.CaptureFixture[str]) -> None:
+    e = raw_env(render_mode="ansi")
+    e.reset(seed=0)
+    assert e.render() == str(e.game_state)
+    e = raw_env(render_mode="human")
+    e.reset(seed=0)
+    assert e.render() is None
+    e.step(ADVANCE)  # human mode draws after every step
+    out = capsys.readouterr().out
+    assert out.count("P0: space") == 2 and str(e.game_state) in out
+    e = raw_env(render_mode="rgb_array")
+    e.reset(seed=0)
+    img = e.render()
+    assert isinstance(img, np.ndarray) and img.dtype == np.uint8
+    with pytest.warns(UserWarning, match="without a render mode"):
+        assert raw_env().render() is None
+
+
+def test_single_agent_render_modes(capsys: pytest.CaptureFixture[str]) -> None:
+    e = SingleAgentEnv(render_mode="ansi")
+    e.reset(seed=0)
+    assert e.render() == str(e.game_state)
+    e = SingleAgentEnv(render_mode="rgb_array")
+    e.reset(seed=0)
+    img = e.render()
+    assert isinstance(img, np.ndarray) and img.shape[2] == 3
+    e = SingleAgentEnv(render_mode="human")
+    e.reset(seed=0)
+    assert "P0: space" in capsys.readouterr().out
