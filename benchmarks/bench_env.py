@@ -56,7 +56,7 @@ def play(env: Any, seconds: float, seed: int = 0) -> float:
             if terminated or truncated:
                 action = None
             else:
-                legal = np.flatnonzero(obs["action_mask"])
+                legal = obs["action_mask"].nonzero()[0]
                 action = int(legal[int(rng.random() * len(legal))])
                 moves += 1
             env.step(action)

@@ -353,14 +353,13 @@ class raw_env(AECEnv):  # type: ignore[misc]
         except KeyError:
             raise ValueError(f"unknown agent {agent!r}: agents are {AGENTS}") from None
         cached = self._obs[seat]
-        if cached is None:
-            game = self._game
+        if cached is None:  # built once per position and seat, straight from the compiled rules
+            s = self._game.array()
             obs = np.empty(OBS_DIM, dtype=np.float32)
-            R.observe_into(game.array(), seat, obs)
-            if not self._over and AGENTS[seat] == self.agent_selection:
-                mask = game.legal_action_mask().astype(np.int8)
-            else:
-                mask = np.zeros(R.NUM_ACTIONS, dtype=np.int8)
+            R.observe_into(s, seat, obs)
+            mask = np.zeros(R.NUM_ACTIONS, dtype=np.int8)
+            if not self._over and agent == self.agent_selection:
+                R.legal_mask_into(s, mask)
             cached = {"observation": obs, "action_mask": mask}
             self._obs[seat] = cached
         return cached
