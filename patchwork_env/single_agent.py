@@ -41,6 +41,13 @@ Options:
 
 ``reset(seed=None, options=None)``: ``options`` may hold ``"circle"`` and ``"first_player"``
 (as in the AEC env) and ``"seat"`` (this episode's seat); any other key raises ``ValueError``.
+The seed fixes the deal, the learner's seat and the opponent's generator, so a seeded episode
+replays exactly for the same actions.
+
+``info`` always holds ``action_mask`` and ``seat``; at the end of a game also ``score``,
+``opponent_score`` and ``won``; after an illegal action (``"lose"``) ``illegal_action`` and
+``reason``. ``game_state`` is the current ``GameState``; ``copy.deepcopy`` of the env continues
+the same episode (the opponent's generator included) as long as the opponent can be copied.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Any
 
@@ -124,6 +125,25 @@ def test_seeded_episodes_repeat_exactly() -> None:
                 return out
 
     assert trace(SingleAgentEnv()) == trace(SingleAgentEnv())
+
+
+def test_deepcopy_continues_the_episode() -> None:
+    env = SingleAgentEnv(seat=0)
+    _, info = env.reset(seed=9)
+    for _ in range(5):
+        _, _, terminated, _, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+        assert not terminated
+    clone = copy.deepcopy(env)
+
+    def rest(e: SingleAgentEnv, info: dict[str, Any]) -> list[Any]:
+        out = []
+        while True:
+            obs, reward, terminated, _, info = e.step(int(np.flatnonzero(info["action_mask"])[0]))
+            out.append((obs.tobytes(), reward))
+            if terminated:
+                return out
+
+    assert rest(clone, info) == rest(env, info)
 
 
 def test_seat_and_reset_options() -> None:
