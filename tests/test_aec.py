@@ -18,7 +18,7 @@ import patchwork_env
 from patchwork_env import IllegalActionError, new_game
 from patchwork_env import rules as R
 from patchwork_env.aec import AGENTS, SCORE_REWARD_SCALE, env, final_rewards, raw_env
-from patchwork_env.observation import OBS_DIM, observation_table
+from patchwork_env.observation import OBS_DIM, observation_bounds, observation_table
 
 CIRCLE = [*range(32, 0, -1), 0]
 
@@ -404,3 +404,6 @@ def test_documented_observation_table_matches_the_layout() -> None:
     assert observation_table() in aec.__doc__
     assert f"({OBS_DIM},)" in aec.__doc__
     assert f"Discrete({R.NUM_ACTIONS})" in aec.__doc__
+    low, high = observation_bounds()
+    assert f"float32 in [{low.min():.2f}, {high.max():.2f}]" in aec.__doc__
+    assert f"/ {SCORE_REWARD_SCALE:g}, clipped to [-1, 1]" in aec.__doc__
