@@ -328,18 +328,21 @@ class raw_env(AECEnv):  # type: ignore[misc]
             self._was_dead_step(action)
             return
         game = self._game.step(action)  # IllegalActionError if illegal
+        # PettingZoo's bookkeeping: the actor has now seen its reward; this step's rewards are
+        # added to what each agent accumulates until it is selected (several moves in a row work).
         self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
         self._set_game(game)
         if self._over:
             self._finish(game)
-        # else: every reward is 0 until the final step, so there is nothing to clear or accumulate
+        self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 
     def _finish(self, game: GameState) -> None:
         r0, r1 = final_rewards(game, self.reward_kind)
-        self.rewards = {AGENTS[0]: r0, AGENTS[1]: r1}
-        self._accumulate_rewards()
+        self.rewards[AGENTS[0]] = r0
+        self.rewards[AGENTS[1]] = r1
         self.terminations = {a: True for a in self.agents}
         scores = game.scores()
         winner = AGENTS[game.winner or 0]
