@@ -145,6 +145,9 @@ episode from any unfinished position (for search, tests and curricula). `copy.de
 `pickle` keep the whole game, the generator and the bookkeeping, so a copy continues exactly
 like the original.
 
+For single-agent libraries (SB3 and the like) use `patchwork_env.SingleAgentEnv`, in which a
+fixed opponent moves inside `step`; for many games at once, `patchwork_env.vector.VectorGames`.
+
 ### Version history
 
 * v0: Initial release (patchwork_env 0.1.0)
