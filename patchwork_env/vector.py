@@ -56,9 +56,9 @@ class StepResult:
 class VectorGames:
     """``num_games`` Patchwork games in one block of arrays.
 
-    ``parallel``: ``True`` spreads every batch call over the cores (numba ``prange``), ``False``
-    stays on one core, ``None`` (default) goes parallel for batches of at least
-    ``vector_kernels.PARALLEL_MIN_BATCH`` games. Serial and parallel give identical games.
+    ``parallel=True`` spreads every batch call over the cores (row chunks on threads, see
+    ``vector_threads``); the default stays on the calling thread. Serial and parallel give
+    identical games.
     ``auto_reset=False``: a finished game keeps its final state (mask all False, ``counts`` 0) and
     ignores the actions passed for it until ``reset``.
     """
@@ -70,7 +70,7 @@ class VectorGames:
         *,
         leather_layout: str = "revised",
         auto_reset: bool = True,
-        parallel: bool | None = None,
+        parallel: bool = False,
     ) -> None:
         if isinstance(num_games, bool) or not isinstance(num_games, int | np.integer) or num_games < 1:
             raise ValueError(f"num_games must be a positive integer, got {num_games!r}")
@@ -82,7 +82,7 @@ class VectorGames:
         self.leather_layout = leather_layout
         self._layout = R.LAYOUT_NAMES.index(leather_layout)
         self._leather = R.leather_mask(leather_layout)
-        self._k = K.kernels_for(n, parallel)
+        self._k = K.kernels_for(parallel)
         self.states = np.zeros((n, R.STATE_LEN), dtype=np.int64)
         self.masks = np.zeros((n, R.NUM_ACTIONS), dtype=np.bool_)
         self.counts = np.zeros(n, dtype=np.int64)
@@ -172,7 +172,7 @@ class VectorGames:
             )
         if acts.dtype != np.int64:
             acts = acts.astype(np.int64)
-        i = K.first_illegal_jit(self.masks, self.counts, acts, not self.auto_reset)
+        i = K.first_illegal(self.masks, self.counts, acts, not self.auto_reset)
         if i >= 0:
             raise IllegalActionError(f"game {i}: {self._why_illegal(i, int(acts[i]))}")
         return acts

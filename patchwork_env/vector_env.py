@@ -102,7 +102,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         illegal_action: Literal["raise", "lose"] = "raise",
         seed: int | None = None,
         copy: bool = True,
-        parallel: bool | None = False,
+        parallel: bool = False,
     ) -> None:
         if seat is not None and seat not in (0, 1):
             raise ValueError(f"seat must be 0, 1 or None (drawn every episode), got {seat!r}")
@@ -220,7 +220,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
             )
         acts = acts.astype(np.int64)  # a copy: illegal actions are overwritten below
         g = self.games
-        i = K.first_illegal_jit(g.masks, g.counts, acts, False)
+        i = K.first_illegal(g.masks, g.counts, acts, False)
         if i < 0:
             return acts
         if self.illegal_action == "raise":

@@ -9,8 +9,14 @@ Every kernel here is a loop over games whose body CALLS the rules of ``patchwork
   deals depends only on its own word (not on the batch size nor on the other games);
 - fusion: one call steps every game, records the results of the games that ended, deals new ones,
   and writes legal masks, players to move and (optionally) observations;
-- two compilations of each driver: serial, and ``parallel=True`` where the loop over games is a
-  ``prange`` spread over the cores (``SERIAL`` / ``PARALLEL`` below hold the two sets).
+- a parallel mode (``PARALLEL``): the per-game drivers run on row chunks of the batch, spread
+  over the calling thread and helper threads (``vector_threads``); the compiled loops release the
+  GIL. Serial and parallel give identical games.
+
+Why threads over row chunks and not numba's ``parallel=True`` / ``prange``: on this 2-core machine
+shared with other processes, ``prange`` (GNU OpenMP layer) ran 3-15x SLOWER than serial whenever
+the load exceeded the cores (a parallel region waits for its slowest, descheduled thread at every
+call), while chunks claimed dynamically never wait for a thread that has not started one.
 
 A driver's arrays are all preallocated by the caller (``VectorGames``, ``PatchworkVectorEnv``);
 the kernels allocate nothing per game except a 33-entry scratch circle when dealing.
@@ -18,14 +24,12 @@ the kernels allocate nothing per game except a 33-entry scratch circle when deal
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
 import numpy.typing as npt
-from numba import prange
 
 from patchwork_env import rules as R
 from patchwork_env.patches import NUM_PATCHES, STARTING_PATCH
@@ -245,6 +249,7 @@ def _new_episode(i: int, states: I64, seats: I64, seat_mode: int, rng: U64, layo
 
 
 # --- drivers (compiled twice: serial and parallel) -----------------------------------------
+@_jit
 def selfplay_step(
     states: I64,
     actions: I64,
@@ -265,39 +270,44 @@ def selfplay_step(
     errors: I64,
 ) -> None:
     """One action per game by its player to move; results of ended games; deals; masks; obs."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         _selfplay_one(
             i, states, actions, rng, layout, leather, auto_reset, masks, counts, cur, obs, want_obs,
             done, winners, scores, plies, actors, errors,
         )  # fmt: skip
 
 
+@_jit
 def deal_all(states: I64, rng: U64, layout: int, leather: int, masks: B, counts: I64, cur: I64) -> None:
     """A new deal in every game, with masks and players to move."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         deal_into(states[i], rng, i, layout, leather)
         counts[i] = R.legal_mask_into(states[i], masks[i])
         cur[i] = R.current_player(states[i])
 
 
+@_jit
 def refresh(states: I64, seats: I64, masks: B, counts: I64, cur: I64, obs: F32, want_obs: bool) -> None:
     """Masks, players to move and (if ``want_obs``) observations from ``seats`` (-1: player to move)."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         _view(i, states, seats[i], masks, counts, cur, obs, want_obs)
 
 
+@_jit
 def observe(states: I64, seats: I64, cur: I64, obs: F32) -> None:
     """Observation of every game from ``seats[i]`` (-1: its player to move ``cur[i]``)."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         R.observe_into(states[i], cur[i] if seats[i] < 0 else seats[i], obs[i])
 
 
+@_jit
 def random_actions(masks: B, counts: I64, rng: U64, out: I64) -> None:
     """A uniformly random legal action per game (-1 for a finished game) from each game's stream."""
-    for i in prange(masks.shape[0]):
+    for i in range(masks.shape[0]):
         out[i] = sample_legal(masks[i], counts[i], rng, i)
 
 
+@_jit
 def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> int:
     """The first game whose action is not legal (-1 if all are); finished games may be skipped."""
     for i in range(masks.shape[0]):
@@ -309,18 +319,20 @@ def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> i
     return -1
 
 
+@_jit
 def env_start(
     states: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
     random_opponent: bool, masks: B, counts: I64, cur: I64, obs: F32,
 ) -> None:  # fmt: skip
     """New episode in every game of the single-agent view; the random opponent opens if it starts."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         _new_episode(i, states, seats, seat_mode, rng, layout, leather)
         if random_opponent:
             _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
         _view(i, states, seats[i], masks, counts, cur, obs, True)
 
 
+@_jit
 def env_step_random(
     states: I64, actions: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
     reward_mode: int, masks: B, counts: I64, cur: I64, obs: F32, rewards: F32, terminated: B, results: I64,
@@ -329,7 +341,7 @@ def env_step_random(
     """Single-agent view against the random opponent, fused: the learner's action, the opponent's
     replies, the end of the episode (reward, final observation, new deal and opening replies), the
     learner's next mask and observation. Games whose action is negative are skipped (forfeits)."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         if actions[i] < 0:
             continue
         errors[i] = R.step_into(states[i], actions[i])
@@ -341,19 +353,21 @@ def env_step_random(
         _view(i, states, seats[i], masks, counts, cur, obs, True)
 
 
+@_jit
 def env_learner_step(states: I64, actions: I64, errors: I64) -> None:
     """The learner's action in every game whose action is not negative."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         errors[i] = R.step_into(states[i], actions[i]) if actions[i] >= 0 else R.OK
 
 
+@_jit
 def env_finish(
     states: I64, actions: I64, seats: I64, seat_mode: int, rng: U64, layout: int, leather: int, reward_mode: int,
     rewards: F32, terminated: B, results: I64, final_obs: F32,
 ) -> None:  # fmt: skip
     """End-of-episode bookkeeping (see ``_finish_one``) of every game whose action is not negative,
     for opponents that move in Python."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         if actions[i] >= 0:
             _finish_one(
                 i, states, seats, seat_mode, rng, layout, leather, reward_mode, rewards, terminated, results,
@@ -361,6 +375,7 @@ def env_finish(
             )  # fmt: skip
 
 
+@_jit
 def env_forfeit(
     states: I64, rows: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
     random_opponent: bool, masks: B, counts: I64, cur: I64, obs: F32, rewards: F32, terminated: B, results: I64,
@@ -368,7 +383,7 @@ def env_forfeit(
 ) -> None:  # fmt: skip
     """The learner sent an illegal action in the games ``rows``: each ends at once with reward -1
     and the opponent as winner, then a new episode starts there."""
-    for k in prange(rows.shape[0]):
+    for k in range(rows.shape[0]):
         i = rows[k]
         s = states[i]
         rewards[i] = -1.0
@@ -381,66 +396,61 @@ def env_forfeit(
         _view(i, states, seats[i], masks, counts, cur, obs, True)
 
 
+@_jit
 def opponent_turns(states: I64, seats: I64, out: B) -> None:
     """``out[i]``: game ``i`` is running and the opponent of ``seats[i]`` is to move."""
-    for i in prange(states.shape[0]):
+    for i in range(states.shape[0]):
         s = states[i]
         out[i] = (not R.is_terminal(s)) and R.current_player(s) != seats[i]
 
 
+@_jit
 def masks_rows(states: I64, rows: I64, masks: B, counts: I64) -> None:
     """Legal masks of the games listed in ``rows``."""
-    for k in prange(rows.shape[0]):
+    for k in range(rows.shape[0]):
         i = rows[k]
         counts[i] = R.legal_mask_into(states[i], masks[i])
 
 
+@_jit
 def step_rows(states: I64, rows: I64, actions: I64, errors: I64) -> None:
     """``actions[k]`` in game ``rows[k]``."""
-    for k in prange(rows.shape[0]):
+    for k in range(rows.shape[0]):
         errors[k] = R.step_into(states[rows[k]], actions[k])
 
 
-# --- the two compilations --------------------------------------------------------------------
-_DRIVERS = (
+# --- running the per-game drivers over several cores -------------------------------------
+#: drivers whose every array argument has one row per game: they can run on row chunks
+PER_GAME_DRIVERS: tuple[Callable[..., Any], ...] = (
     selfplay_step, deal_all, refresh, observe, random_actions, env_start, env_step_random, env_learner_step,
-    env_finish, env_forfeit, opponent_turns, masks_rows, step_rows,
+    env_finish, opponent_turns,
 )  # fmt: skip
-
-
-def _compile(fn: Callable[..., Any], parallel: bool) -> Callable[..., Any]:
-    # each compilation gets its own qualified name, hence its own on-disk cache entry
-    suffix = "_parallel" if parallel else "_serial"
-    clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
-    clone.__qualname__ = fn.__qualname__ + suffix
-    clone.__doc__ = fn.__doc__
-    return cast(Callable[..., Any], numba.njit(cache=True, nogil=True, parallel=parallel)(clone))
+#: drivers over a list of rows (small: the opponent's turns, forfeits): always on the calling thread
+ROW_DRIVERS: tuple[Callable[..., Any], ...] = (masks_rows, step_rows, env_forfeit)
 
 
 class Kernels:
-    """One compilation (serial or parallel) of every driver, as attributes named like the drivers."""
+    """Every driver as an attribute. ``parallel=True``: the per-game drivers run on row chunks over
+    the calling thread and ``vector_threads``' helper threads (the kernels release the GIL)."""
 
     def __init__(self, parallel: bool) -> None:
-        self.parallel = parallel
-        for fn in _DRIVERS:
-            setattr(self, fn.__name__, _compile(fn, parallel))
+        from patchwork_env.vector_threads import chunked
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:  # for the type checker only
+        self.parallel = parallel
+        for fn in PER_GAME_DRIVERS:
+            setattr(self, fn.__name__, chunked(fn) if parallel else fn)
+        for fn in ROW_DRIVERS:
+            setattr(self, fn.__name__, fn)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:  # tells the type checker: attributes are drivers
         raise AttributeError(name)
 
 
 SERIAL = Kernels(parallel=False)
 PARALLEL = Kernels(parallel=True)
-first_illegal_jit = _jit(first_illegal)
-
-#: batches at least this large use the parallel kernels when ``parallel=None`` (auto)
-PARALLEL_MIN_BATCH = 32
 
 
-def kernels_for(num_games: int, parallel: bool | None) -> Kernels:
-    """The kernel set to use: ``parallel=None`` picks parallel for big batches on several cores."""
-    if parallel is None:
-        parallel = num_games >= PARALLEL_MIN_BATCH and numba.config.NUMBA_NUM_THREADS > 1  # type: ignore[attr-defined]
+def kernels_for(parallel: bool) -> Kernels:
     return PARALLEL if parallel else SERIAL
 
 
