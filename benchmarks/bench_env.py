@@ -1,8 +1,10 @@
 """Speed of the AEC environment in random legal play, next to PettingZoo's connect_four_v3.
 
 Every environment is driven the same way, through ``agent_iter`` / ``last`` / ``step``, choosing
-uniformly among the legal actions read from ``observation["action_mask"]`` (the same sampler for
-all, so the ratios compare the environments, not the samplers). The four environments take turns
+uniformly among the legal actions read from ``observation["action_mask"]`` with the same cheap
+sampler for all (``nonzero`` of a bool view of the 0/1 int8 mask, about 3x faster than on the int8
+array itself; ``action_space.sample(mask)`` would cost ~35 us per move on its own), so the ratios
+compare the environments, not the samplers. The four environments take turns
 within each repeat so that machine noise hits them alike; the table shows medians over repeats and
 each environment's speed as a ratio to connect four's at the same wrapping level.
 
@@ -56,7 +58,7 @@ def play(env: Any, seconds: float, seed: int = 0) -> float:
             if terminated or truncated:
                 action = None
             else:
-                legal = obs["action_mask"].nonzero()[0]
+                legal = obs["action_mask"].view(np.bool_).nonzero()[0]  # 0/1 int8: bool view, numpy's fast path
                 action = int(legal[int(rng.random() * len(legal))])
                 moves += 1
             env.step(action)
@@ -120,8 +122,10 @@ def main(argv: list[str] | None = None) -> None:
     by_name = {row["name"]: row for row in rows}
     raw = by_name["patchwork raw_env"]["moves_per_s"]
     wrapped = by_name["patchwork env()"]["ratio"]
-    print(f"targets: raw_env >= {RAW_TARGET:,.0f} moves/s: {'met' if raw >= RAW_TARGET else 'NOT met'} ({raw:,.0f}); "
-          f"env() >= connect_four_v3 env(): {'met' if wrapped >= 1 else 'NOT met'} (ratio {wrapped:.2f})")
+    print(
+        f"targets: raw_env >= {RAW_TARGET:,.0f} moves/s: {'met' if raw >= RAW_TARGET else 'NOT met'} ({raw:,.0f}); "
+        f"env() >= connect_four_v3 env(): {'met' if wrapped >= 1 else 'NOT met'} (ratio {wrapped:.2f})"
+    )
 
 
 if __name__ == "__main__":
