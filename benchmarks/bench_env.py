@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -29,17 +27,7 @@ RAW_TARGET = 20_000.0
 
 
 def _connect_four() -> Any:
-    """``pettingzoo.classic.connect_four_v3``. It imports pygame at module level but only draws
-    with it; without pygame installed a placeholder module stands in for that import alone."""
-    try:
-        import pygame  # noqa: F401
-    except ImportError:
-        sys.modules["pygame"] = types.ModuleType("pygame")
-        try:
-            from pettingzoo.classic import connect_four_v3
-        finally:
-            del sys.modules["pygame"]
-        return connect_four_v3
+    """``pettingzoo.classic.connect_four_v3``, the reference (needs pygame: the ``dev`` extra)."""
     from pettingzoo.classic import connect_four_v3
 
     return connect_four_v3
