@@ -1,0 +1,346 @@
+"""The demo job (``make demo``): train a small self-play PPO agent, measure it, write a report.
+
+    python -m train.demo                                   # configs/quick.yaml, about 10 minutes
+    python -m train.demo --config configs/selfplay.yaml --eval-games 400
+    python -m train.demo seed=1 total_updates=50           # key=value overrides of the config
+    python -m train.demo --smoke                           # a tiny budget (< 1 minute): checks the pipeline
+
+Three steps, with progress shown throughout:
+
+1. training: ``train.selfplay.main`` with the config (the trainer's own progress bar, periodic
+   arena evaluations, checkpoints, TensorBoard logs and ``learning_curve.png`` in the run folder);
+2. evaluation: the final checkpoint as the agent ``ppo:PATH`` in a round robin of paired games
+   (``agents.arena.round_robin``) against ``random`` and ``greedy`` (``--opponents``), with 95%
+   Wilson intervals and an Elo ladder: exactly what ``python -m train.evaluate`` prints for the
+   same agents, games and seed;
+3. report: ``report.md`` in the run folder (config, training time, the win-rate table, the
+   learning curve, the files, and the commands to reproduce, continue, evaluate and play against
+   the agent), whose path is printed last.
+
+The trainer's own final evaluation is switched off (``final_eval_pairs=0``): step 2 replaces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.arena import PairResult, TournamentResult, round_robin
+from agents.registry import AgentSpecError, parse_spec
+from train import run_utils as U
+from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
+from train.evaluate import format_table, plot_elo
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = "configs/quick.yaml"
+DEFAULT_EVAL_GAMES = 200
+DEFAULT_OPPONENTS = ("random", "greedy")
+SMOKE_EVAL_GAMES = 4
+# --smoke: a few tiny updates of a tiny network, one evaluation, everything in this process
+SMOKE_OVERRIDES = {
+    "num_games": 8,
+    "rollout_steps": 8,
+    "total_updates": 2,
+    "time_limit_minutes": 0.0,
+    "update_epochs": 1,
+    "num_minibatches": 1,
+    "channels": 8,
+    "blocks": 1,
+    "hidden": 32,
+    "head_features": 8,
+    "head_hidden": 16,
+    "snapshot_every": 1,
+    "checkpoint_every": 1,
+    "eval_every": 0,
+    "eval_opponents": {"random": 1},
+    "eval_workers": 1,
+}
+
+
+@dataclass
+class Plan:
+    """Everything the demo will do, resolved and checked from the command line."""
+
+    config: SelfPlayConfig
+    config_path: Path
+    config_name: str
+    folder: Path
+    opponents: list[str]
+    eval_games: int
+    eval_seed: int
+    workers: int
+    smoke: bool
+    command: str
+    overrides: list[str]  # key=value applied to the config file (final_eval_pairs=0 included)
+
+
+# --- command line --------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m train.demo",
+        description="Train a self-play PPO agent, evaluate it against random and greedy, write a report.",
+        epilog="Overrides: key=value after the options change the config (python -m train.selfplay --help-config "
+        "lists the keys), e.g. python -m train.demo seed=1 total_updates=50",
+    )
+    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"trainer config, YAML (default {DEFAULT_CONFIG})")
+    p.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/demo-<config>-s<seed>-<time>)")
+    p.add_argument(
+        "--eval-games",
+        type=int,
+        default=None,
+        help=f"games against each opponent, even: every deal is played twice, seats swapped "
+        f"(default {DEFAULT_EVAL_GAMES}; {SMOKE_EVAL_GAMES} with --smoke)",
+    )
+    p.add_argument(
+        "--opponents",
+        nargs="+",
+        default=list(DEFAULT_OPPONENTS),
+        metavar="SPEC",
+        help="agent specs to evaluate against (default: random greedy)",
+    )
+    p.add_argument("--eval-seed", type=int, default=0, help="seed of the evaluation deals (default 0)")
+    p.add_argument("--workers", type=int, default=None, help="evaluation processes (default: the config's)")
+    p.add_argument("--smoke", action="store_true", help="tiny budget (< 1 minute) to check that everything runs")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    return p
+
+
+def find_config(text: str) -> Path | None:
+    """The config file ``text`` names, relative to the working directory or else to the project root."""
+    path = Path(text)
+    for candidate in (path, ROOT / path):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> Plan:
+    """Check every argument (``parser.error`` exits with a message saying what is allowed)."""
+    config_path = find_config(args.config)
+    if config_path is None:
+        known = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml"))
+        parser.error(f"--config: no such file {args.config!r}; the project's configs are {known or 'missing'}")
+    if args.eval_games is not None and (args.eval_games < 2 or args.eval_games % 2):
+        parser.error(
+            "--eval-games must be an even number >= 2 (each deal is played twice, seats swapped), "
+            f"got {args.eval_games}"
+        )
+    if args.eval_seed < 0:
+        parser.error(f"--eval-seed must be >= 0, got {args.eval_seed}")
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
+    opponents = [o.strip() for o in args.opponents]
+    for spec in opponents:
+        try:
+            entry, _ = parse_spec(spec)
+        except AgentSpecError as exc:
+            parser.error(f"--opponents: {str(exc).splitlines()[0]} (python -m train.evaluate --list shows the agents)")
+        if entry.name == "ppo":
+            parser.error(f"--opponents: {spec!r} is a checkpoint; the demo measures its own agent against baselines")
+    if len(set(opponents)) != len(opponents):
+        parser.error(f"--opponents must be distinct, got {opponents}")
+    try:
+        extra = {**(SMOKE_OVERRIDES if args.smoke else {}), **parse_overrides(args.overrides)}
+        extra["final_eval_pairs"] = 0  # the demo evaluates the final checkpoint itself (step 2)
+        items = [f"{k}={json.dumps(v)}" for k, v in extra.items()]  # JSON is YAML: parsed back exactly
+        cfg = load_config(config_path, SelfPlayConfig, items)
+    except ConfigError as exc:
+        parser.error(f"{config_path}: {exc}")
+    name = f"demo-{config_path.stem}" + ("-smoke" if args.smoke else "")
+    folder = U.run_folder(cfg, name, str(args.run_dir) if args.run_dir else None)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        parser.error(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
+    eval_games = args.eval_games or (SMOKE_EVAL_GAMES if args.smoke else DEFAULT_EVAL_GAMES)
+    workers = args.workers or (1 if args.smoke else cfg.eval_workers)
+    command = "python -m train.demo " + " ".join(shlex.quote(a) for a in argv)
+    return Plan(
+        cfg, config_path, name, folder, opponents, eval_games, args.eval_seed, workers, args.smoke, command, items
+    )
+
+
+# --- the three steps -----------------------------------------------------------------------------------
+def banner(text: str) -> None:
+    print(f"\n=== {text}", flush=True)
+
+
+def evaluate(plan: Plan, checkpoint: Path) -> TournamentResult:
+    """The checkpoint against every opponent (and the opponents among themselves), paired games.
+
+    The agent travels to the arena's workers as an object, not as the spec ``ppo:PATH``: a
+    ``PPOAgent`` unpickled in a worker limits torch to one thread, which keeps two workers from
+    fighting over two cores (one game's forward pass gains nothing from a second thread)."""
+    import torch
+
+    from agents.ppo_agent import load_ppo_agent
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # when playing in this process: one thread is fastest for single positions
+    try:
+        agents: list[Any] = [load_ppo_agent(str(checkpoint)), *plan.opponents]
+        return round_robin(
+            agents, plan.eval_games // 2, seed=plan.eval_seed, workers=plan.workers, progress=plan.config.progress
+        )
+    finally:
+        torch.set_num_threads(threads)
+
+
+def learner_pairs(result: TournamentResult) -> list[PairResult]:
+    """The pairs in which the trained agent (the first agent of the round robin) is A."""
+    return [p for p in result.pairs if p.a == result.agents[0]]
+
+
+def _md_pair_rows(pairs: Sequence[PairResult]) -> list[str]:
+    rows = [
+        "| opponent | games | wins | win rate | 95% CI | mean score margin | deals won both / split / lost both |",
+        "|---|---:|---:|---:|---|---:|---|",
+    ]
+    for p in pairs:
+        rows.append(
+            f"| `{p.b}` | {p.games} | {p.wins_a} | {p.win_rate_a:.1%} | [{p.ci95_a[0]:.1%}, {p.ci95_a[1]:.1%}] "
+            f"| {p.mean_margin_a:+.1f} | {p.deals_a_won_both} / {p.deals_split} / {p.deals_b_won_both} |"
+        )
+    return rows
+
+
+def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, result: TournamentResult,
+                eval_seconds: float, checkpoint: Path, resumable: Path) -> str:  # fmt: skip
+    """The markdown report (paths relative to the run folder where they are links)."""
+    cfg = plan.config
+    folder = plan.folder
+    learner = result.agents[0]
+    eval_cmd = (
+        f"python -m train.evaluate --agents {learner} {' '.join(plan.opponents)} --games {plan.eval_games} "
+        f"--seed {plan.eval_seed}"
+    )
+    overrides = " ".join(shlex.quote(o) for o in plan.overrides)
+    budget = f"{cfg.total_updates} updates of {cfg.num_games} games x {cfg.rollout_steps} steps"
+    if cfg.time_limit_minutes:
+        budget += f", or {cfg.time_limit_minutes:g} minutes, whichever comes first"
+    lines = [
+        f"# Demo run: {folder.name}" + (" (smoke test: tiny budget, numbers mean nothing)" if plan.smoke else ""),
+        "",
+        f"Written by `{plan.command}` on {time.strftime('%Y-%m-%d %H:%M')} ({os.cpu_count()} cores, "
+        f"{cfg.torch_threads} torch threads).",
+        "",
+        "## Training",
+        "",
+        f"- config: `{plan.config_path}` (resolved: [`config.yaml`](config.yaml)); budget: {budget}; seed {cfg.seed}",
+        f"- training time: {summary.get('training_minutes', train_seconds / 60):.1f} minutes "
+        f"(including the periodic evaluations; {train_seconds / 60:.1f} minutes wall-clock for the whole step)",
+        f"- {summary.get('updates', '?')} updates, {summary.get('learner_decisions', 0):,} learner decisions, "
+        f"{summary.get('games_finished', 0):,} self-play games finished"
+        + (" (stopped at the time limit)" if summary.get("stopped_early") else ""),
+        "",
+        "## Strength",
+        "",
+        f"The final checkpoint, playing its most probable legal action, in paired games (each deal played twice "
+        f"with the seats swapped), seed {plan.eval_seed}, {eval_seconds:.0f} s:",
+        "",
+        *_md_pair_rows(learner_pairs(result)),
+        "",
+        f"Elo (maximum likelihood, `{result.anchor}` = 0, 95% CI; every pair played the same {plan.eval_games} games):",
+        "",
+        "| agent | Elo | 95% CI |",
+        "|---|---:|---|",
+        *[
+            f"| `{name}` | {r.elo:.0f} | [{r.low:.0f}, {r.high:.0f}] |"
+            for name, r in sorted(result.elo.items(), key=lambda kv: -kv[1].elo)
+        ],
+        "",
+    ]
+    if (folder / "learning_curve.png").is_file():
+        lines += [
+            "## Learning curve",
+            "",
+            "Win rate of the periodic evaluations during training (paired arena games, 95% CI band):",
+            "",
+            "![learning curve](learning_curve.png)",
+            "",
+        ]
+    lines += [
+        "## Files",
+        "",
+        f"- `{checkpoint}`: the trained network (the agent `ppo:{checkpoint}`)",
+        f"- `{resumable}`: the same with the trainer's state (optimizer, opponent pool, counters), to continue",
+        f"- `{folder}/events.out.tfevents.*`: TensorBoard logs (`charts/`, `losses/`, `eval/`)",
+        f"- `{folder / 'eval_history.json'}`, `{folder / 'learning_curve.png'}`: the periodic evaluations",
+        f"- `{folder / 'demo_eval.json'}`, `{folder / 'elo.png'}`: the evaluation above",
+        "",
+        "## Commands",
+        "",
+        "From the project root, with the project's environment active (`source .venv/bin/activate`):",
+        "",
+        "```bash",
+        "# reproduce this run",
+        plan.command,
+        "# the same in two steps: train, then evaluate",
+        f"python -m train.selfplay --config {plan.config_path} --run-dir <new folder> {overrides}",
+        eval_cmd,
+        "# continue training from here (more updates)",
+        f"python -m train.selfplay --resume {resumable} total_updates={2 * cfg.total_updates}",
+        "# play against the agent in the terminal",
+        f"python -m train.play --opponent ppo:{checkpoint}",
+        "# watch the curves",
+        f"tensorboard --logdir {folder}",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    """Run the demo; returns the path of the report."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    plan = make_plan(parser, parser.parse_args(args_list), args_list)
+    from train.selfplay import main as train_main  # torch is imported only once the arguments are fine
+
+    cfg = plan.config
+    budget = f"{cfg.total_updates} updates"
+    if cfg.time_limit_minutes:
+        budget += f" or {cfg.time_limit_minutes:g} minutes"
+    banner(f"1/3 training: {plan.config_path} ({budget}) -> {plan.folder}")
+    t0 = time.perf_counter()
+    try:
+        summary = train_main(cfg, run_dir=str(plan.folder), config_name=plan.config_name)
+    except KeyboardInterrupt:
+        latest = plan.folder / "checkpoints" / "latest.pt"
+        print(f"\ninterrupted; continue with: python -m train.selfplay --resume {latest}", file=sys.stderr)
+        raise SystemExit(130) from None
+    train_seconds = time.perf_counter() - t0
+    checkpoint = plan.folder / "checkpoints" / "final.pt"
+    resumable = Path(summary.get("checkpoint", plan.folder / "checkpoints" / "latest.pt"))
+    if not checkpoint.is_file():
+        raise SystemExit(f"error: training ended without writing {checkpoint}")
+
+    banner(f"2/3 evaluation: {plan.eval_games} paired games against each of {', '.join(plan.opponents)}")
+    t1 = time.perf_counter()
+    result = evaluate(plan, checkpoint)
+    eval_seconds = time.perf_counter() - t1
+    print(format_table(result))
+    record = {"command": plan.command, "games_per_pair": plan.eval_games, "seed": plan.eval_seed}
+    record |= {"seconds": eval_seconds, **result.to_dict()}
+    (plan.folder / "demo_eval.json").write_text(json.dumps(record, indent=2) + "\n")
+    plot_elo(result, plan.folder / "elo.png")
+
+    banner("3/3 report")
+    report = plan.folder / "report.md"
+    report.write_text(report_text(plan, summary, train_seconds, result, eval_seconds, checkpoint, resumable))
+    for p in learner_pairs(result):
+        ci = f"[{p.ci95_a[0]:.1%}, {p.ci95_a[1]:.1%}]"
+        print(f"  vs {p.b:<10} win rate {p.win_rate_a:6.1%}  95% CI {ci}  ({p.games} games)")
+    print(f"play against it: python -m train.play --opponent ppo:{checkpoint}")
+    print(f"total {(time.perf_counter() - t0) / 60:.1f} minutes; report: {report}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
