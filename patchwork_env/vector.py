@@ -138,6 +138,12 @@ class VectorGames:
         self.states[i] = state.array()
         self._refresh_row(i)
 
+    def refresh(self) -> None:
+        """Recompute masks, counts and players to move after writing ``states`` directly (e.g.
+        copying many positions in at once for search)."""
+        self._k.refresh(self.states, self._to_move, self.masks, self.counts, self.current_player,
+                        self.observations, False)  # fmt: skip
+
     def game(self, i: int) -> GameState:
         """Game ``i`` as an (immutable) ``GameState``."""
         return GameState._wrap(self.states[i].copy())

@@ -42,7 +42,8 @@ after the opponent's opening moves if it starts); ``terminated[i]`` is True and 
 finished episode's. The last observation of the finished episode is in ``infos["final_obs"][i]``
 (an object array, ``None`` elsewhere, with the bool array ``infos["_final_obs"]``) and its results
 in ``infos["final_info"]``: arrays ``"won"``, ``"score"``, ``"opponent_score"``, ``"seat"``,
-``"illegal_action"``, each with its ``"_key"`` mask, as Gymnasium's ``SyncVectorEnv`` builds them.
+``"illegal_action"``, ``"plies"`` (decisions of both players), each with its ``"_key"`` mask, as
+Gymnasium's ``SyncVectorEnv`` builds them.
 Episodes never truncate. Every step's ``infos`` also holds ``"action_mask"`` ((num_envs, 2026)
 int8, for ``action_space.sample(mask=...)``) and ``"seat"``; ``action_masks()`` returns the same
 as bool, for sb3-contrib's ``MaskablePPO``.
@@ -131,10 +132,11 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         self._rewards = np.zeros(n, dtype=np.float32)
         self._terminated = np.zeros(n, dtype=np.bool_)
         self._truncated = np.zeros(n, dtype=np.bool_)
-        self._results = np.zeros((n, 4), dtype=np.int64)  # won, score, opponent score, seat (kernels)
+        self._results = np.zeros((n, 5), dtype=np.int64)  # won, score, opponent score, seat, plies (kernels)
         self._errors = np.zeros(n, dtype=np.int64)
         self._opp_turn = np.zeros(n, dtype=np.bool_)
         self._illegal = np.zeros(n, dtype=np.bool_)
+        self._mask_copy: npt.NDArray[np.bool_] | None = None
         self._started = False
 
     # --- configuration -------------------------------------------------------------------------
@@ -167,6 +169,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
             self._refresh_view()
         self._started = True
         self._illegal[:] = False
+        self._mask_copy = None
         return self._obs(), self._infos(any_ended=False)
 
     def step(
@@ -199,13 +202,19 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         if self._errors.any():  # pragma: no cover - actions were checked against the masks
             raise RuntimeError(f"rules rejected a masked-in action in games {np.flatnonzero(self._errors)}")
         ended = bool(self._terminated.any())
+        self._mask_copy = None
         infos = self._infos(any_ended=ended)
         self._illegal[:] = False
         return self._obs(), self._rewards.copy(), self._terminated.copy(), self._truncated.copy(), infos
 
     def action_masks(self) -> npt.NDArray[np.bool_]:
-        """Bool (num_envs, 2026): each learner's legal actions now (for sb3-contrib's MaskablePPO)."""
-        return self.games.masks.copy() if self.copy else self.games.masks
+        """Bool (num_envs, 2026): each learner's legal actions now (for sb3-contrib's MaskablePPO).
+        With ``copy=True`` one copy is made per step and shared with ``infos["action_mask"]``."""
+        if not self.copy:
+            return self.games.masks
+        if self._mask_copy is None:
+            self._mask_copy = self.games.masks.copy()
+        return self._mask_copy
 
     def game(self, i: int) -> GameState:
         """The current position of game ``i`` (after the opponent's replies)."""
@@ -287,6 +296,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
                 "score": np.where(ended, res[:, 1], 0),
                 "opponent_score": np.where(ended, res[:, 2], 0),
                 "seat": np.where(ended, res[:, 3], -1),
+                "plies": np.where(ended, res[:, 4], 0),
                 "illegal_action": self._illegal & ended,
             }
             for key in list(final_info):

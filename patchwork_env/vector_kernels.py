@@ -201,11 +201,13 @@ def _play_random_opponent(i: int, states: I64, seat: int, rng: U64, scratch: B) 
 
 @_jit
 def _record_end(i: int, s: I64, seat: int, won: bool, results: I64) -> None:
-    """``results[i]`` = (learner won 0/1, learner's score, opponent's score, learner's seat)."""
+    """``results[i]`` = (learner won 0/1, learner's score, opponent's score, learner's seat,
+    decisions taken in the game by both players)."""
     results[i, 0] = 1 if won else 0
     results[i, 1] = R.score(s, seat)
     results[i, 2] = R.score(s, 1 - seat)
     results[i, 3] = seat
+    results[i, 4] = s[R.PLY]
 
 
 @_jit
@@ -298,6 +300,16 @@ def observe(states: I64, seats: I64, cur: I64, obs: F32) -> None:
     """Observation of every game from ``seats[i]`` (-1: its player to move ``cur[i]``)."""
     for i in range(states.shape[0]):
         R.observe_into(states[i], cur[i] if seats[i] < 0 else seats[i], obs[i])
+
+
+@_jit
+def random_legal_action(mask: B, u: float) -> int:
+    """A uniformly random legal action of one mask given a uniform ``u`` in [0, 1) (-1 if none)."""
+    count = 0
+    m = mask.view(np.uint8)
+    for a in range(R.NUM_ACTIONS):
+        count += m[a]
+    return kth_legal(mask, int(u * count)) if count else -1
 
 
 @_jit
