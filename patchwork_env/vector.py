@@ -18,6 +18,8 @@ Seeds: each game owns two random streams (splitmix64 words seeded from
 ``numpy.random.SeedSequence(seed)``), one for its deals and one for ``sample_random``. Game ``i``'s
 sequence of deals depends only on ``seed`` and ``i``: not on the batch size, the actions played, or
 the other games. ``reset(seed)`` re-seeds; ``reset()`` deals the next games of the same streams.
+(The deals are not those of ``new_game(seed)``; ``new_game(circle=g.circle, first_player=g.top)``
+with ``g = games.game(i)`` rebuilds a dealt game for the single-game API.)
 
 >>> games = VectorGames(4, seed=0)
 >>> games.masks.shape, games.observations.shape

@@ -14,9 +14,10 @@ Every kernel here is a loop over games whose body CALLS the rules of ``patchwork
   GIL. Serial and parallel give identical games.
 
 Why threads over row chunks and not numba's ``parallel=True`` / ``prange``: on this 2-core machine
-shared with other processes, ``prange`` (GNU OpenMP layer) ran 3-15x SLOWER than serial whenever
-the load exceeded the cores (a parallel region waits for its slowest, descheduled thread at every
-call), while chunks claimed dynamically never wait for a thread that has not started one.
+shared with other processes, a ``prange`` version (GNU OpenMP layer) was 1.6x faster than serial
+while the machine was quiet, but 3-15x SLOWER whenever the load exceeded the cores (every call
+waits for its slowest, descheduled thread), whereas dynamically claimed chunks never wait for a
+thread that has not started one.
 
 A driver's arrays are all preallocated by the caller (``VectorGames``, ``PatchworkVectorEnv``);
 the kernels allocate nothing per game except a 33-entry scratch circle when dealing.
@@ -310,6 +311,14 @@ def random_legal_action(mask: B, u: float) -> int:
     for a in range(R.NUM_ACTIONS):
         count += m[a]
     return kth_legal(mask, int(u * count)) if count else -1
+
+
+@_jit
+def sample_rows(masks: B, uniforms: F64, out: I64) -> None:
+    """Same result as ``rules.sample_masked`` (the legal action of rank ``floor(u * count)`` in each
+    row), about twice as fast: chunked counting instead of two full scans."""
+    for i in range(masks.shape[0]):
+        out[i] = random_legal_action(masks[i], uniforms[i])
 
 
 @_jit
