@@ -113,7 +113,7 @@ MCTS_PARAMS: tuple[Param, ...] = (
     Param("time", float, None, "seconds per move (with sims too: whichever ends first)"),
     Param("rollout", str, "greedy", "rollout policy", choices=("greedy", "random")),
     Param("c", float, 0.4, "UCT exploration constant (results are in [0, 1])"),
-    Param("width", int, 3, "placements searched per market patch (and cells per leather patch), best by greedy value"),
+    Param("width", int, 1, "placements searched per market patch (and cells per leather patch), best by greedy value"),
     Param("rtemp", float, 2.0, "softmax temperature (score points) of the greedy rollout policy"),
     Param("rcands", int, 16, "actions the greedy rollout policy scores per move (advance + a random sample)"),
     Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
