@@ -105,11 +105,12 @@ def rows(runs: dict[str, list[Counts]], ref: object, quick: bool = False) -> lis
         n = int(key.split()[-2] if key.endswith("parallel") else key.split()[-1])
         in_target = n >= 256
         if key.startswith("selfplay"):
-            par = " (parallel)" if key.endswith("parallel") else ""
-            out.append(row(f"vector engine self-play, masks+obs{par}", rate(runs_k, "moves"), "moves/s", n=n,
-                           per_cpu_s=rate(runs_k, "moves", "cpu"), reference=c4_moves, reference_name=C4,
-                           target=MOVES_TARGET if in_target else None,
-                           note=f"{rate(runs_k, 'games'):,.0f} games/s"))  # fmt: skip
+            par = key.endswith("parallel")
+            note = f"{rate(runs_k, 'games'):,.0f} games/s" + ("; threads: gain only on idle cores" if par else "")
+            out.append(row(f"vector engine self-play, masks+obs{' (parallel)' if par else ''}", rate(runs_k, "moves"),
+                           "moves/s", n=n, per_cpu_s=rate(runs_k, "moves", "cpu"), reference=c4_moves,
+                           reference_name=C4, target=MOVES_TARGET if in_target and not par else None,
+                           note=note))  # fmt: skip
         elif key.startswith("env"):
             who = "RandomAgent.act_batch" if "batch-agent" in key else "random (compiled)"
             out.append(row(f"vector env vs {who}: learner steps", rate(runs_k, "steps"), "steps/s", n=n,
