@@ -38,6 +38,7 @@ from agents.registry import AgentSpecError, parse_spec
 from train import run_utils as U
 from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
 from train.evaluate import format_table, plot_elo
+from train.selfplay import main as train_main
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = "configs/quick.yaml"
@@ -301,8 +302,6 @@ def main(argv: Sequence[str] | None = None) -> Path:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     plan = make_plan(parser, parser.parse_args(args_list), args_list)
-    from train.selfplay import main as train_main  # torch is imported only once the arguments are fine
-
     cfg = plan.config
     budget = f"{cfg.total_updates} updates"
     if cfg.time_limit_minutes:
