@@ -38,7 +38,11 @@ def _register() -> None:
     if ENV_ID not in pettingzoo.aec_registry:
         pettingzoo.register("aec", ENV_ID, entry_point="patchwork_env.aec:env")
     if SINGLE_AGENT_ENV_ID not in gymnasium.registry:
-        gymnasium.register(SINGLE_AGENT_ENV_ID, entry_point="patchwork_env.single_agent:SingleAgentEnv")
+        gymnasium.register(
+            SINGLE_AGENT_ENV_ID,
+            entry_point="patchwork_env.single_agent:SingleAgentEnv",
+            vector_entry_point="patchwork_env.vector_env:PatchworkVectorEnv",
+        )
 
 
 _register()

@@ -47,8 +47,8 @@ class RandomAgent:
     def act_batch(
         self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
     ) -> npt.NDArray[np.int64]:
-        from patchwork_env.rules import sample_masked
+        from patchwork_env.vector_kernels import sample_rows
 
         out = np.empty(len(masks), dtype=np.int64)
-        sample_masked(masks, rng.random(len(masks)), out)
+        sample_rows(masks, rng.random(len(masks)), out)
         return out

@@ -297,35 +297,69 @@ def step_into(s: npt.NDArray[np.int64], action: int) -> int:
 
 # --- legal actions ---------------------------------------------------------------------------
 @_jit
+def _leather_mask(s: npt.NDArray[np.int64], player: int, out: npt.NDArray[Any]) -> int:
+    """Mark every empty cell of ``player``'s quilt as a leather placement; return the count."""
+    lo = s[QUILT + 2 * player]
+    hi = s[QUILT + 2 * player + 1]
+    count = 0
+    for cell in range(CELLS):
+        if cell < WORD0_CELLS:
+            free = ((lo >> cell) & 1) == 0
+        else:
+            free = ((hi >> (cell - WORD0_CELLS)) & 1) == 0
+        if free:
+            out[LEATHER_BASE + cell] = 1
+            count += 1
+    return count
+
+
+@_jit
+def _market(
+    s: npt.NDArray[np.int64],
+    player: int,
+    mask: npt.NDArray[Any],
+    set_mask: bool,
+    obs: npt.NDArray[np.float32],
+    set_cover: bool,
+) -> int:
+    """One pass over the placements of each market patch on ``player``'s quilt: mark the buys
+    ``player`` can afford in ``mask`` (if ``set_mask``) and write the cells each patch could cover
+    into the observation's planes 2..4 (if ``set_cover``). Returns the number of buys marked."""
+    lo = s[QUILT + 2 * player]
+    hi = s[QUILT + 2 * player + 1]
+    buttons = s[BUTTONS + player]
+    count = 0
+    for slot in range(min(s[NCIRCLE], MARKET_SIZE)):
+        patch = s[CIRCLE + slot]
+        affordable = set_mask and PATCH_COST[patch] <= buttons
+        if not affordable and not set_cover:
+            continue
+        base = slot * SLOT_ACTIONS
+        cover_lo = 0
+        cover_hi = 0
+        for i in range(PL_START[patch], PL_START[patch + 1]):
+            if (PL_LO[i] & lo) == 0 and (PL_HI[i] & hi) == 0:
+                if affordable:
+                    mask[base + PL_OFFSET[i]] = 1
+                    count += 1
+                cover_lo |= PL_LO[i]
+                cover_hi |= PL_HI[i]
+        if set_cover:
+            _write_quilt(cover_lo, cover_hi, obs, (2 + slot) * CELLS)
+    return count
+
+
+@_jit
 def legal_mask_into(s: npt.NDArray[np.int64], out: npt.NDArray[Any]) -> int:
     """Write the legal-action mask of ``s`` into ``out`` (length 2026); return the count."""
     out[:] = 0
     if is_terminal(s):
         return 0
     player = current_player(s)
-    lo = s[QUILT + 2 * player]
-    hi = s[QUILT + 2 * player + 1]
-    count = 0
     if s[PENDING]:
-        for cell in range(CELLS):
-            free = lo >> cell & 1 == 0 if cell < WORD0_CELLS else hi >> cell - WORD0_CELLS & 1 == 0
-            if free:
-                out[LEATHER_BASE + cell] = 1
-                count += 1
-        return count
+        return _leather_mask(s, player, out)
     out[ADVANCE] = 1
-    count = 1
-    buttons = s[BUTTONS + player]
-    for slot in range(min(s[NCIRCLE], MARKET_SIZE)):
-        patch = s[CIRCLE + slot]
-        if PATCH_COST[patch] > buttons:
-            continue
-        base = slot * SLOT_ACTIONS
-        for i in range(PL_START[patch], PL_START[patch + 1]):
-            if (PL_LO[i] & lo) == 0 and (PL_HI[i] & hi) == 0:
-                out[base + PL_OFFSET[i]] = 1
-                count += 1
-    return count
+    return 1 + _market(s, player, out, True, np.empty(0, dtype=np.float32), False)
 
 
 # --- observation -----------------------------------------------------------------------------
@@ -347,24 +381,13 @@ def _next_above(s: npt.NDArray[np.int64], position: int) -> int:
 
 
 @_jit
-def observe_into(s: npt.NDArray[np.int64], me: int, out: npt.NDArray[np.float32]) -> None:
-    """Write the observation of seat ``me`` (own numbers first) into ``out`` (OBS_DIM,)."""
+def _observe_public(s: npt.NDArray[np.int64], me: int, out: npt.NDArray[np.float32]) -> None:
+    """Everything of the observation but the market cover planes (which stay zero)."""
     you = 1 - me
     out[:] = 0.0
-    my_lo = s[QUILT + 2 * me]
-    my_hi = s[QUILT + 2 * me + 1]
-    _write_quilt(my_lo, my_hi, out, 0)
+    _write_quilt(s[QUILT + 2 * me], s[QUILT + 2 * me + 1], out, 0)
     _write_quilt(s[QUILT + 2 * you], s[QUILT + 2 * you + 1], out, CELLS)
     n = s[NCIRCLE]
-    for slot in range(min(n, MARKET_SIZE)):
-        patch = s[CIRCLE + slot]
-        cover_lo = 0
-        cover_hi = 0
-        for i in range(PL_START[patch], PL_START[patch + 1]):
-            if (PL_LO[i] & my_lo) == 0 and (PL_HI[i] & my_hi) == 0:
-                cover_lo |= PL_LO[i]
-                cover_hi |= PL_HI[i]
-        _write_quilt(cover_lo, cover_hi, out, (2 + slot) * CELLS)
     b = OBS_PLANES_END
     for k, p in enumerate((me, you)):
         pos = s[POS + p]
@@ -405,6 +428,30 @@ def observe_into(s: npt.NDArray[np.int64], me: int, out: npt.NDArray[np.float32]
             out[base + 6 + j] = SHAPE5[patch, j]
 
 
+@_jit
+def observe_into(s: npt.NDArray[np.int64], me: int, out: npt.NDArray[np.float32]) -> None:
+    """Write the observation of seat ``me`` (own numbers first) into ``out`` (OBS_DIM,)."""
+    _observe_public(s, me, out)
+    _market(s, me, np.empty(0, dtype=np.bool_), False, out, True)
+
+
+@_jit
+def legal_mask_and_observe_into(s: npt.NDArray[np.int64], mask: npt.NDArray[Any], obs: npt.NDArray[np.float32]) -> int:
+    """``legal_mask_into`` and ``observe_into`` from the seat of the player to move, sharing one
+    pass over the market placements; returns the number of legal actions."""
+    mask[:] = 0
+    player = current_player(s)
+    _observe_public(s, player, obs)
+    if is_terminal(s):
+        _market(s, player, mask, False, obs, True)
+        return 0
+    if s[PENDING]:
+        _market(s, player, mask, False, obs, True)
+        return _leather_mask(s, player, mask)
+    mask[ADVANCE] = 1
+    return 1 + _market(s, player, mask, True, obs, True)
+
+
 # --- batched entry points (the vector engine) ----------------------------------------------
 @_jit
 def step_batch(states: npt.NDArray[np.int64], actions: npt.NDArray[np.int64], errors: npt.NDArray[np.int64]) -> None:
@@ -428,23 +475,6 @@ def observe_batch(states: npt.NDArray[np.int64], seats: npt.NDArray[np.int64], o
 def current_player_batch(states: npt.NDArray[np.int64], out: npt.NDArray[np.int64]) -> None:
     for i in range(states.shape[0]):
         out[i] = current_player(states[i])
-
-
-@_jit
-def sample_masked(masks: npt.NDArray[Any], uniforms: npt.NDArray[np.float64], out: npt.NDArray[np.int64]) -> None:
-    """For each row, the legal action of rank ``floor(u * count)`` (uniform over legal ones)."""
-    for i in range(masks.shape[0]):
-        count = 0
-        for a in range(NUM_ACTIONS):
-            count += masks[i, a] != 0
-        k = int(uniforms[i] * count)
-        out[i] = -1
-        for a in range(NUM_ACTIONS):
-            if masks[i, a] != 0:
-                if k == 0:
-                    out[i] = a
-                    break
-                k -= 1
 
 
 @_jit

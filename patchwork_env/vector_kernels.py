@@ -141,10 +141,13 @@ def sample_legal(mask: B, count: int, rng: U64, i: int) -> int:
 def _view(i: int, states: I64, seat: int, masks: B, counts: I64, cur: I64, obs: F32, want_obs: bool) -> None:
     """Mask and player to move of game ``i``; its observation from ``seat`` (-1: the player to move)."""
     s = states[i]
-    counts[i] = R.legal_mask_into(s, masks[i])
     cur[i] = R.current_player(s)
-    if want_obs:
-        R.observe_into(s, cur[i] if seat < 0 else seat, obs[i])
+    if want_obs and (seat < 0 or seat == cur[i]):
+        counts[i] = R.legal_mask_and_observe_into(s, masks[i], obs[i])
+    else:
+        counts[i] = R.legal_mask_into(s, masks[i])
+        if want_obs:
+            R.observe_into(s, seat, obs[i])
 
 
 @_jit
@@ -315,8 +318,7 @@ def random_legal_action(mask: B, u: float) -> int:
 
 @_jit
 def sample_rows(masks: B, uniforms: F64, out: I64) -> None:
-    """Same result as ``rules.sample_masked`` (the legal action of rank ``floor(u * count)`` in each
-    row), about twice as fast: chunked counting instead of two full scans."""
+    """In each row, the legal action of rank ``floor(u * count)``: uniform over the legal actions."""
     for i in range(masks.shape[0]):
         out[i] = random_legal_action(masks[i], uniforms[i])
 
