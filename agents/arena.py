@@ -10,8 +10,9 @@ a time budget are the exception: how far they search depends on the machine). In
 every pair plays the same deals.
 
 Workers. Games run in a ``multiprocessing`` pool (spawn start method; ``workers=None`` uses every
-core). Agents travel to workers as spec strings, or pickled; an agent object that cannot be
-pickled makes the arena play in-process.
+core), one deal per task. Agents travel to each worker once, as spec strings or pickled objects;
+an agent object that cannot be pickled makes the arena play in-process. A worker limits torch to
+one thread (the processes already share out the cores).
 
 Numbers per pair (``PairResult``): games, wins, win rate of A with a 95% Wilson score interval,
 mean score margin (A - B), mean scores, mean final empty cells, mean seconds per move of each
@@ -24,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -205,22 +207,35 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int) -> list[Gam
 
 
 # --- workers ------------------------------------------------------------------------------------
-_WORKER_AGENTS: dict[_Ref, Agent] = {}
+_WORKER_REFS: list[_Ref | None] = []
+_WORKER_AGENTS: dict[int, Agent] = {}
 
 
-def _build(ref: _Ref) -> Agent:
-    agent = _WORKER_AGENTS.get(ref)
+def _init_worker(refs: list[_Ref | None]) -> None:
+    """Runs once in each spawned worker: the agents arrive here once, not with every game. The
+    processes already share out the cores, so torch (if an agent uses it) gets one thread each."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    _WORKER_REFS[:] = refs
+    _WORKER_AGENTS.clear()
+
+
+def _build(index: int) -> Agent:
+    agent = _WORKER_AGENTS.get(index)
     if agent is None:
+        ref = _WORKER_REFS[index]
+        assert ref is not None
         kind, payload = ref
         agent = make_agent(payload) if kind == "spec" else pickle.loads(payload)
-        _WORKER_AGENTS[ref] = agent
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(1)
+        _WORKER_AGENTS[index] = agent
     return agent
 
 
-def _task(job: tuple[int, _Ref | None, _Ref | None, int, int]) -> tuple[int, list[GameRecord]]:
-    pair, ref_a, ref_b, seed, index = job
-    assert ref_a is not None and ref_b is not None
-    return pair, play_deal(_build(ref_a), _build(ref_b), seed, index)
+def _task(job: tuple[int, int, int, int, int]) -> tuple[int, list[GameRecord]]:
+    matchup, i, j, seed, index = job
+    return matchup, play_deal(_build(i), _build(j), seed, index)
 
 
 def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
@@ -258,20 +273,20 @@ def _run(
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     resolved = [_ref(a) for a in agents]
     names = [name for _, _, name in resolved]
-    jobs = [(m, resolved[i][0], resolved[j][0], seed, d) for m, (i, j) in enumerate(matchups) for d in range(num_pairs)]
+    jobs = [(m, i, j, seed, d) for m, (i, j) in enumerate(matchups) for d in range(num_pairs)]
     n_workers = resolve_workers(workers, len(jobs))
     in_process = n_workers == 1 or any(ref is None for ref, _, _ in resolved)
     by_matchup: list[dict[int, list[GameRecord]]] = [{} for _ in matchups]
     bar = _progress_bar(2 * len(jobs), progress)
     try:
         if in_process:
-            for m, _, _, _, d in jobs:
-                i, j = matchups[m]
+            for m, i, j, _, d in jobs:
                 by_matchup[m][d] = play_deal(resolved[i][1], resolved[j][1], seed, d)
                 bar(2)
         else:
             ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(n_workers) as pool:
+            refs = [ref for ref, _, _ in resolved]
+            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(refs,)) as pool:
                 for m, recs in pool.imap_unordered(_task, jobs):
                     by_matchup[m][recs[0].deal] = recs
                     bar(2)
