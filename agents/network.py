@@ -1,0 +1,278 @@
+"""The policy-value network shared by the self-play PPO trainer and the MaskablePPO path.
+
+Input: the engine's flat observation (``patchwork_env.rules.observe_into``, from the acting seat)::
+
+    [0, 405)      5 quilt planes of 9x9: own quilt, opponent quilt, and for each market slot the
+                  cells its patch could cover on the own quilt
+    [405, 429)    24 scalars (positions, buttons, income, distances, bonus state, ...)
+    [429, 1452)   33 circle entries of 31 features (present, cost, time, buttons, area,
+                  affordable, 5x5 shape), slot 0 first
+
+Layout::
+
+    planes (5, 9, 9) --conv stem--(+ per-channel bias from the embedding)--res blocks--> trunk (C, 9, 9)
+    scalars + circle --MLP--> embedding (H)
+
+    buy logits, 24 planes of 9x9, one per (market slot, orientation): for the slot's patch in that
+        orientation with its box's top-left at (row, col), sum F projected trunk channels over the
+        cells it would cover and, separately, over its 4-neighbours outside it (off-board
+        neighbours count a learned edge vector); add a slot bias (from the embedding and the
+        slot's own features); a small MLP gives the logit
+    leather logits, 1 plane of 9x9: a 1x1 convolution of the trunk
+    advance logit and value: MLPs over [mean and max of the trunk, embedding]
+
+so ``logits[:2025].reshape(25, 9, 9)`` is the public action encoding. The patch in each market
+slot is recovered from its circle features (matched against the 33 patches as the engine itself
+observes them). With a mask, buy logits are computed for legal buys only (about 80 per decision
+instead of 1,944): that is most of the network's speed. Illegal logits get ``MASK_VALUE`` (zero
+probability); entropy is over legal actions only; masks are bool tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from patchwork_env import rules as R
+from patchwork_env.bitboard import BOARD, CELLS, NUM_ORIENTATIONS, orient
+from patchwork_env.patches import NUM_PATCHES, PATCHES
+from patchwork_env.state import new_game
+
+NUM_ACTIONS = R.NUM_ACTIONS
+NUM_BUY = R.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
+MASK_VALUE = -1e8
+MAX_COVER = 8  # cells of the largest patch
+MAX_BORDER = 12  # most 4-neighbours outside any oriented patch
+_ZERO_ROW = CELLS  # gather index of a zero feature row (padding)
+_EDGE_ROW = CELLS + 1  # gather index of the learned off-board vector
+_IDENTITY_FEATURES = [1, 2, 3, 4, *range(6, R.CIRCLE_FEATURES)]  # all but "present" and "affordable"
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Sizes of ``PatchworkNet`` (stored in every checkpoint, so a checkpoint rebuilds its net)."""
+
+    channels: int = 32
+    """Channels of the convolutional trunk over the 9x9 quilt."""
+    blocks: int = 2
+    """Residual blocks (two 3x3 convolutions each) in the trunk."""
+    hidden: int = 128
+    """Width of the MLP over the scalar and circle features, and of the value/advance MLPs."""
+    head_features: int = 16
+    """Trunk channels summed under and around each candidate placement in the buy head."""
+    head_hidden: int = 32
+    """Hidden width of the per-placement MLP of the buy head."""
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    def validate(self) -> None:
+        for name, value in self.to_dict().items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"net.{name} must be a positive integer, got {value!r}")
+
+
+# --- tables built once at import ---------------------------------------------------------------
+def _patch_templates() -> torch.Tensor:
+    """(33, 29) identity features of every patch, exactly as the engine writes them."""
+    circle = [*range(1, NUM_PATCHES), 0]
+    obs = np.zeros(R.OBS_DIM, dtype=np.float32)
+    R.observe_into(new_game(circle=circle, first_player=0).array(), 0, obs)
+    entries = obs[R.OBS_SCALARS_END :].reshape(NUM_PATCHES, R.CIRCLE_FEATURES)
+    templates = np.zeros((NUM_PATCHES, len(_IDENTITY_FEATURES)), dtype=np.float32)
+    for k, patch in enumerate(circle):
+        templates[patch] = entries[k, _IDENTITY_FEATURES]
+    return torch.from_numpy(templates)
+
+
+def _placement_cells() -> torch.Tensor:
+    """(33, 8, 81, 20) gather indices per (patch, orientation, anchor cell): 8 covered cells then
+    12 outside neighbours; ``_ZERO_ROW`` pads, ``_EDGE_ROW`` stands for an off-board neighbour.
+    Off-board placements (never legal) cover nothing."""
+    table = np.full((NUM_PATCHES, NUM_ORIENTATIONS, CELLS, MAX_COVER + MAX_BORDER), _ZERO_ROW, dtype=np.int64)
+    for p in PATCHES:
+        for o in range(NUM_ORIENTATIONS):
+            shape = orient(p.cells, o)
+            cells = set(shape)
+            border = sorted(
+                {q for r, c in shape for q in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)) if q not in cells}
+            )
+            height = max(r for r, _ in shape) + 1
+            width = max(c for _, c in shape) + 1
+            for row in range(BOARD - height + 1):
+                for col in range(BOARD - width + 1):
+                    entry = table[p.id, o, row * BOARD + col]
+                    for k, (r, c) in enumerate(shape):
+                        entry[k] = (row + r) * BOARD + col + c
+                    for k, (r, c) in enumerate(border):
+                        rr, cc = row + r, col + c
+                        on_board = 0 <= rr < BOARD and 0 <= cc < BOARD
+                        entry[MAX_COVER + k] = rr * BOARD + cc if on_board else _EDGE_ROW
+    return torch.from_numpy(table)
+
+
+PATCH_TEMPLATES = _patch_templates()
+PLACEMENT_CELLS = _placement_cells()
+
+
+class _ResBlock(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x + self.conv2(F.relu(self.conv1(x))))
+
+
+def _init(layer: nn.Module, std: float) -> None:
+    assert isinstance(layer, nn.Linear | nn.Conv2d)
+    nn.init.orthogonal_(layer.weight, std)
+    if layer.bias is not None:
+        nn.init.zeros_(layer.bias)
+
+
+class PatchworkNet(nn.Module):
+    """Masked policy logits (2026) and a value from the acting seat's observation."""
+
+    def __init__(self, config: NetConfig | None = None) -> None:
+        super().__init__()
+        cfg = config or NetConfig()
+        cfg.validate()
+        self.config = cfg
+        c, h, f, d = cfg.channels, cfg.hidden, cfg.head_features, cfg.head_hidden
+        self.register_buffer("templates", PATCH_TEMPLATES.clone(), persistent=False)
+        self.register_buffer("placement_cells", PLACEMENT_CELLS.clone(), persistent=False)
+        num_vector = R.OBS_DIM - R.OBS_PLANES_END
+        self.embed = nn.Sequential(nn.Linear(num_vector, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+        self.stem = nn.Conv2d(R.N_PLANES, c, 3, padding=1)
+        self.film = nn.Linear(h, c)
+        self.blocks = nn.Sequential(*[_ResBlock(c) for _ in range(cfg.blocks)])
+        self.project = nn.Conv2d(c, f, 1)
+        self.edge = nn.Parameter(torch.zeros(f))
+        self.slot_bias = nn.Linear(h + R.CIRCLE_FEATURES + R.MARKET_SIZE, d)
+        self.slot_logit = nn.Linear(h + R.CIRCLE_FEATURES + R.MARKET_SIZE, 1)
+        self.place_in = nn.Linear(2 * f, d)
+        self.place_out = nn.Linear(d, 1)
+        self.leather = nn.Conv2d(c, 1, 1)
+        self.advance = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
+        self.value = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
+        for layer in self.modules():
+            if isinstance(layer, nn.Linear | nn.Conv2d):
+                _init(layer, float(np.sqrt(2.0)))  # CleanRL's layer_init: activations keep their scale
+        for out, std in (
+            (self.place_out, 0.01),
+            (self.slot_logit, 0.01),
+            (self.leather, 0.01),
+            (self.advance[-1], 0.01),
+            (self.value[-1], 1.0),
+        ):
+            _init(out, std)
+
+    def patch_ids(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, 3) patch id in each market slot, matched from its circle features (any id if empty)."""
+        slots = obs[:, R.OBS_SCALARS_END : R.OBS_SCALARS_END + R.MARKET_SIZE * R.CIRCLE_FEATURES]
+        ident = slots.reshape(-1, R.MARKET_SIZE, R.CIRCLE_FEATURES)[:, :, _IDENTITY_FEATURES]
+        return (ident.unsqueeze(2) - self.templates).abs().sum(-1).argmin(-1)
+
+    def _body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Embedding (B, H), trunk (B, C, 9, 9) and pooled features (B, 2C + H)."""
+        emb = self.embed(obs[:, R.OBS_PLANES_END :])
+        planes = obs[:, : R.OBS_PLANES_END].reshape(-1, R.N_PLANES, BOARD, BOARD)
+        trunk = self.blocks(F.relu(self.stem(planes) + self.film(emb)[:, :, None, None]))
+        pooled = torch.cat([trunk.mean((2, 3)), trunk.amax((2, 3)), emb], dim=1)
+        return emb, trunk, pooled
+
+    def values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Values (B,) alone, from any seat's observation (no policy head)."""
+        return self.value(self._body(obs)[2]).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (B, 2026) and values (B,). With a bool ``mask`` illegal logits are
+        ``MASK_VALUE`` and buy logits are computed for legal buys only; without one, every buy
+        logit is computed (off-board buys get a meaningless but finite value)."""
+        b = obs.shape[0]
+        cfg = self.config
+        vec = obs[:, R.OBS_PLANES_END :]
+        emb, trunk, pooled = self._body(obs)
+        value = self.value(pooled).squeeze(-1)
+
+        # buy head over (game, action) pairs: the legal ones, or all of them
+        if mask is None:
+            rows = torch.arange(b).repeat_interleave(NUM_BUY)
+            acts = torch.arange(NUM_BUY).repeat(b)
+        else:
+            rows, acts = mask[:, :NUM_BUY].nonzero(as_tuple=True)
+        slot = acts // R.SLOT_ACTIONS
+        orientation = acts % R.SLOT_ACTIONS // CELLS
+        anchor = acts % CELLS
+        patch = self.patch_ids(obs)[rows, slot]
+        cells = self.placement_cells[patch, orientation, anchor]  # (M, 20)
+        feats = self.project(trunk).flatten(2).transpose(1, 2)  # (B, 81, F)
+        table = torch.cat([feats, feats.new_zeros(b, 1, cfg.head_features), self.edge.expand(b, 1, -1)], dim=1)
+        gathered = table[rows.unsqueeze(1), cells]  # (M, 20, F)
+        summed = torch.cat([gathered[:, :MAX_COVER].sum(1), gathered[:, MAX_COVER:].sum(1)], dim=1)
+        slot_feats = vec[:, R.N_SCALARS : R.N_SCALARS + R.MARKET_SIZE * R.CIRCLE_FEATURES]
+        slot_in = torch.cat(
+            [
+                emb.unsqueeze(1).expand(b, R.MARKET_SIZE, -1),
+                slot_feats.reshape(b, R.MARKET_SIZE, -1),
+                torch.eye(R.MARKET_SIZE, dtype=obs.dtype).expand(b, -1, -1),
+            ],
+            dim=-1,
+        )
+        bias = self.slot_bias(slot_in)[rows, slot]  # (M, D)
+        place = self.place_out(F.relu(self.place_in(summed) + bias)).squeeze(-1)
+        # two-level policy in one softmax: logit = slot logit + log-softmax of the placement among
+        # the slot's legal placements, so p(buy slot s here) = p(slot s) * p(here | slot s)
+        group = rows * R.MARKET_SIZE + slot
+        top = place.new_full((b * R.MARKET_SIZE,), float("-inf")).scatter_reduce(0, group, place, "amax").detach()
+        total = place.new_zeros(b * R.MARKET_SIZE).index_add(0, group, (place - top[group]).exp())
+        buy_logits = self.slot_logit(slot_in).squeeze(-1)[rows, slot] + place - top[group] - total[group].log()
+
+        fill = MASK_VALUE if mask is not None else 0.0
+        buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)
+        logits = torch.cat([buy, self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
+        if mask is not None:
+            logits = apply_mask(logits, mask)
+        return logits, value
+
+
+# --- masked distribution helpers ---------------------------------------------------------------
+def apply_mask(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Illegal logits get ``MASK_VALUE`` (zero probability after softmax); ``mask`` is bool."""
+    return logits.masked_fill(~mask, MASK_VALUE)
+
+
+def legal_entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Entropy over legal actions only (illegal terms are exactly zero, never NaN)."""
+    return -torch.where(mask, logp.exp() * logp, torch.zeros_like(logp)).sum(-1)
+
+
+def sample_actions(
+    masked_logits: torch.Tensor, generator: torch.Generator | None = None, deterministic: bool = False
+) -> torch.Tensor:
+    """One action per row by Gumbel-max sampling (or argmax); never an illegal action."""
+    if deterministic:
+        return masked_logits.argmax(-1)
+    u = torch.rand(masked_logits.shape, generator=generator, dtype=masked_logits.dtype)
+    gumbel = -torch.log(-torch.log(u.clamp_(1e-20, 1.0)))
+    return (masked_logits + gumbel).argmax(-1)
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+def net_from_config(data: dict[str, Any]) -> PatchworkNet:
+    """A fresh net from a ``NetConfig`` dict (as stored in checkpoints), with a clear error."""
+    known = set(NetConfig.__dataclass_fields__)
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown network settings {sorted(unknown)}; allowed: {sorted(known)}")
+    return PatchworkNet(NetConfig(**data))

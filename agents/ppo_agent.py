@@ -1,0 +1,160 @@
+"""A trained policy network as an agent (``ppo:PATH``), and the checkpoint format both trainers write.
+
+A checkpoint is a ``torch.save`` dict loadable with ``weights_only=True``::
+
+    format       "patchwork-ppo"          version   1
+    net_config   NetConfig as a dict      model     the network's state_dict
+    trainer      optional: whatever the trainer needs to resume (optimizer, counters, pool...)
+
+``load_ppo_agent(path)`` reads only ``net_config`` and ``model``; it plays the most probable legal
+action (``deterministic=True``, the default) or samples from the policy.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from agents.network import MASK_VALUE, NetConfig, PatchworkNet, net_from_config
+from patchwork_env import rules as R
+from patchwork_env.state import GameState
+
+FORMAT = "patchwork-ppo"
+VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A file that is not a readable PPO checkpoint of this project."""
+
+
+def save_checkpoint(path: str | Path, net: PatchworkNet, trainer: dict[str, Any] | None = None) -> Path:
+    """Write ``net`` (and optional trainer state) to ``path`` atomically; returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "net_config": net.config.to_dict(),
+        "model": net.state_dict(),
+    }
+    if trainer is not None:
+        data["trainer"] = trainer
+    tmp = p.with_name(p.name + ".tmp")
+    torch.save(data, tmp)
+    tmp.replace(p)
+    return p
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The checkpoint dict at ``path``, or a clear error: missing file, not a checkpoint."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"PPO checkpoint not found: {p}")
+    if p.is_dir():
+        raise CheckpointError(f"{p} is a folder; give the checkpoint file (e.g. {p}/checkpoints/latest.pt)")
+    try:
+        data = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise CheckpointError(
+            f"{p} is not a PPO checkpoint (torch.load failed: {str(exc).splitlines()[0][:200]})"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{p} is not a PPO checkpoint of this project (expected a dict with format={FORMAT!r}, "
+            "as written by train.selfplay or train.sb3_maskable)"
+        )
+    if data.get("version") != VERSION:
+        raise CheckpointError(f"{p}: checkpoint version {data.get('version')!r} is not supported (expected {VERSION})")
+    return data
+
+
+def net_from_checkpoint(data: dict[str, Any], source: str = "checkpoint") -> PatchworkNet:
+    try:
+        net = net_from_config(dict(data["net_config"]))
+        net.load_state_dict(data["model"])
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"{source}: the network does not load: {exc}") from None
+    net.eval()
+    return net
+
+
+# decision groups of the action encoding: buy from slot 0, 1, 2; place the leather patch; advance
+_GROUPS = torch.tensor([0] * R.SLOT_ACTIONS + [1] * R.SLOT_ACTIONS + [2] * R.SLOT_ACTIONS + [3] * 81 + [4])
+
+
+def most_probable_move(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """The mode of the network's two-level policy: the most probable kind of move (advance, buy
+    from slot s, leather), then its most probable placement. (The flat argmax would favour
+    advance, whose probability is not spread over placements.)"""
+    probs = torch.softmax(logits, -1)
+    mass = probs.new_zeros(len(probs), 5).index_add_(1, _GROUPS, probs)
+    best = mass.argmax(1)
+    within = torch.where(best.unsqueeze(1) == _GROUPS, logits, torch.full((), 2 * MASK_VALUE))
+    within = within.masked_fill(~masks, 3 * MASK_VALUE)
+    return within.argmax(1)
+
+
+class PPOAgent:
+    """Plays with a ``PatchworkNet``: the policy's most probable move (``most_probable_move``), or
+    a sample from the policy (``deterministic=False``)."""
+
+    def __init__(self, net: PatchworkNet, deterministic: bool = True, name: str = "ppo") -> None:
+        self.net = net.eval()
+        self.deterministic = deterministic
+        self.name = name
+        self._obs = np.zeros((1, R.OBS_DIM), dtype=np.float32)
+
+    @torch.no_grad()
+    def _choose(
+        self, obs: npt.NDArray[np.float32], masks: npt.NDArray[np.bool_], rng: np.random.Generator
+    ) -> npt.NDArray[np.int64]:
+        logits, _ = self.net(torch.from_numpy(obs), torch.from_numpy(masks))
+        if self.deterministic:
+            return most_probable_move(logits, torch.from_numpy(masks)).numpy()
+        scores = logits.numpy().astype(np.float64)
+        scores = scores - np.log(-np.log(rng.random(scores.shape).clip(1e-300, 1.0)))
+        scores[~masks] = MASK_VALUE * 10  # never an illegal action, whatever the noise
+        return scores.argmax(axis=1).astype(np.int64)
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        if state.is_terminal:
+            raise ValueError(f"{self.name}: the game is over, there is no action to take")
+        R.observe_into(state.array(), state.current_player, self._obs[0])
+        return int(self._choose(self._obs, np.array(state.legal_action_mask())[None, :], rng)[0])
+
+    def act_batch(
+        self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
+    ) -> npt.NDArray[np.int64]:
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        seats = np.empty(len(states), dtype=np.int64)
+        R.current_player_batch(states, seats)
+        obs = np.empty((len(states), R.OBS_DIM), dtype=np.float32)
+        R.observe_batch(states, seats, obs)
+        return self._choose(obs, np.asarray(masks, dtype=np.bool_), rng)
+
+    # pickled for the arena's worker processes: weights and settings only
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "net_config": self.net.config.to_dict(),
+            "model": self.net.state_dict(),
+            "deterministic": self.deterministic,
+            "name": self.name,
+        }
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        if multiprocessing.parent_process() is not None:
+            torch.set_num_threads(1)  # a worker process: leave the other cores to the other workers
+        net = PatchworkNet(NetConfig(**data["net_config"]))
+        net.load_state_dict(data["model"])
+        self.__init__(net, data["deterministic"], data["name"])  # type: ignore[misc]
+
+
+def load_ppo_agent(path: str, deterministic: bool = True) -> PPOAgent:
+    """The agent stored in a checkpoint of ``train.selfplay`` or ``train.sb3_maskable``."""
+    data = read_checkpoint(path)
+    return PPOAgent(net_from_checkpoint(data, str(path)), deterministic=deterministic, name=f"ppo:{path}")

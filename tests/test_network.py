@@ -1,0 +1,163 @@
+"""The policy-value network: shapes, masking, the buy head's geometry, the PPO agent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agents.network import (
+    MASK_VALUE,
+    PLACEMENT_CELLS,
+    NetConfig,
+    PatchworkNet,
+    legal_entropy,
+    net_from_config,
+    sample_actions,
+)
+from agents.ppo_agent import PPOAgent
+from patchwork_env import rules as R
+from patchwork_env.patches import PATCHES
+from patchwork_env.state import GameState, new_game
+from patchwork_env.vector import VectorGames
+
+SMALL = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8)
+
+
+@pytest.fixture(scope="module")
+def batch() -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """Observations, masks and states of 48 games after 0..47 random moves (leather included)."""
+    games = VectorGames(48, seed=7)
+    rng = np.random.default_rng(0)
+    obs, masks, states = [], [], []
+    for t in range(48):
+        obs.append(games.observe()[t].copy())
+        masks.append(games.masks[t].copy())
+        states.append(games.states[t].copy())
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in games.masks])
+        games.step(acts)
+    return torch.from_numpy(np.stack(obs)), torch.from_numpy(np.stack(masks)), np.stack(states)
+
+
+def test_output_shapes_and_masking(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+    obs, mask, _ = batch
+    net = PatchworkNet(SMALL)
+    logits, value = net(obs, mask)
+    assert logits.shape == (48, R.NUM_ACTIONS) and value.shape == (48,)
+    assert torch.all(logits[~mask] == MASK_VALUE) and torch.all(logits[mask] > MASK_VALUE / 2)
+    probs = torch.softmax(logits, -1)
+    assert torch.all(probs[~mask] == 0)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(48))
+    torch.testing.assert_close(net.values(obs), value)
+
+
+def test_market_patch_recognised_from_the_observation(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+    obs, _, states = batch
+    ids = PatchworkNet(SMALL).patch_ids(obs).numpy()
+    market = states[:, R.CIRCLE : R.CIRCLE + R.MARKET_SIZE]
+    present = market >= 0
+    assert present.sum() > 100
+    np.testing.assert_array_equal(ids[present], market[present])
+
+
+def test_placement_table_matches_the_legal_buys(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+    """Every legal buy covers exactly its patch's area, all on empty cells of the own quilt."""
+    obs, mask, states = batch
+    rows, acts = mask[:, : R.LEATHER_BASE].nonzero(as_tuple=True)
+    slot = acts // R.SLOT_ACTIONS
+    patch = torch.from_numpy(states[:, R.CIRCLE : R.CIRCLE + 3])[rows, slot]
+    cells = PLACEMENT_CELLS[patch, acts % R.SLOT_ACTIONS // 81, acts % 81][:, :8]
+    own = torch.cat([obs[:, :81], torch.zeros(48, 2)], dim=1)
+    area = torch.tensor([p.area for p in PATCHES])
+    assert len(rows) > 500
+    assert torch.equal((cells < 81).sum(1), area[patch])
+    assert own[rows.unsqueeze(1), cells].sum() == 0
+    # and a buy whose cells overlap the quilt is never legal: fill a cell a legal buy would cover
+    i, a = int(rows[0]), int(acts[0])
+    state = states[i].copy()
+    cell = int(cells[0, 0])
+    player = R.current_player(state)
+    if cell < 63:
+        state[R.QUILT + 2 * player] |= np.int64(1) << cell
+    else:
+        state[R.QUILT + 2 * player + 1] |= np.int64(1) << (cell - 63)
+    legal = np.zeros(R.NUM_ACTIONS, dtype=np.bool_)
+    R.legal_mask_into(state, legal)
+    assert not legal[a]
+
+
+def test_dense_and_sparse_heads_agree_up_to_the_per_slot_normalisation(
+    batch: tuple[torch.Tensor, torch.Tensor, np.ndarray],
+) -> None:
+    obs, mask, _ = batch
+    net = PatchworkNet(SMALL)
+    with torch.no_grad():
+        sparse, v1 = net(obs, mask)
+        dense, v2 = net(obs, None)
+    torch.testing.assert_close(v1, v2)
+    # within one (game, slot) the placement logits differ only by a constant
+    rows, acts = mask[:, : R.LEATHER_BASE].nonzero(as_tuple=True)
+    diff = sparse[rows, acts] - dense[rows, acts]
+    group = rows * 3 + acts // R.SLOT_ACTIONS
+    for g in torch.unique(group)[:20]:
+        d = diff[group == g]
+        assert torch.allclose(d, d[0].expand_as(d), atol=1e-4)
+    torch.testing.assert_close(
+        sparse[:, R.LEATHER_BASE :][mask[:, R.LEATHER_BASE :]], dense[:, R.LEATHER_BASE :][mask[:, R.LEATHER_BASE :]]
+    )
+
+
+def test_two_level_policy_initial_slot_probabilities(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+    """At initialisation advance and each buyable slot get similar probability, whatever the
+    number of placements of each patch (the per-slot normalisation)."""
+    obs, mask, _ = batch
+    with torch.no_grad():
+        probs = torch.softmax(PatchworkNet(SMALL)(obs, mask)[0], -1)
+    for i in range(48):
+        if mask[i, R.LEATHER_BASE : R.ADVANCE].any():
+            continue
+        options = 1 + sum(bool(mask[i, s * 648 : (s + 1) * 648].any()) for s in range(3))
+        assert abs(float(probs[i, R.ADVANCE]) - 1 / options) < 0.1
+
+
+def test_entropy_is_over_legal_actions_only() -> None:
+    mask = torch.zeros(2, R.NUM_ACTIONS, dtype=torch.bool)
+    mask[0, [3, 7]] = True
+    mask[1, R.ADVANCE] = True
+    logits = torch.where(mask, torch.zeros(()), torch.full((), MASK_VALUE))
+    ent = legal_entropy(torch.log_softmax(logits, -1), mask)
+    torch.testing.assert_close(ent, torch.tensor([np.log(2.0), 0.0], dtype=torch.float32))
+    assert torch.isfinite(ent).all()
+
+
+def test_sampling_never_picks_an_illegal_action(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+    obs, mask, _ = batch
+    with torch.no_grad():
+        logits, _ = PatchworkNet(SMALL)(obs, mask)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        assert mask[torch.arange(48), sample_actions(logits, gen)].all()
+    assert mask[torch.arange(48), sample_actions(logits, deterministic=True)].all()
+
+
+def test_ppo_agent_act_and_act_batch_agree(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+    _, mask, states = batch
+    agent = PPOAgent(PatchworkNet(SMALL))
+    rng = np.random.default_rng(0)
+    batch_actions = agent.act_batch(states, mask.numpy(), rng)
+    for i in range(0, 48, 6):
+        assert agent.act(GameState._wrap(states[i].copy()), rng) == batch_actions[i]
+    sampler = PPOAgent(PatchworkNet(SMALL), deterministic=False)
+    assert mask.numpy()[np.arange(48), sampler.act_batch(states, mask.numpy(), rng)].all()
+    with pytest.raises(ValueError, match="game is over"):
+        state = new_game(0)
+        while not state.is_terminal:
+            state = state.step(int(state.legal_actions()[-1]))  # advance, or the last leather cell
+        agent.act(state, rng)
+
+
+def test_net_config_errors() -> None:
+    with pytest.raises(ValueError, match="channels"):
+        PatchworkNet(NetConfig(channels=0))
+    with pytest.raises(ValueError, match="unknown network settings"):
+        net_from_config({"channels": 8, "depth": 3})

@@ -1,0 +1,193 @@
+"""Self-play PPO: per-seat GAE on a hand-made trajectory, the opponent pool, a few-update smoke run
+of the trainer, and the checkpoint save / load / resume round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents import make_agent
+from agents.network import NetConfig, PatchworkNet
+from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
+from agents.ppo import per_seat_gae
+from agents.ppo_agent import CheckpointError, load_ppo_agent, read_checkpoint
+from patchwork_env.state import new_game
+from patchwork_env.vector import VectorGames
+from train import selfplay
+from train.config import SelfPlayConfig, from_dict
+
+TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
+
+
+def test_per_seat_gae_by_hand() -> None:
+    """Two games, 8 steps, gamma 0.9, lambda 0.5 (gamma * lambda = 0.45).
+
+    Game 0 is self-play (both seats learn). Seats act 0 0 1 0 1 1 | 1 0: seat 0 moves twice in a
+    row, seat 1 ends the game at t=5 (seat 0 wins: +1 / -1), a new game starts at t=6.
+    Game 1: the learner is seat 1, seat 0 is a frozen opponent (its rows are not trained on,
+    its values are junk that must be ignored); nothing ends, seat 1 bootstraps from 0.5.
+    """
+    actor = np.array([[0, 1], [0, 0], [1, 1], [0, 1], [1, 0], [1, 1], [1, 0], [0, 1]], dtype=np.int64)
+    learner = np.array([[True, a == 1] for a in actor[:, 1]])
+    values = np.array(
+        [[0.1, 0.2], [0.2, 99], [-0.3, 0.3], [0.4, 0.1], [-0.5, 99], [-0.6, 0.4], [0.05, 99], [-0.15, 0.6]],
+        dtype=np.float32,
+    )
+    done = np.zeros((8, 2), dtype=np.bool_)
+    done[5, 0] = True
+    outcome = np.zeros((8, 2, 2), dtype=np.float32)
+    outcome[5, 0] = (1.0, -1.0)
+    last_values = np.array([[0.25, 0.35], [0.7, 0.5]], dtype=np.float32)
+    adv, ret = per_seat_gae(values, actor, learner, done, outcome, last_values, gamma=0.9, lam=0.5)
+
+    # game 0, backwards. New game: t=7 seat 0: 0.9*0.25 + 0.15 = 0.375; t=6 seat 1: 0.9*0.35 - 0.05 = 0.265.
+    # Old game ends at t=5: seat 1 (acted last): -1 + 0 + 0.6 = -0.4
+    # t=4 seat 1: delta 0.9*-0.6 + 0.5 = -0.04, A = -0.04 + 0.45*-0.4 = -0.22
+    # t=3 seat 0 (its last decision gets +1): delta 1 - 0.4 = 0.6, A = 0.6
+    # t=2 seat 1: delta 0.9*-0.5 + 0.3 = -0.15, A = -0.15 + 0.45*-0.22 = -0.249
+    # t=1 seat 0: delta 0.9*0.4 - 0.2 = 0.16, A = 0.16 + 0.45*0.6 = 0.43
+    # t=0 seat 0 (consecutive own move): delta 0.9*0.2 - 0.1 = 0.08, A = 0.08 + 0.45*0.43 = 0.2735
+    game0 = [0.2735, 0.43, -0.249, 0.6, -0.22, -0.4, 0.265, 0.375]
+    # game 1, seat 1 only: t=7: 0.9*0.5 - 0.6 = -0.15; t=5: 0.9*0.6 - 0.4 + 0.45*-0.15 = 0.0725
+    # t=3: 0.9*0.4 - 0.1 + 0.45*0.0725 = 0.292625; t=2: 0.9*0.1 - 0.3 + 0.45*0.292625 = -0.07831875
+    # t=0: 0.9*0.3 - 0.2 + 0.45*-0.07831875 = 0.0347565625; opponent rows: 0
+    game1 = [0.0347565625, 0, -0.07831875, 0.292625, 0, 0.0725, 0, -0.15]
+    np.testing.assert_allclose(adv[:, 0], game0, atol=1e-6)
+    np.testing.assert_allclose(adv[:, 1], game1, atol=1e-6)
+    np.testing.assert_allclose(ret, np.where(learner, adv + values, 0.0), atol=1e-6)
+
+
+def test_gae_final_reward_reaches_the_seat_that_did_not_end_the_game() -> None:
+    # seat 0 acts, then seat 1 makes the final move and loses: seat 0's only decision gets +1
+    actor = np.array([[0], [1]], dtype=np.int64)
+    learner = np.ones((2, 1), dtype=np.bool_)
+    values = np.zeros((2, 1), dtype=np.float32)
+    done = np.array([[False], [True]])
+    outcome = np.zeros((2, 1, 2), dtype=np.float32)
+    outcome[1, 0] = (1.0, -1.0)
+    adv, _ = per_seat_gae(values, actor, learner, done, outcome, np.zeros((1, 2), np.float32), 1.0, 0.95)
+    np.testing.assert_allclose(adv[:, 0], [1.0, -1.0])
+
+
+def test_opponent_pool_schedule_snapshots_and_acting() -> None:
+    pool = OpponentPool(
+        NetConfig(**TINY_NET), size=2, latest_prob=0.5, random_weight=1, greedy_weight=1, snapshot_weight=2
+    )
+    rng = np.random.default_rng(0)
+    codes, seats = pool.draw(2000, rng)
+    assert set(np.unique(codes)) == {SELF, RANDOM, GREEDY}  # no snapshot yet: its weight is dropped
+    assert abs((codes == SELF).mean() - 0.5) < 0.05 and set(np.unique(seats)) == {0, 1}
+    net = PatchworkNet(NetConfig(**TINY_NET))
+    for update in (1, 2, 3):
+        pool.add(net, update)
+    assert pool.ids() == [1, 2] and [s.update for s in pool.snapshots] == [2, 3]
+    codes, _ = pool.draw(4000, rng)
+    assert abs((codes >= 0).mean() - 0.25) < 0.03 and set(codes[codes >= 0]) == {1, 2}
+    assert list(pool.replace_missing(np.array([0, 1, SELF]))) == [2, 1, SELF]
+    games = VectorGames(6, seed=3)
+    obs = games.observe()
+    acts = pool.act(
+        np.array([RANDOM, GREEDY, 1, 2, 1, RANDOM]),
+        games.states,
+        games.masks,
+        obs,
+        rng,
+        torch.Generator().manual_seed(0),
+    )
+    assert games.masks[np.arange(6), acts].all()
+    restored = OpponentPool(NetConfig(**TINY_NET), 2, 0.5, 1, 1, 2)
+    restored.load_state_dict(pool.state_dict())
+    assert restored.ids() == pool.ids()
+    for a, b in zip(restored.snapshots, pool.snapshots, strict=True):
+        for (ka, va), (kb, vb) in zip(a.net.state_dict().items(), b.net.state_dict().items(), strict=True):
+            assert ka == kb and torch.equal(va, vb)
+
+
+def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
+    data = {
+        **TINY_NET,
+        "runs_dir": str(tmp_path),
+        "run_name": "smoke",
+        "num_games": 8,
+        "rollout_steps": 12,
+        "total_updates": 2,
+        "num_minibatches": 2,
+        "update_epochs": 1,
+        "snapshot_every": 1,
+        "eval_every": 2,
+        "checkpoint_every": 1,
+        "eval_opponents": {"random": 1},
+        "final_eval_pairs": 0,
+        "progress": False,
+        "greedy_weight": 0.5,
+        "latest_prob": 0.3,
+    }
+    data.update(extra)
+    return from_dict(SelfPlayConfig, data)
+
+
+def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path)
+    summary = selfplay.main(cfg)
+    folder = Path(summary["run_folder"])
+    assert summary["updates"] == 2 and summary["learner_decisions"] > 0
+    assert (folder / "config.yaml").is_file() and (folder / "learning_curve.png").is_file()
+    assert any(folder.glob("events.out.tfevents*"))
+    assert 0.0 <= summary["last_eval"]["random"]["win_rate"] <= 1.0
+    latest = folder / "checkpoints" / "latest.pt"
+    first = read_checkpoint(latest)
+    assert first["trainer"]["update"] == 2 and first["trainer"]["global_step"] == 2 * 8 * 12
+    assert latest.stat().st_size < 5_000_000
+
+    # resume for one more update: counters and optimizer continue exactly where they were
+    resumed_cfg = from_dict(SelfPlayConfig, {**first["trainer"]["config"], "total_updates": 3})
+    summary = selfplay.main(resumed_cfg, resume=str(latest))
+    assert Path(summary["run_folder"]) == folder and summary["updates"] == 3
+    second = read_checkpoint(latest)["trainer"]
+    assert second["global_step"] == 3 * 8 * 12
+    assert second["decisions"] == summary["learner_decisions"] > first["trainer"]["decisions"]
+    steps_before = [s["step"].item() for s in first["trainer"]["optimizer"]["state"].values()]
+    steps_after = [s["step"].item() for s in second["optimizer"]["state"].values()]
+    assert all(after == before + 2 for before, after in zip(steps_before, steps_after, strict=True))  # 2 minibatches
+    assert [h["update"] for h in second["eval_history"]] == [2, 3]
+    assert len(second["pool"]["snapshots"]) == 3 and second["pool"]["next_id"] == 3
+
+    # the checkpoint is an agent, also through the spec registry
+    agent = make_agent(f"ppo:{latest}")
+    state = new_game(5)
+    assert state.is_legal(agent.act(state, np.random.default_rng(0)))
+
+
+def test_resume_restores_the_exact_network_optimizer_and_generators(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path, total_updates=1, eval_every=0, snapshot_every=5)
+    folder = Path(selfplay.main(cfg)["run_folder"])
+    ckpt = read_checkpoint(folder / "checkpoints" / "latest.pt")
+    agent = load_ppo_agent(str(folder / "checkpoints" / "latest.pt"))
+    for key, value in ckpt["model"].items():
+        assert torch.equal(agent.net.state_dict()[key], value)
+    restored = torch.optim.Adam(agent.net.parameters())
+    restored.load_state_dict(ckpt["trainer"]["optimizer"])
+    assert restored.state_dict()["param_groups"][0]["lr"] == ckpt["trainer"]["optimizer"]["param_groups"][0]["lr"]
+    rng = np.random.default_rng()
+    rng.bit_generator.state = ckpt["trainer"]["numpy_rng"]
+    again = np.random.default_rng()
+    again.bit_generator.state = ckpt["trainer"]["numpy_rng"]
+    assert rng.integers(1 << 30) == again.integers(1 << 30)
+
+
+def test_load_ppo_agent_errors(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_ppo_agent(str(tmp_path / "missing.pt"))
+    junk = tmp_path / "junk.pt"
+    junk.write_text("not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a PPO checkpoint"):
+        load_ppo_agent(str(junk))
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(3)}, other)
+    with pytest.raises(CheckpointError, match="format"):
+        load_ppo_agent(str(other))
+    with pytest.raises(CheckpointError, match="folder"):
+        load_ppo_agent(str(tmp_path))

@@ -1,0 +1,409 @@
+"""Trainer configs: one dataclass per trainer, a docstring per field, YAML loading and validation.
+
+A config file is a flat YAML mapping of field names to values; ``key=value`` overrides (values
+parsed as YAML) apply on top. Anything malformed fails at start with a ``ConfigError`` that names
+the key: an unknown key (with the closest known ones), a value of the wrong type, an impossible
+value (a negative learning rate, a probability above 1, an unknown agent spec...).
+
+>>> cfg = load_config(None, SelfPlayConfig, ["num_games=8", "learning_rate=1e-3"])
+>>> cfg.num_games, cfg.learning_rate
+(8, 0.001)
+>>> load_config(None, SelfPlayConfig, ["num_gmaes=8"])
+Traceback (most recent call last):
+...
+train.config.ConfigError: unknown key 'num_gmaes' (from the command line); did you mean num_games?
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import inspect
+import itertools
+import textwrap
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from agents.network import NetConfig
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the offending key."""
+
+
+@dataclass
+class CommonConfig:
+    """Settings shared by both trainers: run folder, seed, network, reward, opponents, evaluation."""
+
+    run_name: str = ""
+    """Run folder name under ``runs_dir``; empty: ``<config name>-s<seed>-<date-time>``."""
+    runs_dir: str = "runs"
+    """Folder that holds the run folders (git-ignored)."""
+    seed: int = 0
+    """Seed of everything random in training (games, sampling, opponent draws, network init)."""
+    torch_threads: int = 1
+    """Threads torch may use. 1 is fastest on this shared 2-core machine (2 threads fight with the
+    game engine and the other processes: several times slower under load); 2 pays only when idle."""
+    progress: bool = True
+    """Show a progress bar with ETA and the latest evaluation win rates."""
+
+    channels: int = 32
+    """Network: channels of the convolutional trunk over the 9x9 quilt."""
+    blocks: int = 2
+    """Network: residual blocks in the trunk."""
+    hidden: int = 128
+    """Network: width of the MLP over the scalar and circle features and of the value/advance MLPs."""
+    head_features: int = 16
+    """Network: trunk channels summed under and around each candidate placement (buy head)."""
+    head_hidden: int = 32
+    """Network: hidden width of the buy head's per-placement MLP."""
+
+    learning_rate: float = 3e-4
+    """Adam learning rate (start value when annealed)."""
+    gamma: float = 1.0
+    """Discount per own decision (games are short and only the end counts: 1.0)."""
+    gae_lambda: float = 0.95
+    """GAE lambda over each seat's own decisions."""
+    ent_coef: float = 0.01
+    """Entropy bonus (entropy over legal actions only)."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Gradient norm clip."""
+    reward_margin_weight: float = 0.0
+    """Final reward = (1 - w) * (+1 win / -1 loss) + w * clip(score margin / reward_margin_scale, -1, 1)."""
+    reward_margin_scale: float = 30.0
+    """Score margin (points) that counts as a full +1/-1 in the margin part of the reward."""
+
+    pool_size: int = 8
+    """Past snapshots of the learner kept as opponents (the oldest is dropped)."""
+    random_weight: float = 0.1
+    """Weight of ``random`` among pool opponents."""
+    greedy_weight: float = 0.3
+    """Weight of ``greedy`` among pool opponents."""
+    snapshot_weight: float = 0.6
+    """Weight of the past snapshots (together; one drawn uniformly) among pool opponents."""
+
+    eval_opponents: dict[str, int] = field(default_factory=lambda: {"random": 20, "greedy": 50})
+    """Periodic evaluation: agent spec -> number of paired deals (each played twice, seats swapped)."""
+    eval_workers: int = 1
+    """Processes the arena uses for evaluation (1: in-process; each extra-process evaluation pays
+    about 10 s of start-up, so 2 pays only for long evaluations)."""
+    final_eval_pairs: int = 100
+    """Paired deals per ``eval_opponents`` entry at the end of training (0: skip)."""
+    final_eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
+    """Agent specs of the final evaluation."""
+
+    def net_config(self) -> NetConfig:
+        return NetConfig(self.channels, self.blocks, self.hidden, self.head_features, self.head_hidden)
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` naming the first impossible value."""
+        for key in ("torch_threads", "channels", "blocks", "hidden", "head_features", "head_hidden", "eval_workers"):
+            _positive(self, key)
+        _at_least(self, "seed", 0)
+        _at_least(self, "final_eval_pairs", 0)
+        _above(self, "learning_rate", 0.0)
+        _above(self, "reward_margin_scale", 0.0)
+        _above(self, "max_grad_norm", 0.0)
+        for key in ("gamma", "gae_lambda", "reward_margin_weight"):
+            _between(self, key, 0.0, 1.0)
+        for key in ("ent_coef", "vf_coef", "random_weight", "greedy_weight", "snapshot_weight"):
+            _at_least(self, key, 0.0)
+        _at_least(self, "pool_size", 0)
+        if self.random_weight + self.greedy_weight + self.snapshot_weight <= 0:
+            raise ConfigError("random_weight, greedy_weight and snapshot_weight: at least one must be positive")
+        if self.snapshot_weight > 0 and self.pool_size < 1:
+            raise ConfigError("pool_size must be >= 1 when snapshot_weight > 0")
+        if "/" in self.run_name or self.run_name in (".", ".."):
+            raise ConfigError(f"run_name must be a plain folder name, got {self.run_name!r}")
+        for spec, pairs in self.eval_opponents.items():
+            _check_spec("eval_opponents", spec)
+            if pairs < 1:
+                raise ConfigError(f"eval_opponents[{spec!r}] must be a positive number of pairs, got {pairs}")
+        for spec in self.final_eval_opponents:
+            _check_spec("final_eval_opponents", spec)
+
+
+@dataclass
+class SelfPlayConfig(CommonConfig):
+    """The batched self-play PPO trainer (``train.selfplay``)."""
+
+    num_games: int = 128
+    """Games stepped together on the vector engine (each step: one decision in every game)."""
+    rollout_steps: int = 64
+    """Vector steps per rollout; the learner's decisions among them form the PPO batch."""
+    total_updates: int = 100
+    """PPO updates (rollout + optimisation) in the whole run."""
+    time_limit_minutes: float = 0.0
+    """Stop early (with a checkpoint and the final evaluation) after this much training; 0: no limit."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over ``total_updates``."""
+    update_epochs: int = 3
+    """Passes over the batch per update."""
+    num_minibatches: int = 4
+    """Minibatches per pass."""
+    clip_coef: float = 0.2
+    """PPO ratio clip."""
+    clip_vloss: bool = True
+    """Clip the value update like the policy's."""
+    target_kl: float = 0.0
+    """Stop the update's passes early when the approximate KL exceeds this; 0: never."""
+    latest_prob: float = 0.5
+    """Share of games where the latest learner plays both seats (both seats' moves are trained on);
+    the other games draw an opponent from the pool, and the learner's seat at random."""
+    snapshot_every: int = 10
+    """Updates between snapshots of the learner added to the pool."""
+    eval_every: int = 10
+    """Updates between arena evaluations (and at the end); 0: only at the end."""
+    checkpoint_every: int = 10
+    """Updates between checkpoints (always one at the end)."""
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("num_games", "rollout_steps", "total_updates", "update_epochs", "num_minibatches"):
+            _positive(self, key)
+        for key in ("snapshot_every", "checkpoint_every"):
+            _positive(self, key)
+        _at_least(self, "eval_every", 0)
+        _at_least(self, "time_limit_minutes", 0.0)
+        _at_least(self, "target_kl", 0.0)
+        _above(self, "clip_coef", 0.0)
+        _between(self, "latest_prob", 0.0, 1.0)
+        if self.num_minibatches > self.num_games * self.rollout_steps // 2:
+            raise ConfigError(
+                f"num_minibatches ({self.num_minibatches}) is too large for num_games * rollout_steps = "
+                f"{self.num_games * self.rollout_steps} decisions per rollout"
+            )
+
+
+@dataclass
+class SB3Config(CommonConfig):
+    """The sb3-contrib MaskablePPO trainer (``train.sb3_maskable``) on ``SingleAgentEnv``."""
+
+    n_envs: int = 8
+    """Environments (DummyVecEnv) collecting experience; each has its own pool opponent."""
+    n_steps: int = 256
+    """Steps per environment per rollout."""
+    batch_size: int = 256
+    """Minibatch size."""
+    n_epochs: int = 4
+    """Passes over each rollout."""
+    clip_range: float = 0.2
+    """PPO ratio clip."""
+    total_timesteps: int = 200_000
+    """Learner decisions in the whole run."""
+    time_limit_minutes: float = 0.0
+    """Stop early after this much training (then checkpoint and final evaluation); 0: no limit."""
+    latest_prob: float = 0.5
+    """Share of episodes played against the latest snapshot of the learner (else a pool opponent)."""
+    snapshot_every: int = 10_000
+    """Learner decisions between snapshots added to the opponent pool."""
+    eval_every: int = 50_000
+    """Learner decisions between arena evaluations; 0: only at the end."""
+    checkpoint_every: int = 50_000
+    """Learner decisions between checkpoints (always one at the end)."""
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("n_envs", "n_steps", "batch_size", "n_epochs", "total_timesteps", "snapshot_every"):
+            _positive(self, key)
+        _positive(self, "checkpoint_every")
+        _at_least(self, "eval_every", 0)
+        _at_least(self, "time_limit_minutes", 0.0)
+        _above(self, "clip_range", 0.0)
+        _between(self, "latest_prob", 0.0, 1.0)
+        if self.batch_size > self.n_envs * self.n_steps:
+            raise ConfigError(
+                f"batch_size ({self.batch_size}) must be at most n_envs * n_steps = {self.n_envs * self.n_steps}"
+            )
+
+
+# --- checks ------------------------------------------------------------------------------------
+def _positive(cfg: Any, key: str) -> None:
+    _at_least(cfg, key, 1)
+
+
+def _at_least(cfg: Any, key: str, low: float) -> None:
+    value = getattr(cfg, key)
+    if value < low:
+        raise ConfigError(f"{key} must be >= {low}, got {value!r}")
+
+
+def _above(cfg: Any, key: str, low: float) -> None:
+    value = getattr(cfg, key)
+    if not value > low:
+        raise ConfigError(f"{key} must be > {low}, got {value!r}")
+
+
+def _between(cfg: Any, key: str, low: float, high: float) -> None:
+    value = getattr(cfg, key)
+    if not low <= value <= high:
+        raise ConfigError(f"{key} must be in [{low}, {high}], got {value!r}")
+
+
+def _check_spec(key: str, spec: str) -> None:
+    from agents.registry import AgentSpecError, parse_spec
+
+    try:
+        parse_spec(spec)
+    except AgentSpecError as exc:
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"{key}: {first}") from None
+
+
+# --- loading -----------------------------------------------------------------------------------
+C = TypeVar("C", bound=CommonConfig)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """``value`` checked against the annotation ``tp`` (ints are accepted as floats)."""
+    origin = typing.get_origin(tp)
+    wrong = ConfigError(f"{key} must be {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(tp):
+            try:
+                return _coerce(key, value, option)
+            except ConfigError:
+                pass
+        raise wrong
+    if tp is type(None):
+        if value is None:
+            return None
+        raise wrong
+    if origin is dict:
+        kt, vt = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise wrong
+        return {_coerce(f"{key} key", k, kt): _coerce(f"{key}[{k!r}]", v, vt) for k, v in value.items()}
+    if origin is list:
+        (it,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise wrong
+        return [_coerce(f"{key}[{i}]", v, it) for i, v in enumerate(value)]
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise wrong
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise wrong
+    if tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise wrong
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise wrong
+    raise TypeError(f"unsupported config type {tp!r} for {key}")  # pragma: no cover
+
+
+def from_dict(cls: type[C], data: dict[str, Any], source: str = "the config") -> C:
+    """A validated ``cls`` from a mapping of field names to values."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must be a mapping of keys to values, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in hints:
+            close = difflib.get_close_matches(str(key), names, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; known keys: {', '.join(names)}"
+            raise ConfigError(f"unknown key {key!r} ({source}){hint}")
+        values[key] = _coerce(key, value, hints[key])
+    cfg = cls(**values)
+    cfg.validate()
+    return cfg
+
+
+def parse_overrides(overrides: list[str]) -> dict[str, Any]:
+    """``["key=value", ...]`` to a mapping; values are parsed as YAML (``3``, ``1e-3``, ``true``...)."""
+    out: dict[str, Any] = {}
+    for item in overrides:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"override {item!r} must look like key=value")
+        try:
+            out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"override {key.strip()}: cannot parse {text!r}: {exc}") from None
+    return out
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p} must hold a mapping of keys to values, got {type(data).__name__}")
+    return data
+
+
+def load_config(path: str | Path | None, cls: type[C], overrides: list[str] | None = None) -> C:
+    """The config in the YAML file ``path`` (defaults if None) with ``key=value`` overrides."""
+    data = read_yaml(path) if path is not None else {}
+    source = str(path) if path is not None else "defaults"
+    if data:
+        from_dict(cls, data, source)  # report file errors against the file
+    extra = parse_overrides(overrides or [])
+    return from_dict(cls, {**data, **extra}, "from the command line" if extra else source)
+
+
+def to_yaml(cfg: CommonConfig) -> str:
+    """The resolved config as YAML (every field, in declaration order)."""
+    return yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False)
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Each field's docstring (the string literal under it in the class body), base classes first."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        for node, nxt in itertools.pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def describe(cls: type[CommonConfig]) -> str:
+    """Help text: every key with its type, default and docstring."""
+    docs = field_docs(cls)
+    hints = typing.get_type_hints(cls)
+    lines = [f"{cls.__name__} keys (YAML file and key=value overrides):"]
+    default = cls()
+    for f in dataclasses.fields(cls):
+        lines.append(f"  {f.name}: {_type_name(hints[f.name])} = {getattr(default, f.name)!r}")
+        lines.append(f"      {docs.get(f.name, '')}")
+    return "\n".join(lines)

@@ -1,0 +1,125 @@
+"""What both trainers do around training: the run folder, arena evaluation, the learning curve.
+
+A run folder ``runs/<run_name>/`` holds::
+
+    config.yaml          the resolved config (every key)
+    events.out.tfevents  TensorBoard logs (charts/, losses/, eval/)
+    checkpoints/         latest.pt (resumable) and final.pt (the network only)
+    eval_history.json    every evaluation: minutes, update, steps, opponent, win rate, CI, margin
+    learning_curve.png   win rate against each evaluation opponent over wall-clock minutes
+    final_eval.json      the final evaluation (paired games against each final opponent)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from agents.network import PatchworkNet
+from agents.ppo_agent import PPOAgent
+from train.config import CommonConfig, to_yaml
+
+
+def run_folder(cfg: CommonConfig, config_name: str, run_dir: str | None = None) -> Path:
+    """``run_dir`` if given, else ``runs_dir/run_name`` (a fresh dated name if ``run_name`` is empty)."""
+    if run_dir:
+        return Path(run_dir)
+    name = cfg.run_name or f"{config_name}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Path(cfg.runs_dir) / name
+
+
+def save_config(cfg: CommonConfig, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yaml"
+    path.write_text(to_yaml(cfg))
+    return path
+
+
+def eval_tag(spec: str) -> str:
+    """A TensorBoard-friendly name for an agent spec: ``mcts:sims=50`` -> ``mcts_sims_50``."""
+    return re.sub(r"[^A-Za-z0-9.]+", "_", spec.strip()).strip("_")
+
+
+def evaluate(
+    net: PatchworkNet, opponents: dict[str, int], seed: int, workers: int, progress: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Paired arena games of a frozen copy of ``net`` (most probable legal action) against each
+    opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin, seconds."""
+    from agents.arena import play_pairs
+
+    agent = PPOAgent(_frozen_copy(net), deterministic=True, name="learner")
+    out: dict[str, dict[str, Any]] = {}
+    for spec, pairs in opponents.items():
+        start = time.perf_counter()
+        res = play_pairs(agent, spec, pairs, seed=seed, workers=workers, progress=progress)
+        out[spec] = {
+            "games": res.games,
+            "win_rate": res.win_rate_a,
+            "ci_low": res.ci95_a[0],
+            "ci_high": res.ci95_a[1],
+            "mean_margin": res.mean_margin_a,
+            "seconds": time.perf_counter() - start,
+        }
+    return out
+
+
+def _frozen_copy(net: PatchworkNet) -> PatchworkNet:
+    copy = PatchworkNet(net.config)
+    copy.load_state_dict(net.state_dict())
+    return copy.eval()
+
+
+def log_eval(writer: Any, results: dict[str, dict[str, Any]], step: int, prefix: str = "eval") -> None:
+    for spec, r in results.items():
+        tag = eval_tag(spec)
+        writer.add_scalar(f"{prefix}/win_rate_vs_{tag}", r["win_rate"], step)
+        writer.add_scalar(f"{prefix}/mean_margin_vs_{tag}", r["mean_margin"], step)
+
+
+def short_rates(results: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Progress-bar text: ``{"vs_greedy": "0.62"}``."""
+    return {f"vs_{eval_tag(s)}": f"{r['win_rate']:.2f}" for s, r in results.items()}
+
+
+def write_history(history: list[dict[str, Any]], folder: Path) -> None:
+    (folder / "eval_history.json").write_text(json.dumps(history, indent=1))
+
+
+def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> Path | None:
+    """Win rate (with 95% CI band) against each opponent over wall-clock minutes; None if empty."""
+    if not history:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    for spec in dict.fromkeys(h["opponent"] for h in history):
+        rows = [h for h in history if h["opponent"] == spec]
+        x = [h["minutes"] for h in rows]
+        ax.plot(x, [h["win_rate"] for h in rows], marker="o", ms=3, label=f"vs {spec}")
+        ax.fill_between(x, [h["ci_low"] for h in rows], [h["ci_high"] for h in rows], alpha=0.15)
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("wall-clock minutes (training + evaluation)")
+    ax.set_ylabel("win rate (paired games, 95% CI)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def set_threads(n: int) -> None:
+    torch.set_num_threads(n)
+    with contextlib.suppress(RuntimeError):  # already set in this process
+        torch.set_num_interop_threads(1)

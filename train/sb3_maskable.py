@@ -1,0 +1,314 @@
+"""sb3-contrib's MaskablePPO on Patchwork, with the project's network, an opponent pool and the arena.
+
+    python -m train.sb3_maskable --config configs/sb3.yaml
+    python -m train.sb3_maskable --config configs/sb3.yaml total_timesteps=50000 n_envs=16
+    python -m train.sb3_maskable --help-config
+
+For SB3 users: a plain ``MaskablePPO`` whose policy (``PatchworkPolicy``) is the same
+``PatchworkNet`` as the self-play trainer's (masks reach the network, which computes buy logits
+for legal actions only); the environment is the batched single-agent env
+(``agents.sb3_vec_env.SB3VecEnv`` over ``PatchworkVectorEnv``: the opponent moves inside ``step``,
+batched over the games), so every transition is the learner's own.
+
+Opponents (``PoolCallback``): before every rollout one opponent is drawn for all the games, with
+the self-play trainer's schedule: with probability ``latest_prob`` a frozen copy of the current
+learner (sampling from its policy), else ``random``, ``greedy`` or a past snapshot by their
+weights; a snapshot joins the pool every ``snapshot_every`` learner decisions. The same callback
+runs the arena evaluation (``eval/win_rate_vs_<agent>``), writes checkpoints in the project's
+format (``ppo:PATH`` works on them) and the learning curve. SB3 logs its own metrics
+(``train/``, ``rollout/``) to the same TensorBoard folder. The run folder layout is in
+``train.run_utils``; ``sb3_model.zip`` is SB3's own save (``MaskablePPO.load``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.distributions import MaskableDistribution
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
+from torch import nn
+from tqdm import tqdm
+
+from agents.network import NetConfig, PatchworkNet
+from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
+from agents.ppo import final_rewards
+from agents.ppo_agent import PPOAgent, save_checkpoint
+from agents.registry import make_agent
+from agents.sb3_vec_env import SB3VecEnv
+from train import run_utils as U
+from train.config import ConfigError, SB3Config, describe, load_config
+
+
+class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
+    """MaskablePPO's policy with ``PatchworkNet`` as the whole actor-critic: the (identity) features
+    extractor hands the flat observation to the network, which gets the masks as well."""
+
+    def __init__(self, *args: Any, net_config: dict[str, int] | None = None, **kwargs: Any) -> None:
+        self.net_config = NetConfig(**(net_config or {}))
+        kwargs.update(net_arch=[], ortho_init=False)
+        super().__init__(*args, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        self._build_mlp_extractor()
+        self.net = PatchworkNet(self.net_config)
+        self.action_net = nn.Identity()  # the network has its own heads
+        self.value_net = nn.Identity()
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data: dict[str, Any] = super()._get_constructor_parameters()
+        data.update(net_config=self.net_config.to_dict())
+        for key in ("net_arch", "ortho_init"):
+            data.pop(key, None)
+        return data
+
+    def _distribution(self, obs: torch.Tensor, action_masks: Any) -> tuple[MaskableDistribution, torch.Tensor]:
+        features = self.extract_features(obs)
+        mask = None
+        if action_masks is not None:
+            mask = torch.as_tensor(action_masks, device=features.device).reshape(len(features), -1).bool()
+        logits, values = self.net(features, mask)
+        dist = self.action_dist.proba_distribution(action_logits=logits)
+        if mask is not None:
+            dist.apply_masking(mask)
+        return dist, values.unsqueeze(-1)
+
+    def forward(
+        self, obs: torch.Tensor, deterministic: bool = False, action_masks: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        dist, values = self._distribution(obs, action_masks)
+        actions = dist.get_actions(deterministic=deterministic)
+        return actions, values, dist.log_prob(actions)
+
+    def evaluate_actions(
+        self, obs: torch.Tensor, actions: torch.Tensor, action_masks: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        dist, values = self._distribution(obs, action_masks)
+        return values, dist.log_prob(actions), dist.entropy()
+
+    def get_distribution(self, obs: torch.Tensor, action_masks: Any = None) -> MaskableDistribution:
+        return self._distribution(obs, action_masks)[0]
+
+    def predict_values(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net.values(self.extract_features(obs)).unsqueeze(-1)
+
+
+class MarginReward(VecEnvWrapper):  # type: ignore[misc]
+    """Final rewards blended with the score margin, as ``agents.ppo.final_rewards`` does for the
+    self-play trainer (the env's own reward is +1 / -1)."""
+
+    def __init__(self, venv: Any, weight: float, scale: float) -> None:
+        super().__init__(venv)
+        self.weight, self.scale = weight, scale
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for i in np.flatnonzero(dones).tolist():
+            info = infos[i]
+            if "score" in info:
+                scores = np.array([[info["score"], info["opponent_score"]]])
+                rewards[i] = final_rewards(np.array([0 if info["won"] else 1]), scores, self.weight, self.scale)[0, 0]
+        return obs, rewards, dones, infos
+
+
+class PoolCallback(BaseCallback):  # type: ignore[misc]
+    """Opponent refresh before each rollout, snapshots, arena evaluations, checkpoints, progress."""
+
+    def __init__(self, cfg: SB3Config, folder: Path, pool: OpponentPool, venv: SB3VecEnv) -> None:
+        super().__init__()
+        self.cfg, self.folder, self.pool, self.venv = cfg, folder, pool, venv
+        self.rng = np.random.default_rng(cfg.seed + 1)
+        self.history: list[dict[str, Any]] = []
+        self.latest_eval: dict[str, dict[str, Any]] = {}
+        self.start = time.time()
+        self.next_snapshot = cfg.snapshot_every
+        self.next_eval = cfg.eval_every or cfg.total_timesteps + 1
+        self.next_checkpoint = cfg.checkpoint_every
+        self.bar: Any = None
+        self.opponent_name = "random"
+
+    @property
+    def net(self) -> PatchworkNet:
+        net: PatchworkNet = self.model.policy.net
+        return net
+
+    def _on_training_start(self) -> None:
+        self.bar = tqdm(total=self.cfg.total_timesteps, unit="dec", dynamic_ncols=True, disable=not self.cfg.progress)
+
+    def _on_rollout_start(self) -> None:
+        self.pool.set_latest(self.net)
+        code = int(self.pool.draw(1, self.rng)[0][0])
+        if code == SELF:
+            assert self.pool.latest is not None
+            opponent: Any = PPOAgent(self.pool.latest, deterministic=False, name="latest")
+        elif code == RANDOM:
+            opponent = "random"
+        elif code == GREEDY:
+            opponent = make_agent("greedy")
+        else:
+            snap = next(s for s in self.pool.snapshots if s.id == code)
+            opponent = PPOAgent(snap.net, deterministic=False, name=f"snapshot-{snap.update}")
+        self.venv.venv.set_opponent(opponent)  # the PatchworkVectorEnv under the SB3 adapter
+        self.opponent_name = self.pool.name(code)
+
+    def _on_step(self) -> bool:
+        steps = self.num_timesteps
+        self.bar.update(self.training_env.num_envs)
+        for info in self.locals.get("infos", []):
+            if "won" in info:
+                self.logger.record_mean(f"charts/train_win_rate_vs_{self.opponent_name}", float(info["won"]))
+        if steps >= self.next_snapshot:
+            self.pool.add(self.net, steps)
+            self.next_snapshot += self.cfg.snapshot_every
+        if steps >= self.next_eval:
+            self.evaluate()
+            self.next_eval += self.cfg.eval_every
+        if steps >= self.next_checkpoint:
+            self.checkpoint()
+            self.next_checkpoint += self.cfg.checkpoint_every
+        limit = self.cfg.time_limit_minutes
+        return not (limit > 0 and time.time() - self.start > 60 * limit)
+
+    def evaluate(self) -> None:
+        was_training = self.net.training
+        self.latest_eval = U.evaluate(self.net, self.cfg.eval_opponents, self.cfg.seed + 10_000, self.cfg.eval_workers)
+        self.net.train(was_training)
+        for spec, r in self.latest_eval.items():
+            tag = U.eval_tag(spec)
+            self.logger.record(f"eval/win_rate_vs_{tag}", r["win_rate"])
+            self.logger.record(f"eval/mean_margin_vs_{tag}", r["mean_margin"])
+            self.history.append(
+                {"opponent": spec, "timesteps": self.num_timesteps, "minutes": (time.time() - self.start) / 60, **r}
+            )
+        self.logger.dump(self.num_timesteps)
+        U.write_history(self.history, self.folder)
+        U.plot_learning_curve(self.history, self.folder / "learning_curve.png", f"MaskablePPO ({self.folder.name})")
+        self.bar.set_postfix(U.short_rates(self.latest_eval))
+
+    def checkpoint(self) -> Path:
+        return save_checkpoint(self.folder / "checkpoints" / "latest.pt", self.net)
+
+    def _on_training_end(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def make_env(cfg: SB3Config) -> tuple[SB3VecEnv, Any]:
+    """The learner's batched env (returned for the opponent swaps) and its wrapped form for SB3."""
+    venv = SB3VecEnv(num_envs=cfg.n_envs, opponent="random", seed=cfg.seed, copy=True)
+    wrapped = VecMonitor(venv)
+    if cfg.reward_margin_weight > 0:
+        wrapped = MarginReward(wrapped, cfg.reward_margin_weight, cfg.reward_margin_scale)
+    return venv, wrapped
+
+
+def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3") -> dict[str, Any]:
+    """Train MaskablePPO; returns a summary (run folder, timesteps, last and final evaluations)."""
+    cfg = config
+    cfg.validate()
+    U.set_threads(cfg.torch_threads)
+    start = time.time()
+    folder = U.run_folder(cfg, config_name, run_dir)
+    U.save_config(cfg, folder)
+    venv, env = make_env(cfg)
+    pool = OpponentPool(
+        cfg.net_config(), cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
+    )
+    model = MaskablePPO(
+        PatchworkPolicy,
+        env,
+        learning_rate=cfg.learning_rate,
+        n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        clip_range=cfg.clip_range,
+        ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef,
+        max_grad_norm=cfg.max_grad_norm,
+        policy_kwargs={"net_config": cfg.net_config().to_dict(), "optimizer_kwargs": {"eps": 1e-5}},
+        seed=cfg.seed,
+        device="cpu",
+        verbose=0,
+    )
+    model.set_logger(configure(str(folder), ["tensorboard"]))
+    callback = PoolCallback(cfg, folder, pool, venv)
+    print(f"run folder: {folder}")
+    try:
+        model.learn(total_timesteps=cfg.total_timesteps, callback=callback)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; checkpoint: {callback.checkpoint()}")
+        raise
+    callback.evaluate()
+    callback.checkpoint()
+    save_checkpoint(folder / "checkpoints" / "final.pt", callback.net)
+    model.save(folder / "sb3_model.zip")
+    final: dict[str, dict[str, Any]] = {}
+    if cfg.final_eval_pairs > 0:
+        print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
+        final = U.evaluate(
+            callback.net,
+            {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents},
+            cfg.seed + 10_000,
+            cfg.eval_workers,
+            progress=cfg.progress,
+        )
+    summary = {
+        "run_folder": str(folder),
+        "checkpoint": str(folder / "checkpoints" / "latest.pt"),
+        "timesteps": int(model.num_timesteps),
+        "training_minutes": (time.time() - start) / 60,
+        "last_eval": callback.latest_eval,
+        "final_eval": final,
+    }
+    (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
+    for spec, r in final.items():
+        print(
+            f"  vs {spec:<14} win rate {r['win_rate']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
+            f"({r['games']} games, mean margin {r['mean_margin']:+.1f})"
+        )
+    print(f"run folder: {folder}  ({summary['training_minutes']:.1f} minutes)")
+    env.close()
+    return summary
+
+
+def cli(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m train.sb3_maskable",
+        description="sb3-contrib MaskablePPO on Patchwork with the project's network and opponent pool.",
+        epilog="Overrides: key=value after the options, e.g. total_timesteps=50000.",
+    )
+    parser.add_argument("--config", help="YAML config (configs/sb3.yaml)")
+    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
+    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
+    parser.add_argument("overrides", nargs="*", help="key=value")
+    args = parser.parse_args(argv)
+    if args.help_config:
+        print(describe(SB3Config))
+        return 0
+    try:
+        cfg = load_config(args.config, SB3Config, args.overrides)
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    main(cfg, run_dir=args.run_dir, config_name=Path(args.config).stem if args.config else "sb3")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
