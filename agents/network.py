@@ -146,8 +146,8 @@ class PatchworkNet(nn.Module):
         cfg.validate()
         self.config = cfg
         c, h, f, d = cfg.channels, cfg.hidden, cfg.head_features, cfg.head_hidden
-        self.register_buffer("templates", PATCH_TEMPLATES.clone(), persistent=False)
-        self.register_buffer("placement_cells", PLACEMENT_CELLS.clone(), persistent=False)
+        self.register_buffer("templates", PATCH_TEMPLATES, persistent=False)
+        self.register_buffer("placement_cells", PLACEMENT_CELLS, persistent=False)
         num_vector = R.OBS_DIM - R.OBS_PLANES_END
         self.embed = nn.Sequential(nn.Linear(num_vector, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
         self.stem = nn.Conv2d(R.N_PLANES, c, 3, padding=1)
@@ -215,8 +215,11 @@ class PatchworkNet(nn.Module):
         cells = self.placement_cells[patch, orientation, anchor]  # (M, 20)
         feats = self.project(trunk).flatten(2).transpose(1, 2)  # (B, 81, F)
         table = torch.cat([feats, feats.new_zeros(b, 1, cfg.head_features), self.edge.expand(b, 1, -1)], dim=1)
-        gathered = table[rows.unsqueeze(1), cells]  # (M, 20, F)
-        summed = torch.cat([gathered[:, :MAX_COVER].sum(1), gathered[:, MAX_COVER:].sum(1)], dim=1)
+        flat = table.reshape(b * (CELLS + 2), cfg.head_features)
+        index = rows.unsqueeze(1) * (CELLS + 2) + cells  # (M, 20) rows of ``flat``
+        cover = flat[index[:, :MAX_COVER]].sum(1)  # (M, F): over the covered cells
+        border = flat[index[:, MAX_COVER:]].sum(1)  # (M, F): over the cells around
+        summed = torch.cat([cover, border], dim=1)
         slot_feats = vec[:, R.N_SCALARS : R.N_SCALARS + R.MARKET_SIZE * R.CIRCLE_FEATURES]
         slot_in = torch.cat(
             [

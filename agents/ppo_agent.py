@@ -6,8 +6,9 @@ A checkpoint is a ``torch.save`` dict loadable with ``weights_only=True``::
     net_config   NetConfig as a dict      model     the network's state_dict
     trainer      optional: whatever the trainer needs to resume (optimizer, counters, pool...)
 
-``load_ppo_agent(path)`` reads only ``net_config`` and ``model``; it plays the most probable legal
-action (``deterministic=True``, the default) or samples from the policy.
+``load_ppo_agent(path)`` reads only ``net_config`` and ``model``; the agent plays the policy's
+most probable move (``deterministic=True``, the default; see ``most_probable_move``) or samples
+from the policy.
 """
 
 from __future__ import annotations

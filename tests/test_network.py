@@ -161,3 +161,16 @@ def test_net_config_errors() -> None:
         PatchworkNet(NetConfig(channels=0))
     with pytest.raises(ValueError, match="unknown network settings"):
         net_from_config({"channels": 8, "depth": 3})
+
+
+def test_most_probable_move_picks_the_likeliest_kind_of_move_first() -> None:
+    from agents.ppo_agent import most_probable_move
+
+    mask = torch.zeros(1, R.NUM_ACTIONS, dtype=torch.bool)
+    mask[0, [0, 1, 2, 3, 4, 5, R.ADVANCE]] = True
+    probs = torch.zeros(1, R.NUM_ACTIONS)
+    probs[0, :6] = torch.tensor([0.05, 0.2, 0.1, 0.1, 0.1, 0.05])  # slot 0: 0.6 in all
+    probs[0, R.ADVANCE] = 0.4  # the single likeliest action, but the less likely kind of move
+    logits = torch.where(mask, probs.clamp_min(1e-30).log(), torch.full((), MASK_VALUE))
+    assert int(most_probable_move(logits, mask)[0]) == 1
+    assert int(logits.argmax()) == R.ADVANCE

@@ -49,7 +49,7 @@ def eval_tag(spec: str) -> str:
 def evaluate(
     net: PatchworkNet, opponents: dict[str, int], seed: int, workers: int, progress: bool = False
 ) -> dict[str, dict[str, Any]]:
-    """Paired arena games of a frozen copy of ``net`` (most probable legal action) against each
+    """Paired arena games of a frozen copy of ``net`` (its most probable moves) against each
     opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin, seconds."""
     from agents.arena import play_pairs
 
