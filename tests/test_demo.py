@@ -57,7 +57,7 @@ def test_report_has_the_table_paths_and_commands(smoke_run: tuple[Path, Path]) -
     checkpoint = folder / "checkpoints" / "final.pt"
     assert f"python -m train.play --opponent ppo:{checkpoint}" in text
     assert f"python -m train.selfplay --resume {folder / 'checkpoints' / 'latest.pt'}" in text
-    assert "python -m train.demo --smoke" in text
+    assert "\npython -m train.demo --smoke --eval-games 2 seed=3\n" in text  # run again: a new folder
     assert "![learning curve](learning_curve.png)" in text
 
 

@@ -79,7 +79,8 @@ class Plan:
     eval_seed: int
     workers: int
     smoke: bool
-    command: str
+    command: str  # as typed
+    argv: list[str]
     overrides: list[str]  # key=value applied to the config file (final_eval_pairs=0 included)
 
 
@@ -161,13 +162,38 @@ def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
         parser.error(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
     eval_games = args.eval_games or (SMOKE_EVAL_GAMES if args.smoke else DEFAULT_EVAL_GAMES)
     workers = args.workers or (1 if args.smoke else cfg.eval_workers)
-    command = "python -m train.demo " + " ".join(shlex.quote(a) for a in argv)
+    command = " ".join(["python -m train.demo", *(shlex.quote(a) for a in argv)])
     return Plan(
-        cfg, config_path, name, folder, opponents, eval_games, args.eval_seed, workers, args.smoke, command, items
+        cfg,
+        config_path,
+        name,
+        folder,
+        opponents,
+        eval_games,
+        args.eval_seed,
+        workers,
+        args.smoke,
+        command,
+        list(argv),
+        items,
     )
 
 
 # --- the three steps -----------------------------------------------------------------------------------
+def without_run_dir(argv: Sequence[str]) -> list[str]:
+    """``argv`` without ``--run-dir DIR`` / ``--run-dir=DIR`` (to repeat a run in a new folder)."""
+    out: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--run-dir":
+            skip = True
+        elif not a.startswith("--run-dir="):
+            out.append(a)
+    return out
+
+
 def banner(text: str) -> None:
     print(f"\n=== {text}", flush=True)
 
@@ -222,20 +248,23 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
         f"--seed {plan.eval_seed}"
     )
     overrides = " ".join(shlex.quote(o) for o in plan.overrides)
+    more = f"total_updates={2 * cfg.total_updates}"
+    if cfg.time_limit_minutes:
+        more += f" time_limit_minutes={2 * cfg.time_limit_minutes:g}"
     budget = f"{cfg.total_updates} updates of {cfg.num_games} games x {cfg.rollout_steps} steps"
     if cfg.time_limit_minutes:
         budget += f", or {cfg.time_limit_minutes:g} minutes, whichever comes first"
     lines = [
         f"# Demo run: {folder.name}" + (" (smoke test: tiny budget, numbers mean nothing)" if plan.smoke else ""),
         "",
-        f"Written by `{plan.command}` on {time.strftime('%Y-%m-%d %H:%M')} ({os.cpu_count()} cores, "
-        f"{cfg.torch_threads} torch threads).",
+        f"Written by `{plan.command}` on {time.strftime('%Y-%m-%d %H:%M')} ({os.cpu_count()} cores; "
+        f"torch threads: {cfg.torch_threads}).",
         "",
         "## Training",
         "",
         f"- config: `{plan.config_path}` (resolved: [`config.yaml`](config.yaml)); budget: {budget}; seed {cfg.seed}",
-        f"- training time: {summary.get('training_minutes', train_seconds / 60):.1f} minutes "
-        f"(including the periodic evaluations; {train_seconds / 60:.1f} minutes wall-clock for the whole step)",
+        f"- training time: {summary.get('training_minutes', train_seconds / 60):.1f} minutes wall-clock "
+        "(the periodic evaluations included)",
         f"- {summary.get('updates', '?')} updates, {summary.get('learner_decisions', 0):,} learner decisions, "
         f"{summary.get('games_finished', 0):,} self-play games finished"
         + (" (stopped at the time limit)" if summary.get("stopped_early") else ""),
@@ -280,13 +309,18 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
         "From the project root, with the project's environment active (`source .venv/bin/activate`):",
         "",
         "```bash",
-        "# reproduce this run",
-        plan.command,
+        "# run it again (in a new dated folder under runs/"
+        + (
+            "; the time limit makes the number of updates depend on the machine's load)"
+            if cfg.time_limit_minutes
+            else ")"
+        ),
+        " ".join(["python -m train.demo", *(shlex.quote(a) for a in without_run_dir(plan.argv))]),
         "# the same in two steps: train, then evaluate",
-        f"python -m train.selfplay --config {plan.config_path} --run-dir <new folder> {overrides}",
+        f"python -m train.selfplay --config {plan.config_path} --run-dir runs/{plan.config_name}-again {overrides}",
         eval_cmd,
-        "# continue training from here (more updates)",
-        f"python -m train.selfplay --resume {resumable} total_updates={2 * cfg.total_updates}",
+        "# continue training from here (the budget counts the updates and minutes already done)",
+        f"python -m train.selfplay --resume {resumable} {more}",
         "# play against the agent in the terminal",
         f"python -m train.play --opponent ppo:{checkpoint}",
         "# watch the curves",
