@@ -199,19 +199,14 @@ def banner(text: str) -> None:
 
 
 def evaluate(plan: Plan, checkpoint: Path) -> TournamentResult:
-    """The checkpoint against every opponent (and the opponents among themselves), paired games.
-
-    The agent travels to the arena's workers as an object, not as the spec ``ppo:PATH``: a
-    ``PPOAgent`` unpickled in a worker limits torch to one thread, which keeps two workers from
-    fighting over two cores (one game's forward pass gains nothing from a second thread)."""
+    """The checkpoint (as the agent ``ppo:PATH``) against every opponent and the opponents among
+    themselves: the round robin ``python -m train.evaluate`` plays for the same agents and seed."""
     import torch
 
-    from agents.ppo_agent import load_ppo_agent
-
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # when playing in this process: one thread is fastest for single positions
+    torch.set_num_threads(1)  # games played in this process: one thread is fastest for single positions
     try:
-        agents: list[Any] = [load_ppo_agent(str(checkpoint)), *plan.opponents]
+        agents = [f"ppo:{checkpoint}", *plan.opponents]
         return round_robin(
             agents, plan.eval_games // 2, seed=plan.eval_seed, workers=plan.workers, progress=plan.config.progress
         )
