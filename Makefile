@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 
 .PHONY: setup test lint demo bench clean
 
@@ -22,7 +21,7 @@ lint: setup
 	$(VENV)/bin/mypy patchwork_env
 
 test: lint
-	$(VENV)/bin/pytest $(if $(NOTEBOOKS),--nbmake notebooks,)
+	$(VENV)/bin/pytest --nbmake
 
 demo: setup
 	$(PY) -m train.demo

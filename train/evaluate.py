@@ -94,22 +94,20 @@ def format_table(result: TournamentResult) -> str:
 
 
 def plot_elo(result: TournamentResult, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # a bare Figure: no pyplot state and no backend switch (inline plots in Jupyter keep working)
+    from matplotlib.figure import Figure
 
     ladder = sorted(result.elo.items(), key=lambda kv: kv[1].elo)
     names = [n for n, _ in ladder]
     elo = [r.elo for _, r in ladder]
     err = [[r.elo - r.low for _, r in ladder], [r.high - r.elo for _, r in ladder]]
-    fig, ax = plt.subplots(figsize=(7, 0.6 * len(names) + 1.5))
+    fig = Figure(figsize=(7, 0.6 * len(names) + 1.5))
+    ax = fig.subplots()
     ax.barh(names, elo, xerr=err, capsize=4, color="#4a7ab5")
     ax.set_xlabel(f"Elo ({result.anchor} = 0), 95% CI")
     ax.set_title("Patchwork agents")
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
