@@ -112,11 +112,12 @@ def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
         "runs_dir": str(tmp_path),
         "run_name": "smoke",
         "num_games": 8,
-        "rollout_steps": 12,
-        "total_updates": 2,
+        "rollout_steps": 24,  # games end (and draw snapshot opponents) during the second rollout
+        "total_updates": 3,
         "num_minibatches": 2,
         "update_epochs": 1,
         "snapshot_every": 1,
+        "pool_size": 1,  # a snapshot is dropped at every update while games still play it
         "eval_every": 2,
         "checkpoint_every": 1,
         "eval_opponents": {"random": 1},
@@ -133,27 +134,27 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     cfg = _tiny_config(tmp_path)
     summary = selfplay.main(cfg)
     folder = Path(summary["run_folder"])
-    assert summary["updates"] == 2 and summary["learner_decisions"] > 0
+    assert summary["updates"] == 3 and summary["learner_decisions"] > 0
     assert (folder / "config.yaml").is_file() and (folder / "learning_curve.png").is_file()
     assert any(folder.glob("events.out.tfevents*"))
     assert 0.0 <= summary["last_eval"]["random"]["win_rate"] <= 1.0
     latest = folder / "checkpoints" / "latest.pt"
     first = read_checkpoint(latest)
-    assert first["trainer"]["update"] == 2 and first["trainer"]["global_step"] == 2 * 8 * 12
+    assert first["trainer"]["update"] == 3 and first["trainer"]["global_step"] == 3 * 8 * 24
     assert latest.stat().st_size < 5_000_000
 
     # resume for one more update: counters and optimizer continue exactly where they were
-    resumed_cfg = from_dict(SelfPlayConfig, {**first["trainer"]["config"], "total_updates": 3})
+    resumed_cfg = from_dict(SelfPlayConfig, {**first["trainer"]["config"], "total_updates": 4})
     summary = selfplay.main(resumed_cfg, resume=str(latest))
-    assert Path(summary["run_folder"]) == folder and summary["updates"] == 3
+    assert Path(summary["run_folder"]) == folder and summary["updates"] == 4
     second = read_checkpoint(latest)["trainer"]
-    assert second["global_step"] == 3 * 8 * 12
+    assert second["global_step"] == 4 * 8 * 24
     assert second["decisions"] == summary["learner_decisions"] > first["trainer"]["decisions"]
     steps_before = [s["step"].item() for s in first["trainer"]["optimizer"]["state"].values()]
     steps_after = [s["step"].item() for s in second["optimizer"]["state"].values()]
     assert all(after == before + 2 for before, after in zip(steps_before, steps_after, strict=True))  # 2 minibatches
-    assert [h["update"] for h in second["eval_history"]] == [2, 3]
-    assert len(second["pool"]["snapshots"]) == 3 and second["pool"]["next_id"] == 3
+    assert [h["update"] for h in second["eval_history"]] == [2, 3, 4]
+    assert [s["id"] for s in second["pool"]["snapshots"]] == [3] and second["pool"]["next_id"] == 4
 
     # the checkpoint is an agent, also through the spec registry
     agent = make_agent(f"ppo:{latest}")

@@ -217,9 +217,9 @@ def main(
             t1 = time.perf_counter()
             metrics = ppo_update(net, optimizer, buf.learner_batch(advantages, returns), settings, gen)
             update += 1
-            codes = pool.replace_missing(codes)
             if update % cfg.snapshot_every == 0:
                 pool.add(net, update)
+                codes = pool.replace_missing(codes)  # games against a dropped snapshot play the newest
 
             # --- logging --------------------------------------------------------------------------
             t2 = time.perf_counter()
