@@ -140,6 +140,9 @@ def _init(layer: nn.Module, std: float) -> None:
 class PatchworkNet(nn.Module):
     """Masked policy logits (2026) and a value from the acting seat's observation."""
 
+    templates: torch.Tensor
+    placement_cells: torch.Tensor
+
     def __init__(self, config: NetConfig | None = None) -> None:
         super().__init__()
         cfg = config or NetConfig()
@@ -190,7 +193,8 @@ class PatchworkNet(nn.Module):
 
     def values(self, obs: torch.Tensor) -> torch.Tensor:
         """Values (B,) alone, from any seat's observation (no policy head)."""
-        return self.value(self._body(obs)[2]).squeeze(-1)
+        values: torch.Tensor = self.value(self._body(obs)[2]).squeeze(-1)
+        return values
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (B, 2026) and values (B,). With a bool ``mask`` illegal logits are

@@ -116,11 +116,13 @@ class PPOAgent:
     ) -> npt.NDArray[np.int64]:
         logits, _ = self.net(torch.from_numpy(obs), torch.from_numpy(masks))
         if self.deterministic:
-            return most_probable_move(logits, torch.from_numpy(masks)).numpy()
+            chosen: npt.NDArray[np.int64] = most_probable_move(logits, torch.from_numpy(masks)).numpy()
+            return chosen
         scores = logits.numpy().astype(np.float64)
         scores = scores - np.log(-np.log(rng.random(scores.shape).clip(1e-300, 1.0)))
         scores[~masks] = MASK_VALUE * 10  # never an illegal action, whatever the noise
-        return scores.argmax(axis=1).astype(np.int64)
+        sampled: npt.NDArray[np.int64] = scores.argmax(axis=1).astype(np.int64)
+        return sampled
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if state.is_terminal:

@@ -38,7 +38,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 from torch import nn
-from tqdm import tqdm
+from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
 from agents.network import NetConfig, PatchworkNet
 from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
@@ -62,9 +62,9 @@ class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
     def _build(self, lr_schedule: Any) -> None:
         self._build_mlp_extractor()
         self.net = PatchworkNet(self.net_config)
-        self.action_net = nn.Identity()  # the network has its own heads
-        self.value_net = nn.Identity()
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        self.action_net = nn.Identity()  # type: ignore[assignment]  # the network has its own heads
+        self.value_net = nn.Identity()  # type: ignore[assignment]
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data: dict[str, Any] = super()._get_constructor_parameters()
@@ -75,6 +75,7 @@ class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
 
     def _distribution(self, obs: torch.Tensor, action_masks: Any) -> tuple[MaskableDistribution, torch.Tensor]:
         features = self.extract_features(obs)
+        assert isinstance(features, torch.Tensor)  # one shared extractor
         mask = None
         if action_masks is not None:
             mask = torch.as_tensor(action_masks, device=features.device).reshape(len(features), -1).bool()
@@ -97,11 +98,13 @@ class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
         dist, values = self._distribution(obs, action_masks)
         return values, dist.log_prob(actions), dist.entropy()
 
-    def get_distribution(self, obs: torch.Tensor, action_masks: Any = None) -> MaskableDistribution:
+    def get_distribution(self, obs: Any, action_masks: Any = None) -> MaskableDistribution:
         return self._distribution(obs, action_masks)[0]
 
-    def predict_values(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.net.values(self.extract_features(obs)).unsqueeze(-1)
+    def predict_values(self, obs: Any) -> torch.Tensor:
+        features = self.extract_features(obs)
+        assert isinstance(features, torch.Tensor)
+        return self.net.values(features).unsqueeze(-1)
 
 
 class MarginReward(VecEnvWrapper):  # type: ignore[misc]
@@ -143,7 +146,8 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
 
     @property
     def net(self) -> PatchworkNet:
-        net: PatchworkNet = self.model.policy.net
+        net = self.model.policy.net
+        assert isinstance(net, PatchworkNet)
         return net
 
     def _on_training_start(self) -> None:
@@ -210,7 +214,7 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
 def make_env(cfg: SB3Config) -> tuple[SB3VecEnv, Any]:
     """The learner's batched env (returned for the opponent swaps) and its wrapped form for SB3."""
     venv = SB3VecEnv(num_envs=cfg.n_envs, opponent="random", seed=cfg.seed, copy=True)
-    wrapped = VecMonitor(venv)
+    wrapped: VecEnvWrapper = VecMonitor(venv)
     if cfg.reward_margin_weight > 0:
         wrapped = MarginReward(wrapped, cfg.reward_margin_weight, cfg.reward_margin_scale)
     return venv, wrapped

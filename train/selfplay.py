@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
-from tqdm import tqdm
+from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
 from agents.network import PatchworkNet, count_parameters, sample_actions
 from agents.opponent_pool import SELF, OpponentPool
