@@ -67,15 +67,6 @@ def _rows(lo: int, hi: int, out: IntArray) -> None:
 
 
 @_jit
-def _popcount(x: int) -> int:
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
-
-
-@_jit
 def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
     """``out[:5]`` = empty cells, isolated empty cells, cells in isolated 2-cell holes, empty-area
     perimeter (border counts as covered), covered cells of the best 7x7 square."""
@@ -92,27 +83,27 @@ def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
     one = np.zeros(11, dtype=np.int64)  # empty cells with exactly one empty neighbour
     for r in range(1, 10):
         x = e[r]
-        empty += _popcount(x)
+        empty += R.popcount(x)
         left = (x << 1) & ROW_BITS  # cell c has an empty left neighbour: bit c of (x << 1)
         right = x >> 1
         up = e[r - 1]
         down = e[r + 1]
-        isolated += _popcount(x & ~(left | right | up | down))
+        isolated += R.popcount(x & ~(left | right | up | down))
         any2 = (left & right) | (left & up) | (left & down) | (right & up) | (right & down) | (up & down)
         one[r] = x & (left | right | up | down) & ~any2
-        edges += _popcount((x ^ (x << 1)) & 0x3FF)
+        edges += R.popcount((x ^ (x << 1)) & 0x3FF)
     for r in range(10):
-        edges += _popcount(e[r] ^ e[r + 1])
+        edges += R.popcount(e[r] ^ e[r + 1])
     domino = 0
     for r in range(1, 10):
-        domino += 2 * _popcount(one[r] & (one[r] >> 1) & (e[r] >> 1))
-        domino += 2 * _popcount(one[r] & one[r + 1])
+        domino += 2 * R.popcount(one[r] & (one[r] >> 1) & (e[r] >> 1))
+        domino += 2 * R.popcount(one[r] & one[r + 1])
     best = 0
     for r0 in range(3):
         for c0 in range(3):
             n = 0
             for r in range(r0, r0 + 7):
-                n += _popcount((rows[r] >> c0) & 0x7F)
+                n += R.popcount((rows[r] >> c0) & 0x7F)
             best = max(best, n)
     out[0] = empty
     out[1] = isolated

@@ -158,7 +158,6 @@ from __future__ import annotations
 import warnings
 from typing import Any, Literal
 
-import gymnasium
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
@@ -167,7 +166,7 @@ from pettingzoo.utils import wrappers
 
 from patchwork_env import rules as R
 from patchwork_env.observation import OBS_DIM, observation_bounds
-from patchwork_env.render import render_rgb, render_text
+from patchwork_env.render import RENDER_MODES, render_mode_output
 from patchwork_env.state import GameState, new_game
 
 __all__ = ["AGENTS", "RESET_OPTIONS", "REWARD_KINDS", "SCORE_REWARD_SCALE", "env", "final_rewards", "raw_env"]
@@ -177,7 +176,6 @@ _SEAT = {"player_0": 0, "player_1": 1}
 REWARD_KINDS = ("win", "score")
 SCORE_REWARD_SCALE = 100.0
 RESET_OPTIONS = ("circle", "first_player")
-RENDER_MODES = ("ansi", "human", "rgb_array")
 
 Observation = dict[str, npt.NDArray[Any]]
 RewardKind = Literal["win", "score"]
@@ -378,19 +376,7 @@ class raw_env(AECEnv):  # type: ignore[misc]
 
     # --- rendering -----------------------------------------------------------------------------
     def render(self) -> str | npt.NDArray[np.uint8] | None:
-        if self.render_mode is None:
-            gymnasium.logger.warn(
-                "render() was called without a render mode: create the env with render_mode='ansi', "
-                "'human' or 'rgb_array'"
-            )
-            return None
-        if self.render_mode == "rgb_array":
-            return render_rgb(self._game)
-        text = render_text(self._game)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return render_mode_output(self._game, self.render_mode)
 
     def close(self) -> None:
         """Nothing to release (no window is ever opened)."""

@@ -15,6 +15,7 @@ from patchwork_env.patches import PATCHES
 if TYPE_CHECKING:
     from patchwork_env.state import GameState
 
+RENDER_MODES = ("ansi", "human", "rgb_array")
 PATCH_CHARS = "0123456789abcdefghijklmnopqrstuvw"
 LEATHER_CHAR = "#"
 
@@ -307,3 +308,22 @@ def render_svg(state: GameState, cell: int = 18) -> str:
     out.append(f'<text x="10" y="{ty + 45}">market: {market}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+def render_mode_output(state: GameState, mode: str | None) -> str | npt.NDArray[np.uint8] | None:
+    """What an env's ``render()`` returns in ``mode``: "ansi" a string, "rgb_array" an image,
+    "human" prints the text and returns None; no mode warns and returns None."""
+    if mode is None:
+        import gymnasium
+
+        gymnasium.logger.warn(
+            "render() was called without a render mode: create the env with render_mode='ansi', 'human' or 'rgb_array'"
+        )
+        return None
+    if mode == "rgb_array":
+        return render_rgb(state)
+    text = render_text(state)
+    if mode == "human":
+        print(text)
+        return None
+    return text

@@ -62,10 +62,10 @@ import numpy.typing as npt
 from gymnasium import spaces
 
 from patchwork_env import rules as R
-from patchwork_env.aec import RENDER_MODES, check_leather_layout, check_reward_kind, final_rewards, read_reset_options
+from patchwork_env.aec import check_leather_layout, check_reward_kind, final_rewards, read_reset_options
 from patchwork_env.agent import Agent, RandomAgent
 from patchwork_env.observation import OBS_DIM, observation_bounds, observe
-from patchwork_env.render import render_rgb, render_text
+from patchwork_env.render import RENDER_MODES, render_mode_output
 from patchwork_env.state import GameState, IllegalActionError, new_game
 
 __all__ = ["ILLEGAL_ACTION_MODES", "SingleAgentEnv", "resolve_opponent"]
@@ -246,16 +246,4 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
 
     # --- rendering -----------------------------------------------------------------------------
     def render(self) -> str | npt.NDArray[np.uint8] | None:  # type: ignore[override]
-        if self.render_mode is None:
-            gymnasium.logger.warn(
-                "render() was called without a render mode: create the env with render_mode='ansi', "
-                "'human' or 'rgb_array'"
-            )
-            return None
-        if self.render_mode == "rgb_array":
-            return render_rgb(self.game_state)
-        text = render_text(self.game_state)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return render_mode_output(self.game_state, self.render_mode)
