@@ -92,7 +92,8 @@ def write_history(history: list[dict[str, Any]], folder: Path) -> None:
 
 
 def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> Path | None:
-    """Win rate (with 95% CI band) against each opponent over wall-clock minutes; None if empty."""
+    """Win rate (with 95% CI band) against each opponent over wall-clock minutes, the final
+    evaluation (entries with ``"final": True``) as stars; None if empty."""
     if not history:
         return None
     import matplotlib
@@ -102,10 +103,14 @@ def plot_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -
 
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     for spec in dict.fromkeys(h["opponent"] for h in history):
-        rows = [h for h in history if h["opponent"] == spec]
+        rows = [h for h in history if h["opponent"] == spec and not h.get("final")]
         x = [h["minutes"] for h in rows]
-        ax.plot(x, [h["win_rate"] for h in rows], marker="o", ms=3, label=f"vs {spec}")
+        (line,) = ax.plot(x, [h["win_rate"] for h in rows], marker="o", ms=3, label=f"vs {spec}")
         ax.fill_between(x, [h["ci_low"] for h in rows], [h["ci_high"] for h in rows], alpha=0.15)
+        for h in history:
+            if h["opponent"] == spec and h.get("final"):  # the final evaluation: a star with its CI
+                err = [[h["win_rate"] - h["ci_low"]], [h["ci_high"] - h["win_rate"]]]
+                ax.errorbar([h["minutes"]], [h["win_rate"]], yerr=err, fmt="*", ms=10, color=line.get_color())
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_ylim(0, 1)
     ax.set_xlabel("wall-clock minutes (training + evaluation)")

@@ -272,6 +272,13 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
             cfg.eval_workers,
             progress=cfg.progress,
         )
+        minutes = (time.time() - start) / 60
+        callback.history += [
+            {"opponent": spec, "timesteps": int(model.num_timesteps), "minutes": minutes, "final": True, **r}
+            for spec, r in final.items()
+        ]
+        U.write_history(callback.history, folder)
+        U.plot_learning_curve(callback.history, folder / "learning_curve.png", f"MaskablePPO ({folder.name})")
     summary = {
         "run_folder": str(folder),
         "checkpoint": str(folder / "checkpoints" / "latest.pt"),

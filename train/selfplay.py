@@ -274,6 +274,19 @@ def main(
         print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
         final = run_eval({spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}, progress=cfg.progress)
         U.log_eval(writer, final, global_step, prefix="eval_final")
+        for spec, r in final.items():
+            history.append(
+                {
+                    "opponent": spec,
+                    "update": update,
+                    "global_step": global_step,
+                    "minutes": elapsed() / 60,
+                    "final": True,
+                    **r,
+                }
+            )
+        U.write_history(history, folder)
+        U.plot_learning_curve(history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
     writer.close()
     summary = {
         "run_folder": str(folder),
