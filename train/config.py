@@ -11,7 +11,7 @@ value (a negative learning rate, a probability above 1, an unknown agent spec...
 >>> load_config(None, SelfPlayConfig, ["num_gmaes=8"])
 Traceback (most recent call last):
 ...
-train.config.ConfigError: unknown key 'num_gmaes' (from the command line); did you mean num_games?
+train.config.ConfigError: unknown key 'num_gmaes' (from the command line); did you mean num_games, num_minibatches?
 """
 
 from __future__ import annotations
