@@ -67,13 +67,19 @@ class NetConfig:
     """Trunk channels summed under and around each candidate placement in the buy head."""
     head_hidden: int = 32
     """Hidden width of the per-placement MLP of the buy head."""
+    geometry: bool = True
+    """Give the buy head three exact counts per placement: empty cells it would isolate, empty
+    cells it would leave with one empty neighbour, and its edges touching filled or off-board cells."""
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, int | bool]:
         return asdict(self)
 
     def validate(self) -> None:
         for name, value in self.to_dict().items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if name == "geometry":
+                if not isinstance(value, bool):
+                    raise ValueError(f"net.geometry must be true or false, got {value!r}")
+            elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"net.{name} must be a positive integer, got {value!r}")
 
 
@@ -90,11 +96,14 @@ def _patch_templates() -> torch.Tensor:
     return torch.from_numpy(templates)
 
 
-def _placement_cells() -> torch.Tensor:
-    """(33, 8, 81, 20) gather indices per (patch, orientation, anchor cell): 8 covered cells then
-    12 outside neighbours; ``_ZERO_ROW`` pads, ``_EDGE_ROW`` stands for an off-board neighbour.
-    Off-board placements (never legal) cover nothing."""
+def _placement_tables() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per (patch, orientation, anchor cell), (33, 8, 81, 20) gather indices: 8 covered cells then
+    12 outside neighbours (``_ZERO_ROW`` pads, ``_EDGE_ROW`` stands for an off-board neighbour;
+    off-board placements, never legal, cover nothing). Per (patch, orientation): (33, 8, 12) how
+    many covered cells touch each outside neighbour, and (33, 8) how many outside neighbours."""
     table = np.full((NUM_PATCHES, NUM_ORIENTATIONS, CELLS, MAX_COVER + MAX_BORDER), _ZERO_ROW, dtype=np.int64)
+    touching = np.zeros((NUM_PATCHES, NUM_ORIENTATIONS, MAX_BORDER), dtype=np.float32)
+    border_size = np.zeros((NUM_PATCHES, NUM_ORIENTATIONS), dtype=np.float32)
     for p in PATCHES:
         for o in range(NUM_ORIENTATIONS):
             shape = orient(p.cells, o)
@@ -102,6 +111,9 @@ def _placement_cells() -> torch.Tensor:
             border = sorted(
                 {q for r, c in shape for q in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)) if q not in cells}
             )
+            border_size[p.id, o] = len(border)
+            for k, (r, c) in enumerate(border):
+                touching[p.id, o, k] = sum(q in cells for q in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)))
             height = max(r for r, _ in shape) + 1
             width = max(c for _, c in shape) + 1
             for row in range(BOARD - height + 1):
@@ -113,11 +125,12 @@ def _placement_cells() -> torch.Tensor:
                         rr, cc = row + r, col + c
                         on_board = 0 <= rr < BOARD and 0 <= cc < BOARD
                         entry[MAX_COVER + k] = rr * BOARD + cc if on_board else _EDGE_ROW
-    return torch.from_numpy(table)
+    return torch.from_numpy(table), torch.from_numpy(touching), torch.from_numpy(border_size)
 
 
 PATCH_TEMPLATES = _patch_templates()
-PLACEMENT_CELLS = _placement_cells()
+PLACEMENT_CELLS, BORDER_TOUCHING, BORDER_SIZE = _placement_tables()
+NEIGHBOURS = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]).view(1, 1, 3, 3)
 
 
 class _ResBlock(nn.Module):
@@ -142,6 +155,9 @@ class PatchworkNet(nn.Module):
 
     templates: torch.Tensor
     placement_cells: torch.Tensor
+    border_touching: torch.Tensor
+    border_size: torch.Tensor
+    neighbours: torch.Tensor
 
     def __init__(self, config: NetConfig | None = None) -> None:
         super().__init__()
@@ -151,6 +167,9 @@ class PatchworkNet(nn.Module):
         c, h, f, d = cfg.channels, cfg.hidden, cfg.head_features, cfg.head_hidden
         self.register_buffer("templates", PATCH_TEMPLATES, persistent=False)
         self.register_buffer("placement_cells", PLACEMENT_CELLS, persistent=False)
+        self.register_buffer("border_touching", BORDER_TOUCHING, persistent=False)
+        self.register_buffer("border_size", BORDER_SIZE, persistent=False)
+        self.register_buffer("neighbours", NEIGHBOURS, persistent=False)
         num_vector = R.OBS_DIM - R.OBS_PLANES_END
         self.embed = nn.Sequential(nn.Linear(num_vector, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
         self.stem = nn.Conv2d(R.N_PLANES, c, 3, padding=1)
@@ -160,7 +179,7 @@ class PatchworkNet(nn.Module):
         self.edge = nn.Parameter(torch.zeros(f))
         self.slot_bias = nn.Linear(h + R.CIRCLE_FEATURES + R.MARKET_SIZE, d)
         self.slot_logit = nn.Linear(h + R.CIRCLE_FEATURES + R.MARKET_SIZE, 1)
-        self.place_in = nn.Linear(2 * f, d)
+        self.place_in = nn.Linear(2 * f + (3 if cfg.geometry else 0), d)
         self.place_out = nn.Linear(d, 1)
         self.leather = nn.Conv2d(c, 1, 1)
         self.advance = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
@@ -196,6 +215,21 @@ class PatchworkNet(nn.Module):
         values: torch.Tensor = self.value(self._body(obs)[2]).squeeze(-1)
         return values
 
+    def _geometry(
+        self, obs: torch.Tensor, border_index: torch.Tensor, patch: torch.Tensor, orientation: torch.Tensor
+    ) -> torch.Tensor:
+        """(M, 3) exact counts per placement (see ``NetConfig.geometry``), scaled to about [0, 1]."""
+        b = obs.shape[0]
+        empty = 1.0 - obs[:, :CELLS]  # the own quilt is plane 0
+        free_neighbours = F.conv2d(empty.view(b, 1, BOARD, BOARD), self.neighbours, padding=1).view(b, CELLS)
+        pad = empty.new_zeros(b, 2)  # the padding and off-board rows: never empty
+        empty_b = torch.cat([empty, pad], 1).reshape(-1)[border_index]  # (M, 12)
+        left = torch.cat([free_neighbours, pad], 1).reshape(-1)[border_index] - self.border_touching[patch, orientation]
+        isolated = (empty_b * (left == 0)).sum(1)
+        narrow = (empty_b * (left == 1)).sum(1)
+        contact = self.border_size[patch, orientation] - empty_b.sum(1)
+        return torch.stack([isolated / 4.0, narrow / 4.0, contact / MAX_BORDER], dim=1)
+
     def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (B, 2026) and values (B,). With a bool ``mask`` illegal logits are
         ``MASK_VALUE`` and buy logits are computed for legal buys only; without one, every buy
@@ -224,6 +258,8 @@ class PatchworkNet(nn.Module):
         cover = flat[index[:, :MAX_COVER]].sum(1)  # (M, F): over the covered cells
         border = flat[index[:, MAX_COVER:]].sum(1)  # (M, F): over the cells around
         summed = torch.cat([cover, border], dim=1)
+        if cfg.geometry:
+            summed = torch.cat([summed, self._geometry(obs, index[:, MAX_COVER:], patch, orientation)], dim=1)
         slot_feats = vec[:, R.N_SCALARS : R.N_SCALARS + R.MARKET_SIZE * R.CIRCLE_FEATURES]
         slot_in = torch.cat(
             [
@@ -282,4 +318,5 @@ def net_from_config(data: dict[str, Any]) -> PatchworkNet:
     unknown = set(data) - known
     if unknown:
         raise ValueError(f"unknown network settings {sorted(unknown)}; allowed: {sorted(known)}")
+    data = {"geometry": False, **data}  # checkpoints from before the option had no geometry inputs
     return PatchworkNet(NetConfig(**data))

@@ -174,3 +174,24 @@ def test_most_probable_move_picks_the_likeliest_kind_of_move_first() -> None:
     logits = torch.where(mask, probs.clamp_min(1e-30).log(), torch.full((), MASK_VALUE))
     assert int(most_probable_move(logits, mask)[0]) == 1
     assert int(logits.argmax()) == R.ADVANCE
+
+
+def test_geometry_counts_of_a_placement() -> None:
+    """The 1x2 patch stood upright at (1, 0)-(2, 0) under a filled (0, 1): cell (0, 0) becomes an
+    isolated hole, and the patch touches the left edge twice."""
+    from agents.network import MAX_COVER
+
+    net = PatchworkNet(SMALL)
+    obs = torch.zeros(1, R.OBS_DIM)
+    obs[0, 0 * 9 + 1] = 1.0  # own quilt: (0, 1) filled
+    o = 1  # the 1x2 patch (id 0) turned a quarter: vertical
+    anchor = 1 * 9 + 0  # top-left at (1, 0): covers (1, 0) and (2, 0)
+    cells = PLACEMENT_CELLS[0, o, anchor]
+    assert sorted(cells[:MAX_COVER][cells[:MAX_COVER] < 81].tolist()) == [9, 18]
+    geo = net._geometry(obs, cells[MAX_COVER:].unsqueeze(0), torch.tensor([0]), torch.tensor([o]))[0] * torch.tensor(
+        [4.0, 4.0, 12.0]
+    )
+    # outside neighbours: (0,0) empty, left only (0,1)-filled and (1,0)-covered -> isolated;
+    # (3,0): free neighbours (3,1), (4,0) -> 2 left; (1,1), (2,1): 2 and 3 left;
+    # off-board: (1,-1), (2,-1) -> 2 contacts, no filled ones
+    torch.testing.assert_close(geo, torch.tensor([1.0, 0.0, 2.0]))
