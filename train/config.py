@@ -63,6 +63,9 @@ class CommonConfig:
     """Network: trunk channels summed under and around each candidate placement (buy head)."""
     head_hidden: int = 32
     """Network: hidden width of the buy head's per-placement MLP."""
+    geometry: bool = True
+    """Network: give the buy head exact per-placement counts (cells it would isolate or leave with one
+    empty neighbour, edge contacts)."""
 
     learning_rate: float = 3e-4
     """Adam learning rate (start value when annealed)."""
@@ -101,7 +104,7 @@ class CommonConfig:
     """Agent specs of the final evaluation."""
 
     def net_config(self) -> NetConfig:
-        return NetConfig(self.channels, self.blocks, self.hidden, self.head_features, self.head_hidden)
+        return NetConfig(self.channels, self.blocks, self.hidden, self.head_features, self.head_hidden, self.geometry)
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first impossible value."""
