@@ -72,7 +72,7 @@ def main(
     net = net_from_checkpoint(ckpt, str(resume)).train() if ckpt else PatchworkNet(cfg.net_config())
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(
-        cfg.net_config(), cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
+        net.config, cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
     )
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
