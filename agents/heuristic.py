@@ -307,3 +307,43 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
         out[j + 1] = a
         out_scores[j + 1] = v
     return k
+
+
+@_jit
+def action_values_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: FloatArray, out: Any) -> None:
+    """``out[i, a]`` = value for the player to move of the position after legal action ``a`` of
+    ``states[i]``, minus the best such value (so the best action is 0, the others negative, in
+    score points); 0 where ``masks[i, a]`` is False. These are exactly the values ``greedy``
+    maximises; ``out`` may be float32 or float64."""
+    tmp = np.empty(states.shape[1], dtype=np.int64)
+    feat = np.empty(5, dtype=np.float64)
+    for i in range(states.shape[0]):
+        s = states[i]
+        p = R.current_player(s)
+        best = -np.inf
+        for a in range(R.NUM_ACTIONS):
+            if masks[i, a]:
+                tmp[:] = s
+                R.step_into(tmp, a)
+                v = position_value(tmp, p, w, feat)
+                out[i, a] = v
+                best = max(best, v)
+            else:
+                out[i, a] = 0.0
+        for a in range(R.NUM_ACTIONS):
+            if masks[i, a]:
+                out[i, a] -= best
+
+
+def greedy_prior(
+    states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], weights: FloatArray | None = None
+) -> npt.NDArray[np.float32]:
+    """(B, 2026) float32: ``greedy``'s one-ply value of every legal action relative to the best one
+    (``action_values_batch``), the input of a network built with ``prior_scale > 0``."""
+    states = np.ascontiguousarray(np.atleast_2d(states), dtype=np.int64)
+    masks = np.ascontiguousarray(np.atleast_2d(masks), dtype=np.bool_)
+    if masks.shape != (len(states), R.NUM_ACTIONS):
+        raise ValueError(f"greedy_prior: masks must have shape ({len(states)}, {R.NUM_ACTIONS}), got {masks.shape}")
+    out = np.empty((len(states), R.NUM_ACTIONS), dtype=np.float32)
+    action_values_batch(states, masks, DEFAULT_WEIGHTS if weights is None else weights, out)
+    return out

@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from agents.heuristic import greedy_prior
 from patchwork_env import rules as R
 from patchwork_env.bitboard import BOARD, CELLS, NUM_ORIENTATIONS, orient
 from patchwork_env.patches import NUM_PATCHES, PATCHES
@@ -70,8 +71,13 @@ class NetConfig:
     geometry: bool = True
     """Give the buy head three exact counts per placement: empty cells it would isolate, empty
     cells it would leave with one empty neighbour, and its edges touching filled or off-board cells."""
+    prior_scale: float = 0.0
+    """0: a plain policy. > 0: residual policy on ``greedy``'s evaluation: every legal action's
+    logit gets ``scale * (one-ply value of the action - best value)`` (``agents.heuristic.greedy_prior``,
+    computed from the game states, so the caller passes it to ``forward``); ``scale`` is learned,
+    starting here. At start the policy is ``greedy:temp=1/scale``; training learns corrections."""
 
-    def to_dict(self) -> dict[str, int | bool]:
+    def to_dict(self) -> dict[str, int | bool | float]:
         return asdict(self)
 
     def validate(self) -> None:
@@ -79,6 +85,9 @@ class NetConfig:
             if name == "geometry":
                 if not isinstance(value, bool):
                     raise ValueError(f"net.geometry must be true or false, got {value!r}")
+            elif name == "prior_scale":
+                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e3:
+                    raise ValueError(f"net.prior_scale must be a number >= 0 (0: no greedy prior), got {value!r}")
             elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"net.{name} must be a positive integer, got {value!r}")
 
@@ -184,6 +193,8 @@ class PatchworkNet(nn.Module):
         self.leather = nn.Conv2d(c, 1, 1)
         self.advance = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
         self.value = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
+        if cfg.prior_scale > 0:
+            self.log_prior_scale = nn.Parameter(torch.tensor(float(np.log(cfg.prior_scale))))
         for layer in self.modules():
             if isinstance(layer, nn.Linear | nn.Conv2d):
                 _init(layer, float(np.sqrt(2.0)))  # CleanRL's layer_init: activations keep their scale
@@ -230,12 +241,28 @@ class PatchworkNet(nn.Module):
         contact = self.border_size[patch, orientation] - empty_b.sum(1)
         return torch.stack([isolated / 4.0, narrow / 4.0, contact / MAX_BORDER], dim=1)
 
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    @property
+    def uses_prior(self) -> bool:
+        """True if ``forward`` needs ``prior=agents.heuristic.greedy_prior(states, masks)``."""
+        return self.config.prior_scale > 0
+
+    def forward(
+        self, obs: torch.Tensor, mask: torch.Tensor | None = None, prior: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (B, 2026) and values (B,). With a bool ``mask`` illegal logits are
         ``MASK_VALUE`` and buy logits are computed for legal buys only; without one, every buy
-        logit is computed (off-board buys get a meaningless but finite value)."""
+        logit is computed (off-board buys get a meaningless but finite value). ``prior`` (B, 2026):
+        required exactly when the net was built with ``prior_scale > 0`` (see ``NetConfig``)."""
         b = obs.shape[0]
         cfg = self.config
+        if self.uses_prior != (prior is not None):
+            raise ValueError(
+                "this network was built with prior_scale > 0: pass prior=agents.heuristic.greedy_prior(states, masks)"
+                if self.uses_prior
+                else "this network has no greedy prior (prior_scale = 0): do not pass prior"
+            )
+        if prior is not None and prior.shape != (b, NUM_ACTIONS):
+            raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}), got {tuple(prior.shape)}")
         vec = obs[:, R.OBS_PLANES_END :]
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
@@ -274,16 +301,32 @@ class PatchworkNet(nn.Module):
         # two-level policy in one softmax: logit = slot logit + log-softmax of the placement among
         # the slot's legal placements, so p(buy slot s here) = p(slot s) * p(here | slot s)
         group = rows * R.MARKET_SIZE + slot
-        top = place.new_full((b * R.MARKET_SIZE,), float("-inf")).scatter_reduce(0, group, place, "amax").detach()
-        total = place.new_zeros(b * R.MARKET_SIZE).index_add(0, group, (place - top[group]).exp())
-        buy_logits = self.slot_logit(slot_in).squeeze(-1)[rows, slot] + place - top[group] - total[group].log()
+        slot_logits = self.slot_logit(slot_in).squeeze(-1)[rows, slot]
+        if prior is not None:
+            # with the prior: placement logit + scaled prior inside the slot, and the slot's logit
+            # + log-sum-exp of its scaled priors, so a zero residual gives logit = scale * prior
+            scale = self.log_prior_scale.exp()
+            buy_prior = scale * prior[rows, acts]
+            place = place + buy_prior
+            slot_logits = slot_logits + _group_logsumexp(buy_prior, group, b * R.MARKET_SIZE)
+        buy_logits = slot_logits + place - _group_logsumexp(place, group, b * R.MARKET_SIZE)
 
         fill = MASK_VALUE if mask is not None else 0.0
         buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)
-        logits = torch.cat([buy, self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
+        rest = torch.cat([self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
+        if prior is not None:
+            rest = rest + scale * prior[:, NUM_BUY:]
+        logits = torch.cat([buy, rest], dim=1)
         if mask is not None:
             logits = apply_mask(logits, mask)
         return logits, value
+
+
+def _group_logsumexp(values: torch.Tensor, group: torch.Tensor, groups: int) -> torch.Tensor:
+    """log-sum-exp of ``values`` within each group, returned per element (M,)."""
+    top = values.new_full((groups,), float("-inf")).scatter_reduce(0, group, values, "amax").detach()
+    total = values.new_zeros(groups).index_add(0, group, (values - top[group]).exp())
+    return top[group] + total[group].log()
 
 
 # --- masked distribution helpers ---------------------------------------------------------------
@@ -306,6 +349,11 @@ def sample_actions(
     u = torch.rand(masked_logits.shape, generator=generator, dtype=masked_logits.dtype)
     gumbel = -torch.log(-torch.log(u.clamp_(1e-20, 1.0)))
     return (masked_logits + gumbel).argmax(-1)
+
+
+def prior_for(net: PatchworkNet, states: np.ndarray, masks: np.ndarray) -> torch.Tensor | None:
+    """The ``prior`` argument ``net`` needs for these game states (None for a net without prior)."""
+    return torch.from_numpy(greedy_prior(states, masks)) if net.uses_prior else None
 
 
 def count_parameters(net: nn.Module) -> int:

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import NetConfig, PatchworkNet, sample_actions
+from agents.network import NetConfig, PatchworkNet, prior_for, sample_actions
 from patchwork_env import rules as R
 from patchwork_env.agent import RandomAgent
 from patchwork_env.state import GameState
@@ -156,7 +156,9 @@ class OpponentPool:
             elif code == GREEDY:
                 out[rows] = self.greedy().act_batch(states[rows], masks[rows], rng)
             elif code in by_id:
-                logits, _ = by_id[code](torch.from_numpy(obs[rows]), torch.from_numpy(masks[rows]))
+                net = by_id[code]
+                prior = prior_for(net, states[rows], masks[rows])
+                logits, _ = net(torch.from_numpy(obs[rows]), torch.from_numpy(masks[rows]), prior)
                 out[rows] = sample_actions(logits, generator).numpy()
             else:
                 raise ValueError(f"opponent code {code} is not in the pool (snapshots {self.ids()})")

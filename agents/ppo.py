@@ -95,9 +95,11 @@ class Rollout:
     learner: npt.NDArray[np.bool_]
     done: npt.NDArray[np.bool_]
     outcome: F32
+    prior: F32 | None = None
+    """(T, N, A) the learner's greedy prior, for a net built with ``prior_scale > 0``."""
 
     @classmethod
-    def allocate(cls, steps: int, games: int, obs_dim: int, num_actions: int) -> Rollout:
+    def allocate(cls, steps: int, games: int, obs_dim: int, num_actions: int, prior: bool = False) -> Rollout:
         return cls(
             obs=np.zeros((steps, games, obs_dim), dtype=np.float32),
             masks=np.zeros((steps, games, num_actions), dtype=np.bool_),
@@ -108,12 +110,15 @@ class Rollout:
             learner=np.zeros((steps, games), dtype=np.bool_),
             done=np.zeros((steps, games), dtype=np.bool_),
             outcome=np.zeros((steps, games, 2), dtype=np.float32),
+            prior=np.zeros((steps, games, num_actions), dtype=np.float32) if prior else None,
         )
 
     def learner_batch(self, advantages: F32, returns: F32) -> dict[str, torch.Tensor]:
         """The learner's decisions as flat tensors (masks stay bool)."""
         sel = self.learner
+        extra = {} if self.prior is None else {"prior": torch.from_numpy(self.prior[sel])}
         return {
+            **extra,
             "obs": torch.from_numpy(self.obs[sel]),
             "masks": torch.from_numpy(self.masks[sel]),
             "actions": torch.from_numpy(self.actions[sel]),
@@ -156,7 +161,8 @@ def ppo_update(
         for start in range(0, size - mb_size + 1, mb_size):
             idx = order[start : start + mb_size]
             masks = batch["masks"][idx]
-            logits, new_value = net(batch["obs"][idx], masks)
+            prior = batch["prior"][idx] if "prior" in batch else None
+            logits, new_value = net(batch["obs"][idx], masks, prior)
             logp_all = torch.log_softmax(logits, dim=-1)
             new_logp = logp_all.gather(1, batch["actions"][idx].unsqueeze(1)).squeeze(1)
             entropy = legal_entropy(logp_all, masks)

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import MASK_VALUE, NetConfig, PatchworkNet, net_from_config
+from agents.network import MASK_VALUE, PatchworkNet, net_from_config, prior_for
 from patchwork_env import rules as R
 from patchwork_env.state import GameState
 
@@ -112,9 +112,13 @@ class PPOAgent:
 
     @torch.no_grad()
     def _choose(
-        self, obs: npt.NDArray[np.float32], masks: npt.NDArray[np.bool_], rng: np.random.Generator
+        self,
+        obs: npt.NDArray[np.float32],
+        masks: npt.NDArray[np.bool_],
+        states: npt.NDArray[np.int64],
+        rng: np.random.Generator,
     ) -> npt.NDArray[np.int64]:
-        logits, _ = self.net(torch.from_numpy(obs), torch.from_numpy(masks))
+        logits, _ = self.net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(self.net, states, masks))
         if self.deterministic:
             chosen: npt.NDArray[np.int64] = most_probable_move(logits, torch.from_numpy(masks)).numpy()
             return chosen
@@ -128,7 +132,8 @@ class PPOAgent:
         if state.is_terminal:
             raise ValueError(f"{self.name}: the game is over, there is no action to take")
         R.observe_into(state.array(), state.current_player, self._obs[0])
-        return int(self._choose(self._obs, np.array(state.legal_action_mask())[None, :], rng)[0])
+        mask = np.array(state.legal_action_mask())[None, :]
+        return int(self._choose(self._obs, mask, state.array()[None, :], rng)[0])
 
     def act_batch(
         self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
@@ -138,7 +143,7 @@ class PPOAgent:
         R.current_player_batch(states, seats)
         obs = np.empty((len(states), R.OBS_DIM), dtype=np.float32)
         R.observe_batch(states, seats, obs)
-        return self._choose(obs, np.asarray(masks, dtype=np.bool_), rng)
+        return self._choose(obs, np.asarray(masks, dtype=np.bool_), states, rng)
 
     # pickled for the arena's worker processes: weights and settings only
     def __getstate__(self) -> dict[str, Any]:
@@ -152,7 +157,7 @@ class PPOAgent:
     def __setstate__(self, data: dict[str, Any]) -> None:
         if multiprocessing.parent_process() is not None:
             torch.set_num_threads(1)  # a worker process: leave the other cores to the other workers
-        net = PatchworkNet(NetConfig(**data["net_config"]))
+        net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
         self.__init__(net, data["deterministic"], data["name"])  # type: ignore[misc]
 

@@ -66,6 +66,10 @@ class CommonConfig:
     geometry: bool = True
     """Network: give the buy head exact per-placement counts (cells it would isolate or leave with one
     empty neighbour, edge contacts)."""
+    prior_scale: float = 0.0
+    """Network: 0 for a plain policy; > 0 for a residual policy on ``greedy``'s one-ply evaluation
+    (each action's logit gets scale * its value in points relative to the best action; the scale is
+    learned from this start; see ``agents.network.NetConfig``). Self-play trainer only."""
 
     learning_rate: float = 3e-4
     """Adam learning rate (start value when annealed)."""
@@ -104,7 +108,15 @@ class CommonConfig:
     """Agent specs of the final evaluation."""
 
     def net_config(self) -> NetConfig:
-        return NetConfig(self.channels, self.blocks, self.hidden, self.head_features, self.head_hidden, self.geometry)
+        return NetConfig(
+            self.channels,
+            self.blocks,
+            self.hidden,
+            self.head_features,
+            self.head_hidden,
+            self.geometry,
+            self.prior_scale,
+        )
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first impossible value."""
@@ -114,6 +126,7 @@ class CommonConfig:
         _at_least(self, "final_eval_pairs", 0)
         _above(self, "learning_rate", 0.0)
         _above(self, "reward_margin_scale", 0.0)
+        _at_least(self, "prior_scale", 0.0)
         _above(self, "max_grad_norm", 0.0)
         for key in ("gamma", "gae_lambda", "reward_margin_weight"):
             _between(self, key, 0.0, 1.0)
@@ -222,6 +235,11 @@ class SB3Config(CommonConfig):
         _at_least(self, "time_limit_minutes", 0.0)
         _above(self, "clip_range", 0.0)
         _between(self, "latest_prob", 0.0, 1.0)
+        if self.prior_scale != 0:
+            raise ConfigError(
+                f"prior_scale must be 0 for the MaskablePPO trainer, got {self.prior_scale}: its policy sees "
+                "observations only, and the greedy prior is computed from game states (use train.selfplay)"
+            )
         if self.batch_size > self.n_envs * self.n_steps:
             raise ConfigError(
                 f"batch_size ({self.batch_size}) must be at most n_envs * n_steps = {self.n_envs * self.n_steps}"

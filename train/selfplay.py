@@ -36,7 +36,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-from agents.network import PatchworkNet, count_parameters, sample_actions
+from agents.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from agents.opponent_pool import SELF, OpponentPool
 from agents.ppo import PPOSettings, Rollout, final_rewards, per_seat_gae, ppo_update
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
@@ -105,7 +105,7 @@ def main(
     games = VectorGames(n, seed=int(rng.integers(2**63)))
     codes, seats = pool.draw(n, rng)
     game_length = np.zeros(n, dtype=np.int64)
-    buf = Rollout.allocate(steps, n, R.OBS_DIM, R.NUM_ACTIONS)
+    buf = Rollout.allocate(steps, n, R.OBS_DIM, R.NUM_ACTIONS, prior=net.uses_prior)
     latest_eval: dict[str, dict[str, Any]] = {}
     if history:
         last_update = history[-1]["update"]
@@ -165,8 +165,11 @@ def main(
                 learner = (codes == SELF) | (actor == seats)
                 actions = np.empty(n, dtype=np.int64)
                 rows = np.flatnonzero(learner)
+                prior = prior_for(net, games.states[rows], masks[rows])
+                if buf.prior is not None and prior is not None:
+                    buf.prior[t, rows] = prior.numpy()
                 with torch.no_grad():
-                    logits, value = net(torch.from_numpy(obs[rows]), torch.from_numpy(masks[rows]))
+                    logits, value = net(torch.from_numpy(obs[rows]), torch.from_numpy(masks[rows]), prior)
                     act = sample_actions(logits, gen)
                     logp = torch.log_softmax(logits, -1).gather(1, act.unsqueeze(1)).squeeze(1)
                 actions[rows] = act.numpy()

@@ -1,0 +1,145 @@
+"""The greedy prior: the one-ply values it feeds the network, the residual policy built on it, and
+a self-play run and checkpoint with it."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.greedy import GreedyAgent
+from agents.heuristic import DEFAULT_WEIGHTS, greedy_prior, score_actions
+from agents.network import NetConfig, PatchworkNet, prior_for
+from agents.ppo_agent import PPOAgent, load_ppo_agent
+from patchwork_env import rules as R
+from patchwork_env.state import new_game
+from patchwork_env.vector import VectorGames
+from train import selfplay
+from train.config import ConfigError, SB3Config, SelfPlayConfig, from_dict
+
+PRIOR_NET = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
+
+
+@pytest.fixture(scope="module")
+def positions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """States, masks and observations of 40 games after 0..39 random moves (leather included)."""
+    games = VectorGames(40, seed=11)
+    rng = np.random.default_rng(1)
+    states, masks, obs = [], [], []
+    for t in range(40):
+        states.append(games.states[t].copy())
+        masks.append(games.masks[t].copy())
+        obs.append(games.observe()[t].copy())
+        games.step(np.array([rng.choice(np.flatnonzero(m)) for m in games.masks]))
+    return np.stack(states), np.stack(masks), np.stack(obs)
+
+
+def test_prior_is_greedys_value_relative_to_the_best(positions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    states, masks, _ = positions
+    prior = greedy_prior(states, masks)
+    assert prior.shape == (len(states), R.NUM_ACTIONS) and prior.dtype == np.float32
+    for i in range(len(states)):
+        legal = np.flatnonzero(masks[i])
+        values = np.empty(len(legal))
+        score_actions(states[i], legal, len(legal), DEFAULT_WEIGHTS, values)
+        np.testing.assert_allclose(prior[i, legal], values - values.max(), atol=1e-4)
+        assert np.all(prior[i, ~masks[i]] == 0.0)
+        # greedy plays one of the actions whose prior is 0
+        greedy_choice = GreedyAgent().act_batch(states[i : i + 1], masks[i : i + 1], np.random.default_rng(i))[0]
+        assert prior[i, greedy_choice] == pytest.approx(0.0, abs=1e-4)
+    with pytest.raises(ValueError, match="masks must have shape"):
+        greedy_prior(states, masks[:, :100])
+
+
+def test_zero_residual_policy_is_the_scaled_prior(positions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+    states, masks, obs = positions
+    net = PatchworkNet(PRIOR_NET)
+    with torch.no_grad():
+        for layer in (net.place_out, net.slot_logit, net.leather, net.advance[-1]):
+            layer.weight.zero_()
+            layer.bias.zero_()
+    prior = prior_for(net, states, masks)
+    assert prior is not None
+    logits, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior)
+    m = torch.from_numpy(masks)
+    torch.testing.assert_close(logits[m], 2.0 * prior[m], atol=1e-4, rtol=0)
+    # with a trained residual the policy moves away from the prior
+    with torch.no_grad():
+        net.advance[-1].bias.fill_(5.0)
+    moved, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior)
+    assert torch.allclose(moved[:, R.ADVANCE], logits[:, R.ADVANCE] + 5.0)
+
+
+def test_prior_argument_is_required_exactly_when_the_net_has_one(
+    positions: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    states, masks, obs = positions
+    o, m = torch.from_numpy(obs[:2]), torch.from_numpy(masks[:2])
+    with pytest.raises(ValueError, match="pass prior="):
+        PatchworkNet(PRIOR_NET)(o, m)
+    plain = PatchworkNet(NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8))
+    assert prior_for(plain, states[:2], masks[:2]) is None
+    with pytest.raises(ValueError, match="no greedy prior"):
+        plain(o, m, torch.zeros(2, R.NUM_ACTIONS))
+    with pytest.raises(ValueError, match="prior must have shape"):
+        PatchworkNet(PRIOR_NET)(o, m, torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="prior_scale"):
+        NetConfig(prior_scale=-1.0).validate()
+
+
+def test_prior_agent_plays_legally_pickles_and_round_trips(
+    tmp_path: Path, positions: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> None:
+    states, masks, _ = positions
+    agent = PPOAgent(PatchworkNet(PRIOR_NET))
+    acts = agent.act_batch(states, masks, np.random.default_rng(0))
+    assert all(masks[i, a] for i, a in enumerate(acts))
+    clone = pickle.loads(pickle.dumps(agent))
+    assert clone.net.uses_prior and np.array_equal(clone.act_batch(states, masks, np.random.default_rng(0)), acts)
+    state = new_game(3)
+    assert state.is_legal(clone.act(state, np.random.default_rng(0)))
+
+
+def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> None:
+    cfg = from_dict(
+        SelfPlayConfig,
+        {
+            "channels": 8,
+            "blocks": 1,
+            "hidden": 16,
+            "head_features": 4,
+            "head_hidden": 8,
+            "prior_scale": 1.5,
+            "runs_dir": str(tmp_path),
+            "run_name": "prior",
+            "num_games": 8,
+            "rollout_steps": 24,
+            "total_updates": 2,
+            "num_minibatches": 2,
+            "update_epochs": 1,
+            "snapshot_every": 1,
+            "eval_every": 0,
+            "eval_opponents": {"random": 1},
+            "final_eval_pairs": 0,
+            "progress": False,
+            "latest_prob": 0.3,
+            "greedy_weight": 0.5,
+        },
+    )
+    before = PatchworkNet(cfg.net_config()).log_prior_scale.item()
+    summary = selfplay.main(cfg)
+    agent = load_ppo_agent(str(Path(summary["run_folder"]) / "checkpoints" / "latest.pt"))
+    assert agent.net.uses_prior and agent.net.config.prior_scale == 1.5
+    assert agent.net.log_prior_scale.item() != before  # the scale is learned
+    state = new_game(4)
+    assert state.is_legal(agent.act(state, np.random.default_rng(0)))
+
+
+def test_sb3_trainer_rejects_the_prior() -> None:
+    with pytest.raises(ConfigError, match="prior_scale must be 0 for the MaskablePPO trainer"):
+        from_dict(SB3Config, {"prior_scale": 1.0}).validate()
+    with pytest.raises(ConfigError, match="prior_scale"):
+        from_dict(SelfPlayConfig, {"prior_scale": -2.0}).validate()
