@@ -112,24 +112,55 @@ def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
     out[4] = best
 
 
+# the terms of the value, one per entry of ``position_features``; the value is their dot product with
+# ``feature_weights(w)``
+FEATURE_NAMES = ("economy", "time", "empty", "isolated", "domino", "edge", "bonus", "square", "leather")
+NUM_FEATURES = len(FEATURE_NAMES)
+
+
 @_jit
-def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> float:
-    """Estimated final score of player ``p`` in state ``s`` (see the module docstring)."""
+def feature_weights(w: FloatArray) -> FloatArray:
+    """The weight of each ``position_features`` term under the weight vector ``w``."""
+    return np.array([1.0, w[W_TIME], 2.0, w[W_ISOLATED], w[W_DOMINO], w[W_EDGE], 1.0, w[W_SQUARE], w[W_LEATHER]])
+
+
+@_jit
+def position_features(s: IntArray, p: int, feat: FloatArray, out: FloatArray) -> None:
+    """``out[:9]`` = the terms of player ``p``'s value in ``s`` (``FEATURE_NAMES``): buttons +
+    income x income marks ahead, spaces left, minus empty / isolated / 2-cell-hole cells, minus the
+    empty-area perimeter, 7 if p holds the 7x7 bonus, p's best 7x7 square while the bonus is
+    unclaimed, 1 if p must place a leather patch now. ``feat`` is scratch (5 entries)."""
     pos = s[R.POS + p]
     marks = 0
     for m in MARKS:
         if m > pos:
             marks += 1
-    v = float(s[R.BUTTONS + p] + s[R.INCOME + p] * marks) + w[W_TIME] * (FINAL - pos)
     quilt_features(s[R.QUILT + 2 * p], s[R.QUILT + 2 * p + 1], feat)
-    v -= 2.0 * feat[0] + w[W_ISOLATED] * feat[1] + w[W_DOMINO] * feat[2] + w[W_EDGE] * feat[3]
-    if s[R.BONUS] == p:
-        v += R.BONUS_POINTS
-    elif s[R.BONUS] < 0:
-        v += w[W_SQUARE] * feat[4]
-    if s[R.PENDING] and s[R.TOP] == p:
-        v += w[W_LEATHER]
-    return float(v)
+    out[0] = s[R.BUTTONS + p] + s[R.INCOME + p] * marks
+    out[1] = FINAL - pos
+    out[2] = -feat[0]
+    out[3] = -feat[1]
+    out[4] = -feat[2]
+    out[5] = -feat[3]
+    out[6] = R.BONUS_POINTS if s[R.BONUS] == p else 0.0
+    out[7] = feat[4] if s[R.BONUS] < 0 else 0.0
+    out[8] = 1.0 if (s[R.PENDING] and s[R.TOP] == p) else 0.0
+
+
+@_jit
+def _dot(a: FloatArray, b: FloatArray) -> float:
+    total = 0.0
+    for k in range(len(a)):
+        total += a[k] * b[k]
+    return total
+
+
+@_jit
+def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> float:
+    """Estimated final score of player ``p`` in state ``s`` (see the module docstring)."""
+    terms = np.empty(NUM_FEATURES, dtype=np.float64)
+    position_features(s, p, feat, terms)
+    return _dot(terms, feature_weights(w))
 
 
 @_jit
@@ -310,40 +341,54 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
 
 
 @_jit
-def action_values_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: FloatArray, out: Any) -> None:
-    """``out[i, a]`` = value for the player to move of the position after legal action ``a`` of
-    ``states[i]``, minus the best such value (so the best action is 0, the others negative, in
-    score points); 0 where ``masks[i, a]`` is False. These are exactly the values ``greedy``
-    maximises; ``out`` may be float32 or float64."""
+def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: FloatArray, out: Any) -> None:
+    """``out[i, a, :]`` = ``position_features`` of the position after legal action ``a`` of
+    ``states[i]`` for the player to move, minus those of the best action by the value under ``w``
+    (greedy's choice, the first of equals); 0 where ``masks[i, a]`` is False. ``out`` (B, 2026, 9)
+    may be float32 or float64; its dot product with ``feature_weights(w)`` is greedy's value of each
+    action relative to the best one."""
     tmp = np.empty(states.shape[1], dtype=np.int64)
     feat = np.empty(5, dtype=np.float64)
+    terms = np.empty(NUM_FEATURES, dtype=np.float64)
+    fw = feature_weights(w)
     for i in range(states.shape[0]):
         s = states[i]
         p = R.current_player(s)
         best = -np.inf
+        best_a = -1
         for a in range(R.NUM_ACTIONS):
             if masks[i, a]:
                 tmp[:] = s
                 R.step_into(tmp, a)
-                v = position_value(tmp, p, w, feat)
-                out[i, a] = v
-                best = max(best, v)
+                position_features(tmp, p, feat, terms)
+                v = _dot(terms, fw)
+                for k in range(NUM_FEATURES):
+                    out[i, a, k] = terms[k]
+                if v > best:
+                    best = v
+                    best_a = a
             else:
-                out[i, a] = 0.0
-        for a in range(R.NUM_ACTIONS):
-            if masks[i, a]:
-                out[i, a] -= best
+                for k in range(NUM_FEATURES):
+                    out[i, a, k] = 0.0
+        if best_a >= 0:
+            for k in range(NUM_FEATURES):
+                terms[k] = out[i, best_a, k]
+            for a in range(R.NUM_ACTIONS):
+                if masks[i, a]:
+                    for k in range(NUM_FEATURES):
+                        out[i, a, k] -= terms[k]
 
 
 def greedy_prior(
     states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], weights: FloatArray | None = None
 ) -> npt.NDArray[np.float32]:
-    """(B, 2026) float32: ``greedy``'s one-ply value of every legal action relative to the best one
-    (``action_values_batch``), the input of a network built with ``prior_scale > 0``."""
+    """(B, 2026, 9) float32: the terms of ``greedy``'s one-ply value of every legal action relative
+    to greedy's choice (``action_features_batch``), the input of a network built with
+    ``prior_scale > 0``."""
     states = np.ascontiguousarray(np.atleast_2d(states), dtype=np.int64)
     masks = np.ascontiguousarray(np.atleast_2d(masks), dtype=np.bool_)
     if masks.shape != (len(states), R.NUM_ACTIONS):
         raise ValueError(f"greedy_prior: masks must have shape ({len(states)}, {R.NUM_ACTIONS}), got {masks.shape}")
-    out = np.empty((len(states), R.NUM_ACTIONS), dtype=np.float32)
-    action_values_batch(states, masks, DEFAULT_WEIGHTS if weights is None else weights, out)
+    out = np.empty((len(states), R.NUM_ACTIONS, NUM_FEATURES), dtype=np.float32)
+    action_features_batch(states, masks, DEFAULT_WEIGHTS if weights is None else weights, out)
     return out

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.heuristic import greedy_prior
+from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior
 from patchwork_env import rules as R
 from patchwork_env.bitboard import BOARD, CELLS, NUM_ORIENTATIONS, orient
 from patchwork_env.patches import NUM_PATCHES, PATCHES
@@ -72,10 +72,13 @@ class NetConfig:
     """Give the buy head three exact counts per placement: empty cells it would isolate, empty
     cells it would leave with one empty neighbour, and its edges touching filled or off-board cells."""
     prior_scale: float = 0.0
-    """0: a plain policy. > 0: residual policy on ``greedy``'s evaluation: every legal action's
-    logit gets ``scale * (one-ply value of the action - best value)`` (``agents.heuristic.greedy_prior``,
-    computed from the game states, so the caller passes it to ``forward``); ``scale`` is learned,
-    starting here. At start the policy is ``greedy:temp=1/scale``; training learns corrections."""
+    """0: a plain policy. > 0: a residual policy on ``greedy``'s evaluation. Every legal action's
+    logit gets ``sum_k weight_k(state) * term_k(action)``, where the terms are the 9 parts of greedy's
+    one-ply value of the resulting position relative to greedy's choice (``agents.heuristic.greedy_prior``,
+    computed from the game states, so the caller passes them to ``forward``) and the weights start
+    at ``prior_scale`` x greedy's own weights plus a learned, state-dependent correction (zero at
+    start). So the untrained policy is ``greedy:temp=1/prior_scale``; training learns how much each
+    term is worth in each position, and the rest of the network adds a residual logit."""
 
     def to_dict(self) -> dict[str, int | bool | float]:
         return asdict(self)
@@ -194,10 +197,14 @@ class PatchworkNet(nn.Module):
         self.advance = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
         self.value = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
         if cfg.prior_scale > 0:
-            self.log_prior_scale = nn.Parameter(torch.tensor(float(np.log(cfg.prior_scale))))
+            base = cfg.prior_scale * feature_weights(DEFAULT_WEIGHTS)
+            self.register_buffer("prior_base", torch.tensor(base, dtype=torch.float32), persistent=False)
+            self.prior_weights = nn.Linear(2 * c + h, NUM_FEATURES)
         for layer in self.modules():
             if isinstance(layer, nn.Linear | nn.Conv2d):
                 _init(layer, float(np.sqrt(2.0)))  # CleanRL's layer_init: activations keep their scale
+        if cfg.prior_scale > 0:
+            _init(self.prior_weights, 0.0)  # start exactly at greedy's weights
         for out, std in (
             (self.place_out, 0.01),
             (self.slot_logit, 0.01),
@@ -261,11 +268,15 @@ class PatchworkNet(nn.Module):
                 if self.uses_prior
                 else "this network has no greedy prior (prior_scale = 0): do not pass prior"
             )
-        if prior is not None and prior.shape != (b, NUM_ACTIONS):
-            raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}), got {tuple(prior.shape)}")
+        if prior is not None and prior.shape != (b, NUM_ACTIONS, NUM_FEATURES):
+            raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}, {NUM_FEATURES}), got {tuple(prior.shape)}")
         vec = obs[:, R.OBS_PLANES_END :]
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
+        prior_logits = None
+        if prior is not None:  # (B, 2026): the state-dependent weighting of greedy's value terms
+            weights = self.prior_base + self.prior_weights(pooled)
+            prior_logits = torch.einsum("bak,bk->ba", prior, weights)
 
         # buy head over (game, action) pairs: the legal ones, or all of them
         if mask is None:
@@ -302,11 +313,10 @@ class PatchworkNet(nn.Module):
         # the slot's legal placements, so p(buy slot s here) = p(slot s) * p(here | slot s)
         group = rows * R.MARKET_SIZE + slot
         slot_logits = self.slot_logit(slot_in).squeeze(-1)[rows, slot]
-        if prior is not None:
-            # with the prior: placement logit + scaled prior inside the slot, and the slot's logit
-            # + log-sum-exp of its scaled priors, so a zero residual gives logit = scale * prior
-            scale = self.log_prior_scale.exp()
-            buy_prior = scale * prior[rows, acts]
+        if prior_logits is not None:
+            # with the prior: placement logit + prior logit inside the slot, and the slot's logit +
+            # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
+            buy_prior = prior_logits[rows, acts]
             place = place + buy_prior
             slot_logits = slot_logits + _group_logsumexp(buy_prior, group, b * R.MARKET_SIZE)
         buy_logits = slot_logits + place - _group_logsumexp(place, group, b * R.MARKET_SIZE)
@@ -314,8 +324,8 @@ class PatchworkNet(nn.Module):
         fill = MASK_VALUE if mask is not None else 0.0
         buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)
         rest = torch.cat([self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
-        if prior is not None:
-            rest = rest + scale * prior[:, NUM_BUY:]
+        if prior_logits is not None:
+            rest = rest + prior_logits[:, NUM_BUY:]
         logits = torch.cat([buy, rest], dim=1)
         if mask is not None:
             logits = apply_mask(logits, mask)

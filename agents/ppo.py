@@ -95,11 +95,12 @@ class Rollout:
     learner: npt.NDArray[np.bool_]
     done: npt.NDArray[np.bool_]
     outcome: F32
-    prior: F32 | None = None
-    """(T, N, A) the learner's greedy prior, for a net built with ``prior_scale > 0``."""
+    prior: npt.NDArray[np.float16] | None = None
+    """(T, N, A, 9) the learner's greedy prior terms (``agents.heuristic.greedy_prior``), for a net
+    built with ``prior_scale > 0``; float16 holds them exactly (whole numbers below 2,048)."""
 
     @classmethod
-    def allocate(cls, steps: int, games: int, obs_dim: int, num_actions: int, prior: bool = False) -> Rollout:
+    def allocate(cls, steps: int, games: int, obs_dim: int, num_actions: int, prior_features: int = 0) -> Rollout:
         return cls(
             obs=np.zeros((steps, games, obs_dim), dtype=np.float32),
             masks=np.zeros((steps, games, num_actions), dtype=np.bool_),
@@ -110,7 +111,7 @@ class Rollout:
             learner=np.zeros((steps, games), dtype=np.bool_),
             done=np.zeros((steps, games), dtype=np.bool_),
             outcome=np.zeros((steps, games, 2), dtype=np.float32),
-            prior=np.zeros((steps, games, num_actions), dtype=np.float32) if prior else None,
+            prior=np.zeros((steps, games, num_actions, prior_features), dtype=np.float16) if prior_features else None,
         )
 
     def learner_batch(self, advantages: F32, returns: F32) -> dict[str, torch.Tensor]:
@@ -161,7 +162,7 @@ def ppo_update(
         for start in range(0, size - mb_size + 1, mb_size):
             idx = order[start : start + mb_size]
             masks = batch["masks"][idx]
-            prior = batch["prior"][idx] if "prior" in batch else None
+            prior = batch["prior"][idx].float() if "prior" in batch else None
             logits, new_value = net(batch["obs"][idx], masks, prior)
             logp_all = torch.log_softmax(logits, dim=-1)
             new_logp = logp_all.gather(1, batch["actions"][idx].unsqueeze(1)).squeeze(1)

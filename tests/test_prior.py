@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from agents.greedy import GreedyAgent
-from agents.heuristic import DEFAULT_WEIGHTS, greedy_prior, score_actions
+from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior, score_actions
 from agents.network import NetConfig, PatchworkNet, prior_for
 from agents.ppo_agent import PPOAgent, load_ppo_agent
 from patchwork_env import rules as R
@@ -39,8 +39,10 @@ def positions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def test_prior_is_greedys_value_relative_to_the_best(positions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     states, masks, _ = positions
-    prior = greedy_prior(states, masks)
-    assert prior.shape == (len(states), R.NUM_ACTIONS) and prior.dtype == np.float32
+    terms = greedy_prior(states, masks)
+    assert terms.shape == (len(states), R.NUM_ACTIONS, NUM_FEATURES) and terms.dtype == np.float32
+    assert np.all(terms[~masks] == 0.0)
+    prior = terms @ feature_weights(DEFAULT_WEIGHTS).astype(np.float32)
     for i in range(len(states)):
         legal = np.flatnonzero(masks[i])
         values = np.empty(len(legal))
@@ -65,7 +67,8 @@ def test_zero_residual_policy_is_the_scaled_prior(positions: tuple[np.ndarray, n
     assert prior is not None
     logits, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior)
     m = torch.from_numpy(masks)
-    torch.testing.assert_close(logits[m], 2.0 * prior[m], atol=1e-4, rtol=0)
+    value = prior @ torch.tensor(feature_weights(DEFAULT_WEIGHTS), dtype=torch.float32)
+    torch.testing.assert_close(logits[m], 2.0 * value[m], atol=1e-3, rtol=0)
     # with a trained residual the policy moves away from the prior
     with torch.no_grad():
         net.advance[-1].bias.fill_(5.0)
@@ -83,7 +86,7 @@ def test_prior_argument_is_required_exactly_when_the_net_has_one(
     plain = PatchworkNet(NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8))
     assert prior_for(plain, states[:2], masks[:2]) is None
     with pytest.raises(ValueError, match="no greedy prior"):
-        plain(o, m, torch.zeros(2, R.NUM_ACTIONS))
+        plain(o, m, torch.zeros(2, R.NUM_ACTIONS, NUM_FEATURES))
     with pytest.raises(ValueError, match="prior must have shape"):
         PatchworkNet(PRIOR_NET)(o, m, torch.zeros(2, 5))
     with pytest.raises(ValueError, match="prior_scale"):
@@ -129,11 +132,11 @@ def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> Non
             "greedy_weight": 0.5,
         },
     )
-    before = PatchworkNet(cfg.net_config()).log_prior_scale.item()
+    before = PatchworkNet(cfg.net_config()).prior_weights.bias.detach().clone()
     summary = selfplay.main(cfg)
     agent = load_ppo_agent(str(Path(summary["run_folder"]) / "checkpoints" / "latest.pt"))
     assert agent.net.uses_prior and agent.net.config.prior_scale == 1.5
-    assert agent.net.log_prior_scale.item() != before  # the scale is learned
+    assert not torch.equal(agent.net.prior_weights.bias, before)  # the weights are learned
     state = new_game(4)
     assert state.is_legal(agent.act(state, np.random.default_rng(0)))
 

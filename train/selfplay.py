@@ -36,6 +36,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
+from agents.heuristic import NUM_FEATURES
 from agents.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from agents.opponent_pool import SELF, OpponentPool
 from agents.ppo import PPOSettings, Rollout, final_rewards, per_seat_gae, ppo_update
@@ -105,7 +106,7 @@ def main(
     games = VectorGames(n, seed=int(rng.integers(2**63)))
     codes, seats = pool.draw(n, rng)
     game_length = np.zeros(n, dtype=np.int64)
-    buf = Rollout.allocate(steps, n, R.OBS_DIM, R.NUM_ACTIONS, prior=net.uses_prior)
+    buf = Rollout.allocate(steps, n, R.OBS_DIM, R.NUM_ACTIONS, prior_features=NUM_FEATURES if net.uses_prior else 0)
     latest_eval: dict[str, dict[str, Any]] = {}
     if history:
         last_update = history[-1]["update"]
