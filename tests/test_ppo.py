@@ -17,7 +17,7 @@ from agents.ppo_agent import CheckpointError, load_ppo_agent, read_checkpoint
 from patchwork_env.state import new_game
 from patchwork_env.vector import VectorGames
 from train import selfplay
-from train.config import SelfPlayConfig, from_dict
+from train.config import ConfigError, SelfPlayConfig, from_dict
 
 TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
 
@@ -160,6 +160,24 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     agent = make_agent(f"ppo:{latest}")
     state = new_game(5)
     assert state.is_legal(agent.act(state, np.random.default_rng(0)))
+
+
+def test_keep_best_evaluates_the_best_periodic_checkpoint(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path, keep_best="random", eval_every=1, final_eval_pairs=1)
+    summary = selfplay.main(cfg)
+    folder = Path(summary["run_folder"])
+    best = summary["best"]
+    history = read_checkpoint(folder / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
+    rates = [h["win_rate"] for h in history if h["opponent"] == "random"]
+    assert len(rates) == 3 and best["win_rate"] == max(rates)
+    assert best["update"] == 1 + rates.index(max(rates))  # the first of equals
+    assert summary["evaluated_checkpoint"] == str(folder / "checkpoints" / "best.pt")
+    saved = read_checkpoint(folder / "checkpoints" / "best.pt")["model"]
+    final = load_ppo_agent(str(folder / "checkpoints" / "final.pt")).net.state_dict()
+    assert any(not torch.equal(saved[k], final[k]) for k in saved) or best["update"] == 3
+    assert set(summary["final_eval"]) == {"random", "greedy"}
+    with pytest.raises(ConfigError, match="keep_best must be one of the eval_opponents"):
+        _tiny_config(tmp_path, keep_best="greedy").validate()
 
 
 def test_resume_restores_the_exact_network_optimizer_and_generators(tmp_path: Path) -> None:

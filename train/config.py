@@ -180,9 +180,20 @@ class SelfPlayConfig(CommonConfig):
     """Updates between arena evaluations (and at the end); 0: only at the end."""
     checkpoint_every: int = 10
     """Updates between checkpoints (always one at the end)."""
+    keep_best: str = ""
+    """An ``eval_opponents`` spec: every periodic evaluation that beats the best win rate so far
+    against it saves ``checkpoints/best.pt``, and the final evaluation (on deals the periodic ones
+    never used) plays that network instead of the last one. Empty: the last network."""
 
     def validate(self) -> None:
         super().validate()
+        if self.keep_best and self.keep_best not in self.eval_opponents:
+            raise ConfigError(
+                f"keep_best must be one of the eval_opponents {sorted(self.eval_opponents)} (or empty), "
+                f"got {self.keep_best!r}"
+            )
+        if self.keep_best and not self.eval_every:
+            raise ConfigError("keep_best needs periodic evaluations: set eval_every > 0")
         for key in ("num_games", "rollout_steps", "total_updates", "update_epochs", "num_minibatches"):
             _positive(self, key)
         for key in ("snapshot_every", "checkpoint_every"):

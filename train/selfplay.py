@@ -79,6 +79,7 @@ def main(
     gen = torch.Generator().manual_seed(cfg.seed)
     update, global_step, decisions, games_done = 0, 0, 0, 0
     history: list[dict[str, Any]] = []
+    best: dict[str, Any] = {}  # update and win rate of checkpoints/best.pt (keep_best)
     elapsed_before = 0.0
     if ckpt is not None:
         optimizer.load_state_dict(trainer["optimizer"])
@@ -88,6 +89,7 @@ def main(
         update, global_step = trainer["update"], trainer["global_step"]
         decisions, games_done = trainer["decisions"], trainer["games_done"]
         history = list(trainer["eval_history"])
+        best = dict(trainer.get("best", {}))
         elapsed_before = float(trainer["elapsed_seconds"])
     settings = PPOSettings(
         cfg.update_epochs,
@@ -115,8 +117,10 @@ def main(
     def elapsed() -> float:
         return elapsed_before + time.time() - wall_start
 
-    def run_eval(pairs: dict[str, int], progress: bool = False) -> dict[str, dict[str, Any]]:
-        results = U.evaluate(net, pairs, seed=cfg.seed + 10_000, workers=cfg.eval_workers, progress=progress)
+    def run_eval(pairs: dict[str, int], progress: bool = False, final: bool = False) -> dict[str, dict[str, Any]]:
+        # periodic evaluations replay the same deals (comparable over time); the final one uses others
+        seed = cfg.seed + (20_000 if final else 10_000)
+        results = U.evaluate(net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress)
         net.train()
         return results
 
@@ -135,6 +139,7 @@ def main(
                 "decisions": decisions,
                 "games_done": games_done,
                 "eval_history": history,
+                "best": best,
                 "elapsed_seconds": elapsed(),
             },
         )
@@ -257,6 +262,10 @@ def main(
                 U.write_history(history, folder)
                 U.plot_learning_curve(history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
                 bar.set_postfix({**postfix, **U.short_rates(latest_eval)})
+                rate = latest_eval[cfg.keep_best]["win_rate"] if cfg.keep_best else None
+                if rate is not None and rate > best.get("win_rate", -1.0):
+                    best = {"update": update, "win_rate": rate, "opponent": cfg.keep_best}
+                    save_checkpoint(folder / "checkpoints" / "best.pt", net)
             if update % cfg.checkpoint_every == 0 or last:
                 checkpoint()
             if out_of_time and update < cfg.total_updates:
@@ -273,10 +282,19 @@ def main(
 
     # --- final evaluation -----------------------------------------------------------------------------
     save_checkpoint(folder / "checkpoints" / "final.pt", net)
+    evaluated = folder / "checkpoints" / "final.pt"
+    if best:
+        evaluated = folder / "checkpoints" / "best.pt"
+        net.load_state_dict(read_checkpoint(evaluated)["model"])
+        print(
+            f"keep_best: evaluating checkpoints/best.pt (update {best['update']}, "
+            f"periodic win rate {best['win_rate']:.3f} vs {best['opponent']})"
+        )
     final: dict[str, dict[str, Any]] = {}
     if cfg.final_eval_pairs > 0:
         print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
-        final = run_eval({spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}, progress=cfg.progress)
+        pairs = {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}
+        final = run_eval(pairs, progress=cfg.progress, final=True)
         U.log_eval(writer, final, global_step, prefix="eval_final")
         for spec, r in final.items():
             history.append(
@@ -286,6 +304,7 @@ def main(
                     "global_step": global_step,
                     "minutes": elapsed() / 60,
                     "final": True,
+                    "checkpoint_update": best.get("update", update),
                     **r,
                 }
             )
@@ -295,6 +314,8 @@ def main(
     summary = {
         "run_folder": str(folder),
         "checkpoint": str(folder / "checkpoints" / "latest.pt"),
+        "evaluated_checkpoint": str(evaluated),
+        "best": best,
         "updates": update,
         "learner_decisions": decisions,
         "games_finished": games_done,
