@@ -21,6 +21,12 @@ Layout::
     leather logits, 1 plane of 9x9: a 1x1 convolution of the trunk
     advance logit and value: MLPs over [mean and max of the trunk, embedding]
 
+    optional greedy prior (``NetConfig.prior_scale > 0``): each legal action's logit also gets
+        sum_k weight_k * term_k, the 9 terms of greedy's one-ply value of the action relative to
+        greedy's choice (``agents.heuristic.greedy_prior``, passed to ``forward`` by the caller),
+        weighted by prior_scale x greedy's weights + a learned linear function of the pooled
+        features (zero at start): the untrained policy is a softened greedy, training reweighs it
+
 so ``logits[:2025].reshape(25, 9, 9)`` is the public action encoding. The patch in each market
 slot is recovered from its circle features (matched against the 33 patches as the engine itself
 observes them). With a mask, buy logits are computed for legal buys only (about 80 per decision
