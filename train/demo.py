@@ -9,10 +9,10 @@ Three steps, with progress shown throughout:
 
 1. training: ``train.selfplay.main`` with the config (the trainer's own progress bar, periodic
    arena evaluations, checkpoints, TensorBoard logs and ``learning_curve.png`` in the run folder);
-2. evaluation: the final checkpoint as the agent ``ppo:PATH`` in a round robin of paired games
-   (``agents.arena.round_robin``) against ``random`` and ``greedy`` (``--opponents``), with 95%
-   Wilson intervals and an Elo ladder: exactly what ``python -m train.evaluate`` prints for the
-   same agents, games and seed;
+2. evaluation: the final checkpoint (``checkpoints/best.pt`` if the config sets ``keep_best``) as
+   the agent ``ppo:PATH`` in a round robin of paired games (``agents.arena.round_robin``) against
+   ``random`` and ``greedy`` (``--opponents``), with 95% Wilson intervals and an Elo ladder:
+   exactly what ``python -m train.evaluate`` prints for the same agents, games and seed;
 3. report: ``report.md`` in the run folder (config, training time, the win-rate table, the
    learning curve, the files, and the commands to reproduce, continue, evaluate and play against
    the agent), whose path is printed last.
@@ -344,7 +344,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
         print(f"\ninterrupted; continue with: python -m train.selfplay --resume {latest}", file=sys.stderr)
         raise SystemExit(130) from None
     train_seconds = time.perf_counter() - t0
-    checkpoint = plan.folder / "checkpoints" / "final.pt"
+    # the last network, or the best periodic one when the config sets keep_best
+    checkpoint = Path(summary.get("evaluated_checkpoint", plan.folder / "checkpoints" / "final.pt"))
     resumable = Path(summary.get("checkpoint", plan.folder / "checkpoints" / "latest.pt"))
     if not checkpoint.is_file():
         raise SystemExit(f"error: training ended without writing {checkpoint}")
