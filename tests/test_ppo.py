@@ -180,6 +180,17 @@ def test_keep_best_evaluates_the_best_periodic_checkpoint(tmp_path: Path) -> Non
         _tiny_config(tmp_path, keep_best="greedy").validate()
 
 
+def test_zero_updates_evaluates_the_untrained_network(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path, total_updates=0, final_eval_pairs=1)
+    summary = selfplay.main(cfg)
+    assert summary["updates"] == 0 and summary["learner_decisions"] == 0
+    assert set(summary["final_eval"]) == {"random", "greedy"}
+    torch.manual_seed(cfg.seed)
+    fresh = PatchworkNet(cfg.net_config()).state_dict()
+    saved = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "final.pt")["model"]
+    assert all(torch.equal(fresh[k], saved[k]) for k in fresh)
+
+
 def test_resume_restores_the_exact_network_optimizer_and_generators(tmp_path: Path) -> None:
     cfg = _tiny_config(tmp_path, total_updates=1, eval_every=0, snapshot_every=5)
     folder = Path(selfplay.main(cfg)["run_folder"])

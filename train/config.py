@@ -156,7 +156,8 @@ class SelfPlayConfig(CommonConfig):
     rollout_steps: int = 64
     """Vector steps per rollout; the learner's decisions among them form the PPO batch."""
     total_updates: int = 100
-    """PPO updates (rollout + optimisation) in the whole run."""
+    """PPO updates (rollout + optimisation) in the whole run; 0 trains nothing and gives the final
+    evaluation of the untrained network (the starting point of a run with the same seed)."""
     time_limit_minutes: float = 0.0
     """Stop early (with a checkpoint and the final evaluation) after this much training; 0: no limit."""
     anneal_lr: bool = True
@@ -194,7 +195,8 @@ class SelfPlayConfig(CommonConfig):
             )
         if self.keep_best and not self.eval_every:
             raise ConfigError("keep_best needs periodic evaluations: set eval_every > 0")
-        for key in ("num_games", "rollout_steps", "total_updates", "update_epochs", "num_minibatches"):
+        _at_least(self, "total_updates", 0)
+        for key in ("num_games", "rollout_steps", "update_epochs", "num_minibatches"):
             _positive(self, key)
         for key in ("snapshot_every", "checkpoint_every"):
             _positive(self, key)
