@@ -38,7 +38,8 @@ def wilson_interval(wins: float, games: int, z: float = Z95) -> tuple[float, flo
     denom = 1.0 + z * z / games
     centre = (p + z * z / (2 * games)) / denom
     half = z * math.sqrt(p * (1 - p) / games + z * z / (4 * games * games)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # mathematically low <= p <= high; clamping keeps that true in floating point (p = 0 or 1)
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 @dataclass(frozen=True)

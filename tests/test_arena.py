@@ -115,6 +115,14 @@ def test_round_robin_rejects_duplicates_and_bad_specs() -> None:
 
 
 # --- statistics on known inputs ---------------------------------------------------------------------
+def test_wilson_interval_contains_the_win_rate_exactly() -> None:
+    # floating point once put 1.0 just above the upper bound of 10/10 (negative error bars in plots)
+    for games in range(1, 301):
+        for wins in range(games + 1):
+            low, high = wilson_interval(wins, games)
+            assert 0.0 <= low <= wins / games <= high <= 1.0
+
+
 def test_wilson_interval_known_values() -> None:
     assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
