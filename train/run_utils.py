@@ -4,7 +4,7 @@ A run folder ``runs/<run_name>/`` holds::
 
     config.yaml          the resolved config (every key)
     events.out.tfevents  TensorBoard logs (charts/, losses/, eval/)
-    checkpoints/         latest.pt (resumable) and final.pt (the network only)
+    checkpoints/         latest.pt (resumable), final.pt (the network only), best.pt (with keep_best)
     eval_history.json    every evaluation: minutes, update, steps, opponent, win rate, CI, margin
     learning_curve.png   win rate against each evaluation opponent over wall-clock minutes
     final_eval.json      the final evaluation (paired games against each final opponent)

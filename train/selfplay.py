@@ -2,6 +2,7 @@
 
     python -m train.selfplay --config configs/quick.yaml
     python -m train.selfplay --config configs/selfplay.yaml seed=1 num_games=256
+    python -m train.selfplay --config configs/quick.yaml total_updates=0   # evaluate the untrained net
     python -m train.selfplay --resume runs/<run>/checkpoints/latest.pt [total_updates=800]
     python -m train.selfplay --help-config        # every key, its type, default and meaning
 
@@ -14,8 +15,14 @@ moves are ordinary consecutive transitions and the final reward reaches both sea
 PPO on the learner's decisions. Opponents per game follow ``agents.opponent_pool`` (about half the
 games learner vs learner, the rest against past snapshots, greedy and random; seats drawn per game).
 
+With ``prior_scale > 0`` the network is a residual policy on greedy's one-ply evaluation
+(``agents.network.NetConfig``): the rollout computes the prior terms of the learner's rows from the
+game states (``agents.heuristic.greedy_prior``) and stores them for the update.
+
 Every ``eval_every`` updates: arena games (``agents.arena.play_pairs``, paired deals) against the
-``eval_opponents``, logged as ``eval/win_rate_vs_<agent>``; checkpoints every ``checkpoint_every``
+``eval_opponents``, logged as ``eval/win_rate_vs_<agent>`` (with ``keep_best``, the best of them
+against one opponent is kept as ``checkpoints/best.pt`` and is what the final evaluation plays, on
+deals the periodic evaluations never used); checkpoints every ``checkpoint_every``
 updates; the run folder layout is in ``train.run_utils``. Resuming restores the network, the
 optimizer, the counters, the opponent pool, the random generators and the evaluation history;
 the games in progress are not saved (fresh deals are dealt on resume).
