@@ -54,7 +54,7 @@ class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
     """MaskablePPO's policy with ``PatchworkNet`` as the whole actor-critic: the (identity) features
     extractor hands the flat observation to the network, which gets the masks as well."""
 
-    def __init__(self, *args: Any, net_config: dict[str, int] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, net_config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.net_config = NetConfig(**(net_config or {}))
         kwargs.update(net_arch=[], ortho_init=False)
         super().__init__(*args, **kwargs)
