@@ -18,7 +18,7 @@ setup: $(STAMP)
 
 lint: setup
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy patchwork_env
+	$(VENV)/bin/mypy patchwork_env agents train
 
 test: lint
 	$(VENV)/bin/pytest --nbmake
