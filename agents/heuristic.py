@@ -118,10 +118,22 @@ FEATURE_NAMES = ("economy", "time", "empty", "isolated", "domino", "edge", "bonu
 NUM_FEATURES = len(FEATURE_NAMES)
 
 
+SCRATCH = 5 + NUM_FEATURES  # length of the ``feat`` scratch array ``position_value`` takes
+
+
+@_jit
+def feature_weight(k: int, w: FloatArray) -> float:
+    """The weight of ``position_features`` term ``k`` under the weight vector ``w``."""
+    return (1.0, w[W_TIME], 2.0, w[W_ISOLATED], w[W_DOMINO], w[W_EDGE], 1.0, w[W_SQUARE], w[W_LEATHER])[k]
+
+
 @_jit
 def feature_weights(w: FloatArray) -> FloatArray:
-    """The weight of each ``position_features`` term under the weight vector ``w``."""
-    return np.array([1.0, w[W_TIME], 2.0, w[W_ISOLATED], w[W_DOMINO], w[W_EDGE], 1.0, w[W_SQUARE], w[W_LEATHER]])
+    """The weight of every ``position_features`` term under the weight vector ``w``."""
+    out = np.empty(NUM_FEATURES, dtype=np.float64)
+    for k in range(NUM_FEATURES):
+        out[k] = feature_weight(k, w)
+    return out
 
 
 @_jit
@@ -148,19 +160,16 @@ def position_features(s: IntArray, p: int, feat: FloatArray, out: FloatArray) ->
 
 
 @_jit
-def _dot(a: FloatArray, b: FloatArray) -> float:
-    total = 0.0
-    for k in range(len(a)):
-        total += a[k] * b[k]
-    return total
-
-
-@_jit
 def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> float:
-    """Estimated final score of player ``p`` in state ``s`` (see the module docstring)."""
-    terms = np.empty(NUM_FEATURES, dtype=np.float64)
-    position_features(s, p, feat, terms)
-    return _dot(terms, feature_weights(w))
+    """Estimated final score of player ``p`` in state ``s`` (see the module docstring): the terms of
+    ``position_features`` weighted by ``feature_weight``. ``feat`` is scratch of ``SCRATCH`` entries
+    (nothing is allocated: this runs for every candidate move of greedy and of the MCTS rollouts)."""
+    terms = feat[5:SCRATCH]
+    position_features(s, p, feat[:5], terms)  # the caller may read the terms in feat[5:]
+    v = 0.0
+    for k in range(NUM_FEATURES):
+        v += terms[k] * feature_weight(k, w)
+    return v
 
 
 @_jit
@@ -169,7 +178,7 @@ def score_actions(s: IntArray, actions: IntArray, n: int, w: FloatArray, out: Fl
     each position produced by ``rules.step_into`` on a copy of ``s``."""
     p = R.current_player(s)
     tmp = np.empty_like(s)
-    feat = np.empty(5, dtype=np.float64)
+    feat = np.empty(SCRATCH, dtype=np.float64)
     for i in range(n):
         tmp[:] = s
         R.step_into(tmp, actions[i])
@@ -348,9 +357,7 @@ def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: Flo
     may be float32 or float64; its dot product with ``feature_weights(w)`` is greedy's value of each
     action relative to the best one."""
     tmp = np.empty(states.shape[1], dtype=np.int64)
-    feat = np.empty(5, dtype=np.float64)
-    terms = np.empty(NUM_FEATURES, dtype=np.float64)
-    fw = feature_weights(w)
+    feat = np.empty(SCRATCH, dtype=np.float64)
     for i in range(states.shape[0]):
         s = states[i]
         p = R.current_player(s)
@@ -360,10 +367,9 @@ def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: Flo
             if masks[i, a]:
                 tmp[:] = s
                 R.step_into(tmp, a)
-                position_features(tmp, p, feat, terms)
-                v = _dot(terms, fw)
+                v = position_value(tmp, p, w, feat)  # leaves the terms in feat[5:]
                 for k in range(NUM_FEATURES):
-                    out[i, a, k] = terms[k]
+                    out[i, a, k] = feat[5 + k]
                 if v > best:
                     best = v
                     best_a = a
@@ -372,11 +378,11 @@ def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: Flo
                     out[i, a, k] = 0.0
         if best_a >= 0:
             for k in range(NUM_FEATURES):
-                terms[k] = out[i, best_a, k]
+                feat[k] = out[i, best_a, k]
             for a in range(R.NUM_ACTIONS):
                 if masks[i, a]:
                     for k in range(NUM_FEATURES):
-                        out[i, a, k] -= terms[k]
+                        out[i, a, k] -= feat[k]
 
 
 def greedy_prior(

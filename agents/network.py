@@ -264,7 +264,7 @@ class PatchworkNet(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (B, 2026) and values (B,). With a bool ``mask`` illegal logits are
         ``MASK_VALUE`` and buy logits are computed for legal buys only; without one, every buy
-        logit is computed (off-board buys get a meaningless but finite value). ``prior`` (B, 2026):
+        logit is computed (off-board buys get a meaningless but finite value). ``prior`` (B, 2026, 9):
         required exactly when the net was built with ``prior_scale > 0`` (see ``NetConfig``)."""
         b = obs.shape[0]
         cfg = self.config

@@ -11,6 +11,7 @@ from agents import AGENT_SPECS, AgentSpecError, describe_agents, make_agent, par
 from agents.greedy import GreedyAgent
 from agents.heuristic import (
     DEFAULT_WEIGHTS,
+    SCRATCH,
     W_DOMINO,
     W_EDGE,
     W_ISOLATED,
@@ -104,9 +105,9 @@ def test_value_is_the_score_less_quilt_penalties_at_the_end() -> None:
         s = s.step(agent.act(s, rng))
     w = DEFAULT_WEIGHTS
     for p in (0, 1):
-        f = np.zeros(5)
+        f = np.zeros(SCRATCH)
         value = position_value(s.array(), p, w, f)
-        empty, isolated, domino, edges, square = f
+        empty, isolated, domino, edges, square = f[:5]
         assert empty == s.empty_cells(p)
         expected = s.scores()[p] - w[W_ISOLATED] * isolated - w[W_DOMINO] * domino - w[W_EDGE] * edges
         if s.bonus_owner is None:
