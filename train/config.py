@@ -67,9 +67,10 @@ class CommonConfig:
     """Network: give the buy head exact per-placement counts (cells it would isolate or leave with one
     empty neighbour, edge contacts)."""
     prior_scale: float = 0.0
-    """Network: 0 for a plain policy; > 0 for a residual policy on ``greedy``'s one-ply evaluation
-    (each action's logit gets scale * its value in points relative to the best action; the scale is
-    learned from this start; see ``agents.network.NetConfig``). Self-play trainer only."""
+    """Network: 0 for a plain policy; > 0 for a residual policy on ``greedy``'s one-ply evaluation:
+    each action's logit gets the 9 terms of greedy's value of the action, weighted by this scale x
+    greedy's weights plus a learned state-dependent correction, so training starts from a softened
+    greedy (``agents.network.NetConfig``). Self-play trainer only."""
 
     learning_rate: float = 3e-4
     """Adam learning rate (start value when annealed)."""
