@@ -393,8 +393,15 @@ def greedy_prior(
     ``prior_scale > 0``."""
     states = np.ascontiguousarray(np.atleast_2d(states), dtype=np.int64)
     masks = np.ascontiguousarray(np.atleast_2d(masks), dtype=np.bool_)
+    if states.ndim != 2 or states.shape[1] != R.STATE_LEN:
+        raise ValueError(f"greedy_prior: states must have shape (B, {R.STATE_LEN}), got {states.shape}")
     if masks.shape != (len(states), R.NUM_ACTIONS):
         raise ValueError(f"greedy_prior: masks must have shape ({len(states)}, {R.NUM_ACTIONS}), got {masks.shape}")
+    w = np.asarray(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
+    if w.shape != DEFAULT_WEIGHTS.shape:
+        raise ValueError(
+            f"greedy_prior: weights must have {len(DEFAULT_WEIGHTS)} entries {WEIGHT_NAMES}, got {w.shape}"
+        )
     out = np.empty((len(states), R.NUM_ACTIONS, NUM_FEATURES), dtype=np.float32)
-    action_features_batch(states, masks, DEFAULT_WEIGHTS if weights is None else weights, out)
+    action_features_batch(states, masks, w, out)
     return out

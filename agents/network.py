@@ -53,6 +53,7 @@ from patchwork_env.state import new_game
 NUM_ACTIONS = R.NUM_ACTIONS
 NUM_BUY = R.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
 MASK_VALUE = -1e8
+MAX_PRIOR_SCALE = 1000.0  # beyond it the prior is plain greedy argmax and the logits only grow
 MAX_COVER = 8  # cells of the largest patch
 MAX_BORDER = 12  # most 4-neighbours outside any oriented patch
 _ZERO_ROW = CELLS  # gather index of a zero feature row (padding)
@@ -95,8 +96,11 @@ class NetConfig:
                 if not isinstance(value, bool):
                     raise ValueError(f"net.geometry must be true or false, got {value!r}")
             elif name == "prior_scale":
-                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e3:
-                    raise ValueError(f"net.prior_scale must be a number >= 0 (0: no greedy prior), got {value!r}")
+                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRIOR_SCALE:
+                    raise ValueError(
+                        f"net.prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
+                        f"got {value!r}"
+                    )
             elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"net.{name} must be a positive integer, got {value!r}")
 

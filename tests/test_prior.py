@@ -54,6 +54,10 @@ def test_prior_is_greedys_value_relative_to_the_best(positions: tuple[np.ndarray
         assert prior[i, greedy_choice] == pytest.approx(0.0, abs=1e-4)
     with pytest.raises(ValueError, match="masks must have shape"):
         greedy_prior(states, masks[:, :100])
+    with pytest.raises(ValueError, match="states must have shape"):
+        greedy_prior(states[:, :50], masks)
+    with pytest.raises(ValueError, match="weights must have 6 entries"):
+        greedy_prior(states, masks, np.ones(3))
 
 
 def test_zero_residual_policy_is_the_scaled_prior(positions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
@@ -89,12 +93,13 @@ def test_prior_argument_is_required_exactly_when_the_net_has_one(
         plain(o, m, torch.zeros(2, R.NUM_ACTIONS, NUM_FEATURES))
     with pytest.raises(ValueError, match="prior must have shape"):
         PatchworkNet(PRIOR_NET)(o, m, torch.zeros(2, 5))
-    with pytest.raises(ValueError, match="prior_scale"):
-        NetConfig(prior_scale=-1.0).validate()
+    for bad in (-1.0, 5000.0, True):
+        with pytest.raises(ValueError, match=r"prior_scale must be a number in \[0, 1000\]"):
+            NetConfig(prior_scale=bad).validate()
 
 
 def test_prior_agent_plays_legally_pickles_and_round_trips(
-    tmp_path: Path, positions: tuple[np.ndarray, np.ndarray, np.ndarray]
+    positions: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> None:
     states, masks, _ = positions
     agent = PPOAgent(PatchworkNet(PRIOR_NET))
@@ -144,5 +149,6 @@ def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> Non
 def test_sb3_trainer_rejects_the_prior() -> None:
     with pytest.raises(ConfigError, match="prior_scale must be 0 for the MaskablePPO trainer"):
         from_dict(SB3Config, {"prior_scale": 1.0}).validate()
-    with pytest.raises(ConfigError, match="prior_scale"):
-        from_dict(SelfPlayConfig, {"prior_scale": -2.0}).validate()
+    for bad in (-2.0, 5000.0):
+        with pytest.raises(ConfigError, match=r"prior_scale must be in \[0.0, 1000.0\]"):
+            from_dict(SelfPlayConfig, {"prior_scale": bad}).validate()

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from agents.network import NetConfig
+from agents.network import MAX_PRIOR_SCALE, NetConfig
 
 
 class ConfigError(ValueError):
@@ -127,7 +127,7 @@ class CommonConfig:
         _at_least(self, "final_eval_pairs", 0)
         _above(self, "learning_rate", 0.0)
         _above(self, "reward_margin_scale", 0.0)
-        _at_least(self, "prior_scale", 0.0)
+        _between(self, "prior_scale", 0.0, MAX_PRIOR_SCALE)
         _above(self, "max_grad_norm", 0.0)
         for key in ("gamma", "gae_lambda", "reward_margin_weight"):
             _between(self, key, 0.0, 1.0)
