@@ -221,3 +221,15 @@ def test_load_ppo_agent_errors(tmp_path: Path) -> None:
         load_ppo_agent(str(other))
     with pytest.raises(CheckpointError, match="folder"):
         load_ppo_agent(str(tmp_path))
+
+
+def test_resume_with_a_different_network_fails_before_writing(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path, total_updates=1, eval_every=0, final_eval_pairs=0)
+    folder = Path(selfplay.main(cfg)["run_folder"])
+    latest = folder / "checkpoints" / "latest.pt"
+    saved_config = (folder / "config.yaml").read_text()
+    stamp = latest.stat().st_mtime_ns
+    wider = from_dict(SelfPlayConfig, {**read_checkpoint(latest)["trainer"]["config"], "channels": 16, "total_updates": 2})
+    with pytest.raises(ConfigError, match=r"channels: checkpoint 8, config 16"):
+        selfplay.main(wider, resume=str(latest))
+    assert (folder / "config.yaml").read_text() == saved_config and latest.stat().st_mtime_ns == stamp

@@ -71,6 +71,16 @@ def main(
     trainer: dict[str, Any] = ckpt.get("trainer", {}) if ckpt else {}
     if ckpt is not None and not trainer:
         raise ConfigError(f"{resume} holds a network but no trainer state: it cannot be resumed")
+    if ckpt is not None:
+        stored = dict(ckpt.get("net_config", {}))
+        wanted = cfg.net_config().to_dict()
+        changed = sorted(k for k in wanted if k in stored and stored[k] != wanted[k])
+        if changed:
+            detail = ", ".join(f"{k}: checkpoint {stored[k]!r}, config {wanted[k]!r}" for k in changed)
+            raise ConfigError(
+                f"cannot resume {resume} with a different network ({detail}); the network keys of a resumed run "
+                "must match its checkpoint (start a new run to change them)"
+            )
     if ckpt is not None and not run_dir:
         p = Path(resume or "")
         run_dir = str(p.parent.parent if p.parent.name == "checkpoints" else p.parent)
@@ -370,7 +380,11 @@ def cli(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     name = Path(args.config).stem if args.config else "selfplay"
-    main(cfg, resume=args.resume, run_dir=args.run_dir, config_name=name)
+    try:
+        main(cfg, resume=args.resume, run_dir=args.run_dir, config_name=name)
+    except ConfigError as exc:  # raised before anything is written (e.g. a resume that changes the network)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
