@@ -229,7 +229,8 @@ def test_resume_with_a_different_network_fails_before_writing(tmp_path: Path) ->
     latest = folder / "checkpoints" / "latest.pt"
     saved_config = (folder / "config.yaml").read_text()
     stamp = latest.stat().st_mtime_ns
-    wider = from_dict(SelfPlayConfig, {**read_checkpoint(latest)["trainer"]["config"], "channels": 16, "total_updates": 2})
+    stored = read_checkpoint(latest)["trainer"]["config"]
+    wider = from_dict(SelfPlayConfig, {**stored, "channels": 16, "total_updates": 2})
     with pytest.raises(ConfigError, match=r"channels: checkpoint 8, config 16"):
         selfplay.main(wider, resume=str(latest))
     assert (folder / "config.yaml").read_text() == saved_config and latest.stat().st_mtime_ns == stamp
