@@ -187,8 +187,35 @@ class SelfPlayConfig(CommonConfig):
     against it saves ``checkpoints/best.pt``, and the final evaluation (on deals the periodic ones
     never used) plays that network instead of the last one. Empty: the last network."""
 
+    teacher: str = ""
+    """An agent spec (normally ``mcts:sims=100``) whose move choices are distilled into the network
+    before PPO starts (``agents.distill``): its *kind* of move (which market patch, leather or
+    advance) in ``distill_positions`` greedy self-play positions; placements stay the greedy
+    prior's, so it needs ``prior_scale > 0``. Runs once, at the start of a fresh run. Empty: none."""
+    distill_positions: int = 60_000
+    """Positions sampled for distillation (those with a single legal kind of move are dropped)."""
+    distill_temp: float = 0.5
+    """Softmax temperature (score points) of the greedy self-play that samples the positions."""
+    distill_epochs: int = 6
+    """Passes over the labelled positions."""
+    distill_lr: float = 1e-3
+    """Adam learning rate of the distillation."""
+    distill_workers: int = 2
+    """Processes labelling positions with the teacher (labels do not depend on it)."""
+
     def validate(self) -> None:
         super().validate()
+        if self.teacher:
+            _check_spec("teacher", self.teacher)
+            if self.prior_scale <= 0:
+                raise ConfigError(
+                    "teacher needs prior_scale > 0: distillation trains only the kind of move, placements "
+                    "come from the greedy prior"
+                )
+        for key in ("distill_positions", "distill_epochs", "distill_workers"):
+            _positive(self, key)
+        _at_least(self, "distill_temp", 0.0)
+        _above(self, "distill_lr", 0.0)
         if self.keep_best and self.keep_best not in self.eval_opponents:
             raise ConfigError(
                 f"keep_best must be one of the eval_opponents {sorted(self.eval_opponents)} (or empty), "

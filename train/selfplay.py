@@ -43,6 +43,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
+from agents.distill import DistillStats, distill, legal_groups, sample_positions, teacher_groups
 from agents.heuristic import NUM_FEATURES
 from agents.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from agents.opponent_pool import SELF, OpponentPool
@@ -157,9 +158,33 @@ def main(
                 "games_done": games_done,
                 "eval_history": history,
                 "best": best,
+                "distill": distilled,
                 "elapsed_seconds": elapsed(),
             },
         )
+
+    def periodic_eval() -> dict[str, dict[str, Any]]:
+        nonlocal best
+        results = run_eval(cfg.eval_opponents)
+        U.log_eval(writer, results, global_step)
+        for spec, r in results.items():
+            history.append(
+                {"opponent": spec, "update": update, "global_step": global_step, "minutes": elapsed() / 60, **r}
+            )
+        U.write_history(history, folder)
+        U.plot_learning_curve(history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
+        rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
+        if rate is not None and rate > best.get("win_rate", -1.0):
+            best = {"update": update, "win_rate": rate, "opponent": cfg.keep_best}
+            save_checkpoint(folder / "checkpoints" / "best.pt", net)
+        return results
+
+    distilled: dict[str, Any] = dict(trainer.get("distill", {}))
+    if cfg.teacher and ckpt is None:
+        distilled = distill_from_teacher(cfg, net, writer)
+        if cfg.eval_every:
+            latest_eval = periodic_eval()  # the distilled start: update 0 of the learning curve
+        checkpoint()
 
     bar = tqdm(
         total=cfg.total_updates,
@@ -270,19 +295,8 @@ def main(
             out_of_time = cfg.time_limit_minutes > 0 and elapsed() > 60 * cfg.time_limit_minutes
             last = update >= cfg.total_updates or out_of_time
             if (cfg.eval_every and update % cfg.eval_every == 0) or last:
-                latest_eval = run_eval(cfg.eval_opponents)
-                U.log_eval(writer, latest_eval, global_step)
-                for spec, r in latest_eval.items():
-                    history.append(
-                        {"opponent": spec, "update": update, "global_step": global_step, "minutes": elapsed() / 60, **r}
-                    )
-                U.write_history(history, folder)
-                U.plot_learning_curve(history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
+                latest_eval = periodic_eval()
                 bar.set_postfix({**postfix, **U.short_rates(latest_eval)})
-                rate = latest_eval[cfg.keep_best]["win_rate"] if cfg.keep_best else None
-                if rate is not None and rate > best.get("win_rate", -1.0):
-                    best = {"update": update, "win_rate": rate, "opponent": cfg.keep_best}
-                    save_checkpoint(folder / "checkpoints" / "best.pt", net)
             if update % cfg.checkpoint_every == 0 or last:
                 checkpoint()
             if out_of_time and update < cfg.total_updates:
@@ -333,6 +347,7 @@ def main(
         "checkpoint": str(folder / "checkpoints" / "latest.pt"),
         "evaluated_checkpoint": str(evaluated),
         "best": best,
+        "distill": distilled,
         "updates": update,
         "learner_decisions": decisions,
         "games_finished": games_done,
@@ -349,6 +364,38 @@ def main(
         )
     print(f"run folder: {folder}  ({elapsed() / 60:.1f} minutes)")
     return summary
+
+
+def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) -> dict[str, Any]:
+    """The distillation warm start (``agents.distill``): sample positions, label them with
+    ``cfg.teacher``, train the network's choice of move kind; returns what it did and measured."""
+    t0 = time.time()
+    states = sample_positions(cfg.distill_positions, seed=cfg.seed + 30_000, temp=cfg.distill_temp)
+    states = states[legal_groups(states).sum(1) > 1]
+    print(f"distillation: {cfg.teacher} labels {len(states):,} positions with a choice of move kind")
+    with tqdm(total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout) as bar:
+        groups = teacher_groups(states, cfg.teacher, seed=cfg.seed, workers=cfg.distill_workers, progress=bar.update)
+    labelled = time.time()
+
+    def log(stats: DistillStats) -> None:
+        writer.add_scalar("distill/val_accuracy", stats.val_accuracy, stats.epoch)
+        writer.add_scalar("distill/val_loss", stats.val_loss, stats.epoch)
+        if stats.epoch:
+            writer.add_scalar("distill/train_loss", stats.train_loss, stats.epoch)
+        print(
+            f"  epoch {stats.epoch}: held-out accuracy {stats.val_accuracy:.3f}, loss {stats.val_loss:.3f}"
+            + (f" (train {stats.train_loss:.3f})" if stats.epoch else " (before training)")
+        )
+
+    stats = distill(net, states, groups, cfg.distill_epochs, cfg.distill_lr, seed=cfg.seed, log=log)
+    return {
+        "teacher": cfg.teacher,
+        "positions": len(states),
+        "labelling_minutes": (labelled - t0) / 60,
+        "training_minutes": (time.time() - labelled) / 60,
+        "val_accuracy": [s.val_accuracy for s in stats],
+        "label_counts": np.bincount(groups, minlength=5).tolist(),
+    }
 
 
 def cli(argv: list[str] | None = None) -> int:

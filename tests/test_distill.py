@@ -1,0 +1,174 @@
+"""Distilling a teacher's choice of move kind (agents/distill.py) and the self-play warm start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.distill import (
+    GROUP_OF_ACTION,
+    NUM_GROUPS,
+    PLACEMENT_ONLY,
+    distill,
+    group_logits,
+    legal_groups,
+    sample_positions,
+    teacher_groups,
+)
+from agents.greedy import GreedyAgent
+from agents.network import NetConfig, PatchworkNet, prior_for
+from agents.ppo_agent import read_checkpoint
+from patchwork_env import rules as R
+from train import selfplay
+from train.config import ConfigError, SelfPlayConfig, from_dict
+
+PRIOR_NET = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
+
+
+@pytest.fixture(scope="module")
+def positions() -> np.ndarray:
+    states = sample_positions(300, seed=3)
+    return states[legal_groups(states).sum(1) > 1]
+
+
+def test_groups_follow_the_action_encoding() -> None:
+    assert np.bincount(GROUP_OF_ACTION).tolist() == [648, 648, 648, 81, 1]
+    assert [GROUP_OF_ACTION[a] for a in (0, 647, 648, 1296, 1943, 1944, 2024, 2025)] == [0, 0, 1, 2, 2, 3, 3, 4]
+
+
+def test_sampled_positions_are_live_and_reproducible(positions: np.ndarray) -> None:
+    states = sample_positions(300, seed=3)
+    assert states.shape == (300, R.STATE_LEN)
+    assert np.array_equal(states, sample_positions(300, seed=3))
+    assert not np.array_equal(states, sample_positions(300, seed=4))
+    assert not any(R.is_terminal(s) for s in states)
+    assert len({s.tobytes() for s in states}) > 250  # 256 games side by side, then their next moves
+    assert 50 < len(positions) < 300
+    with pytest.raises(ValueError, match="need num >= 1"):
+        sample_positions(0, seed=1)
+
+
+def test_legal_groups_match_the_masks(positions: np.ndarray) -> None:
+    groups = legal_groups(positions)
+    for state, row in zip(positions[:40], groups[:40], strict=True):
+        mask = np.zeros(R.NUM_ACTIONS, dtype=np.bool_)
+        R.legal_mask_into(state, mask)
+        assert row.tolist() == [bool(mask[GROUP_OF_ACTION == g].any()) for g in range(NUM_GROUPS)]
+
+
+def test_teacher_labels_are_the_group_of_the_teachers_move(positions: np.ndarray) -> None:
+    labels = teacher_groups(positions[:60], "greedy")
+    masks = np.zeros((60, R.NUM_ACTIONS), dtype=np.bool_)
+    R.legal_mask_batch(positions[:60], masks, np.zeros(60, dtype=np.int64))
+    moves = GreedyAgent().act_batch(positions[:60], masks, np.random.default_rng(0))
+    assert labels.tolist() == GROUP_OF_ACTION[moves].tolist()
+    seen: list[int] = []
+    labels = teacher_groups(positions[:10], "mcts:sims=4", seed=5, progress=seen.append)
+    assert sum(seen) == 10 and legal_groups(positions[:10])[np.arange(10), labels].all()
+    with pytest.raises(ValueError, match="unknown agent"):
+        teacher_groups(positions[:2], "alphazero")
+
+
+def test_labels_do_not_depend_on_the_number_of_workers(positions: np.ndarray) -> None:
+    one = teacher_groups(positions[:24], "mcts:sims=6", seed=9, workers=1)
+    two = teacher_groups(positions[:24], "mcts:sims=6", seed=9, workers=2)
+    assert one.tolist() == two.tolist()
+
+
+def test_distillation_learns_the_move_kind_and_keeps_placements(positions: np.ndarray) -> None:
+    torch.manual_seed(0)
+    net = PatchworkNet(PRIOR_NET)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    # a teacher that advances whenever it may, else buys from the first slot it can
+    legal = legal_groups(positions)
+    target = np.where(legal[:, 4], 4, legal.argmax(1))
+    history = distill(net, positions, target, epochs=8, lr=3e-3, seed=0)
+    assert [h.epoch for h in history] == list(range(9))
+    assert history[-1].val_accuracy > max(0.9, history[0].val_accuracy)
+    assert history[-1].train_loss < history[1].train_loss
+    after = net.state_dict()
+    changed = {key for key, value in before.items() if not torch.equal(value, after[key])}
+    assert not {key for key in changed if key.startswith(PLACEMENT_ONLY)}
+    assert {"slot_logit.weight", "advance.2.weight", "embed.0.weight", "stem.weight"} <= changed
+    assert any(key.startswith(PLACEMENT_ONLY) for key in before)  # the check above is not vacuous
+
+
+def test_group_logits_are_the_log_mass_of_each_group(positions: np.ndarray) -> None:
+    net = PatchworkNet(PRIOR_NET).eval()
+    states = positions[:16]
+    masks = np.zeros((16, R.NUM_ACTIONS), dtype=np.bool_)
+    R.legal_mask_batch(states, masks, np.zeros(16, dtype=np.int64))
+    seats = np.empty(16, dtype=np.int64)
+    R.current_player_batch(states, seats)
+    obs = np.empty((16, R.OBS_DIM), dtype=np.float32)
+    R.observe_batch(states, seats, obs)
+    with torch.no_grad():
+        logits, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states, masks))
+    mass = torch.softmax(group_logits(logits), 1).numpy()
+    probs = torch.softmax(logits, 1).numpy()
+    expected = np.stack([probs[:, GROUP_OF_ACTION == g].sum(1) for g in range(NUM_GROUPS)], axis=1)
+    np.testing.assert_allclose(mass, expected, atol=1e-5)
+
+
+def test_distill_rejects_bad_labels(positions: np.ndarray) -> None:
+    net = PatchworkNet(PRIOR_NET)
+    with pytest.raises(ValueError, match="differ in length"):
+        distill(net, positions[:5], np.zeros(4, dtype=np.int64), epochs=1, lr=1e-3)
+    with pytest.raises(ValueError, match=r"groups must be in \[0, 5\)"):
+        distill(net, positions[:5], np.full(5, 7), epochs=1, lr=1e-3)
+    illegal = np.where(legal_groups(positions[:20])[:, 3], 4, 3)  # leather where it is not pending
+    with pytest.raises(ValueError, match="no legal action"):
+        distill(net, positions[:20], illegal, epochs=1, lr=1e-3)
+
+
+def _config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
+    data = {
+        "channels": 8,
+        "blocks": 1,
+        "hidden": 16,
+        "head_features": 4,
+        "head_hidden": 8,
+        "prior_scale": 2.0,
+        "runs_dir": str(tmp_path),
+        "run_name": "distill",
+        "num_games": 8,
+        "rollout_steps": 8,
+        "total_updates": 1,
+        "num_minibatches": 2,
+        "update_epochs": 1,
+        "eval_every": 1,
+        "eval_opponents": {"random": 1},
+        "keep_best": "random",
+        "final_eval_pairs": 0,
+        "progress": False,
+        "teacher": "greedy",
+        "distill_positions": 200,
+        "distill_epochs": 1,
+        "distill_workers": 1,
+    }
+    data.update(extra)
+    return from_dict(SelfPlayConfig, data)
+
+
+def test_selfplay_distils_then_evaluates_the_start(tmp_path: Path) -> None:
+    summary = selfplay.main(_config(tmp_path))
+    info = summary["distill"]
+    assert info["teacher"] == "greedy" and 0 < info["positions"] <= 200
+    assert sum(info["label_counts"]) == info["positions"] and len(info["val_accuracy"]) == 2
+    history = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
+    assert [h["update"] for h in history] == [0, 1]  # the distilled start, then after the PPO update
+    assert summary["best"]["update"] in (0, 1)
+
+
+def test_teacher_config_is_checked() -> None:
+    with pytest.raises(ConfigError, match="teacher needs prior_scale > 0"):
+        _config(Path("unused"), prior_scale=0.0).validate()
+    with pytest.raises(ConfigError, match="teacher"):
+        _config(Path("unused"), teacher="mcts:simz=3").validate()
+    with pytest.raises(ConfigError, match="distill_positions must be >= 1"):
+        _config(Path("unused"), distill_positions=0).validate()
+    with pytest.raises(ConfigError, match="distill_lr must be > 0"):
+        _config(Path("unused"), distill_lr=0.0).validate()
