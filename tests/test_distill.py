@@ -56,7 +56,7 @@ def test_legal_groups_match_the_masks(positions: np.ndarray) -> None:
     for state, row in zip(positions[:40], groups[:40], strict=True):
         mask = np.zeros(R.NUM_ACTIONS, dtype=np.bool_)
         R.legal_mask_into(state, mask)
-        assert row.tolist() == [bool(mask[GROUP_OF_ACTION == g].any()) for g in range(NUM_GROUPS)]
+        assert row.tolist() == [bool(mask[g == GROUP_OF_ACTION].any()) for g in range(NUM_GROUPS)]
 
 
 def test_teacher_labels_are_the_group_of_the_teachers_move(positions: np.ndarray) -> None:
@@ -109,7 +109,7 @@ def test_group_logits_are_the_log_mass_of_each_group(positions: np.ndarray) -> N
         logits, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states, masks))
     mass = torch.softmax(group_logits(logits), 1).numpy()
     probs = torch.softmax(logits, 1).numpy()
-    expected = np.stack([probs[:, GROUP_OF_ACTION == g].sum(1) for g in range(NUM_GROUPS)], axis=1)
+    expected = np.stack([probs[:, g == GROUP_OF_ACTION].sum(1) for g in range(NUM_GROUPS)], axis=1)
     np.testing.assert_allclose(mass, expected, atol=1e-5)
 
 
@@ -161,6 +161,8 @@ def test_selfplay_distils_then_evaluates_the_start(tmp_path: Path) -> None:
     history = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
     assert [h["update"] for h in history] == [0, 1]  # the distilled start, then after the PPO update
     assert summary["best"]["update"] in (0, 1)
+    distilled = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "distilled.pt")
+    assert "trainer" not in distilled and distilled["net_config"]["prior_scale"] == 2.0
 
 
 def test_teacher_config_is_checked() -> None:

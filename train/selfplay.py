@@ -1,7 +1,8 @@
 """Batched self-play PPO on the vector engine, with an opponent pool (in the spirit of CleanRL's ppo.py).
 
     python -m train.selfplay --config configs/quick.yaml
-    python -m train.selfplay --config configs/selfplay.yaml seed=1 num_games=256
+    python -m train.selfplay --config configs/selfplay.yaml            # MCTS distillation, then PPO
+    python -m train.selfplay --config configs/selfplay.yaml seed=1 num_games=128
     python -m train.selfplay --config configs/quick.yaml total_updates=0   # evaluate the untrained net
     python -m train.selfplay --resume runs/<run>/checkpoints/latest.pt [total_updates=800]
     python -m train.selfplay --help-config        # every key, its type, default and meaning
@@ -18,6 +19,11 @@ games learner vs learner, the rest against past snapshots, greedy and random; se
 With ``prior_scale > 0`` the network is a residual policy on greedy's one-ply evaluation
 (``agents.network.NetConfig``): the rollout computes the prior terms of the learner's rows from the
 game states (``agents.heuristic.greedy_prior``) and stores them for the update.
+
+With a ``teacher`` (e.g. ``mcts:sims=100``) a fresh run first distils the teacher's choice of
+move kind into the network (``agents.distill``: greedy self-play positions labelled in worker
+processes, then supervised epochs on the group choice only; logged as ``distill/``), evaluates
+that start as update 0, and then runs PPO from it.
 
 Every ``eval_every`` updates: arena games (``agents.arena.play_pairs``, paired deals) against the
 ``eval_opponents``, logged as ``eval/win_rate_vs_<agent>`` (with ``keep_best``, the best of them
@@ -182,6 +188,7 @@ def main(
     distilled: dict[str, Any] = dict(trainer.get("distill", {}))
     if cfg.teacher and ckpt is None:
         distilled = distill_from_teacher(cfg, net, writer)
+        save_checkpoint(folder / "checkpoints" / "distilled.pt", net)  # the warm start alone, as an agent
         if cfg.eval_every:
             latest_eval = periodic_eval()  # the distilled start: update 0 of the learning curve
         checkpoint()
