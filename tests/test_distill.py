@@ -170,7 +170,7 @@ def test_teacher_config_is_checked() -> None:
         _config(Path("unused"), prior_scale=0.0).validate()
     with pytest.raises(ConfigError, match="teacher"):
         _config(Path("unused"), teacher="mcts:simz=3").validate()
-    with pytest.raises(ConfigError, match="distill_positions must be >= 1"):
-        _config(Path("unused"), distill_positions=0).validate()
+    with pytest.raises(ConfigError, match="distill_positions must be >= 2"):
+        _config(Path("unused"), distill_positions=1).validate()
     with pytest.raises(ConfigError, match="distill_lr must be > 0"):
         _config(Path("unused"), distill_lr=0.0).validate()

@@ -212,7 +212,8 @@ class SelfPlayConfig(CommonConfig):
                     "teacher needs prior_scale > 0: distillation trains only the kind of move, placements "
                     "come from the greedy prior"
                 )
-        for key in ("distill_positions", "distill_epochs", "distill_workers"):
+        _at_least(self, "distill_positions", 2)  # one held out, one to train on
+        for key in ("distill_epochs", "distill_workers"):
             _positive(self, key)
         _at_least(self, "distill_temp", 0.0)
         _above(self, "distill_lr", 0.0)
