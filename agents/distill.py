@@ -38,7 +38,7 @@ import numpy.typing as npt
 import torch
 
 from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
-from agents.network import PatchworkNet, prior_for
+from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION, NUM_GROUPS, PatchworkNet, prior_for
 from agents.registry import make_agent
 from patchwork_env import rules as R
 from patchwork_env.state import GameState
@@ -46,12 +46,6 @@ from patchwork_env.vector import VectorGames
 
 IntArray = npt.NDArray[np.int64]
 
-NUM_GROUPS = 5  # buy from slot 0, 1, 2; place the leather patch; advance
-GROUP_OF_ACTION: IntArray = np.array(
-    [a // R.SLOT_ACTIONS if a < R.LEATHER_BASE else (3 if a < R.ADVANCE else 4) for a in range(R.NUM_ACTIONS)],
-    dtype=np.int64,
-)
-GROUP_BOUNDS = (0, R.SLOT_ACTIONS, 2 * R.SLOT_ACTIONS, R.LEATHER_BASE, R.ADVANCE, R.NUM_ACTIONS)
 # parameters that only shape the placement inside a group (or the prior's weights): not trained
 PLACEMENT_ONLY = ("prior_weights", "place_in", "place_out", "slot_bias", "project", "edge")
 
@@ -73,10 +67,20 @@ def sample_positions(num: int, seed: int, temp: float = 0.5, num_games: int = 25
     return out[:num]
 
 
+def _as_states(states: IntArray) -> IntArray:
+    """``states`` as a contiguous (N, STATE_LEN) int64 block, or a clear error (the compiled
+    kernels would read out of bounds)."""
+    arr = np.ascontiguousarray(states, dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != R.STATE_LEN:
+        raise ValueError(f"states must have shape (N, {R.STATE_LEN}) (rows of game states), got {arr.shape}")
+    return arr
+
+
 def legal_groups(states: IntArray) -> npt.NDArray[np.bool_]:
     """(N, 5) which decision groups have a legal action in each position."""
+    states = _as_states(states)
     masks = np.zeros((len(states), R.NUM_ACTIONS), dtype=np.bool_)
-    R.legal_mask_batch(np.ascontiguousarray(states), masks, np.zeros(len(states), dtype=np.int64))
+    R.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
     bounds = GROUP_BOUNDS
     return np.stack([masks[:, bounds[g] : bounds[g + 1]].any(1) for g in range(NUM_GROUPS)], axis=1)
 
@@ -119,7 +123,7 @@ def teacher_groups(
     make_agent(teacher)  # a bad spec fails here, with the registry's message
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    jobs = list(enumerate(np.ascontiguousarray(states, dtype=np.int64)))
+    jobs = list(enumerate(_as_states(states)))
     if not jobs:
         return np.zeros(0, dtype=np.int64)
     chunk = max(1, min(64, len(jobs) // (4 * workers)))
@@ -185,7 +189,7 @@ def distill(
         raise ValueError(f"states and groups differ in length: {len(states)} vs {len(groups)}")
     if len(states) < 2:
         raise ValueError(f"distillation needs at least 2 labelled positions, got {len(states)}")
-    states = np.ascontiguousarray(states, dtype=np.int64)
+    states = _as_states(states)
     n = len(states)
     masks = np.zeros((n, R.NUM_ACTIONS), dtype=np.bool_)
     R.legal_mask_batch(states, masks, np.zeros(n, dtype=np.int64))

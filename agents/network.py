@@ -53,6 +53,10 @@ from patchwork_env.state import new_game
 NUM_ACTIONS = R.NUM_ACTIONS
 NUM_BUY = R.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
 MASK_VALUE = -1e8
+# decision groups of the action encoding: buy from market slot 0, 1, 2; place the leather patch; advance
+NUM_GROUPS = 5
+GROUP_BOUNDS = (0, R.SLOT_ACTIONS, 2 * R.SLOT_ACTIONS, R.LEATHER_BASE, R.ADVANCE, R.NUM_ACTIONS)
+GROUP_OF_ACTION: np.ndarray[Any, np.dtype[np.int64]] = np.repeat(np.arange(NUM_GROUPS), np.diff(GROUP_BOUNDS))
 MAX_PRIOR_SCALE = 1000.0  # beyond it the prior is plain greedy argmax and the logits only grow
 MAX_COVER = 8  # cells of the largest patch
 MAX_BORDER = 12  # most 4-neighbours outside any oriented patch

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import MASK_VALUE, PatchworkNet, net_from_config, prior_for
+from agents.network import GROUP_OF_ACTION, MASK_VALUE, NUM_GROUPS, PatchworkNet, net_from_config, prior_for
 from patchwork_env import rules as R
 from patchwork_env.state import GameState
 
@@ -84,8 +84,7 @@ def net_from_checkpoint(data: dict[str, Any], source: str = "checkpoint") -> Pat
     return net
 
 
-# decision groups of the action encoding: buy from slot 0, 1, 2; place the leather patch; advance
-_GROUPS = torch.tensor([0] * R.SLOT_ACTIONS + [1] * R.SLOT_ACTIONS + [2] * R.SLOT_ACTIONS + [3] * 81 + [4])
+_GROUPS = torch.from_numpy(GROUP_OF_ACTION)  # decision group of each action (agents.network)
 
 
 def most_probable_move(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
@@ -93,7 +92,7 @@ def most_probable_move(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tenso
     from slot s, leather), then its most probable placement. (The flat argmax would favour
     advance, whose probability is not spread over placements.)"""
     probs = torch.softmax(logits, -1)
-    mass = probs.new_zeros(len(probs), 5).index_add_(1, _GROUPS, probs)
+    mass = probs.new_zeros(len(probs), NUM_GROUPS).index_add_(1, _GROUPS, probs)
     best = mass.argmax(1)
     within = torch.where(best.unsqueeze(1) == _GROUPS, logits, torch.full((), 2 * MASK_VALUE))
     within = within.masked_fill(~masks, 3 * MASK_VALUE)

@@ -70,6 +70,10 @@ def test_teacher_labels_are_the_group_of_the_teachers_move(positions: np.ndarray
     assert sum(seen) == 10 and legal_groups(positions[:10])[np.arange(10), labels].all()
     with pytest.raises(ValueError, match="unknown agent"):
         teacher_groups(positions[:2], "alphazero")
+    with pytest.raises(ValueError, match=r"states must have shape \(N, 129\)"):
+        teacher_groups(positions[:2, :50], "greedy")
+    with pytest.raises(ValueError, match="states must have shape"):
+        legal_groups(positions[0])
 
 
 def test_labels_do_not_depend_on_the_number_of_workers(positions: np.ndarray) -> None:
