@@ -78,11 +78,18 @@ def _as_states(states: IntArray) -> IntArray:
 
 def legal_groups(states: IntArray) -> npt.NDArray[np.bool_]:
     """(N, 5) which decision groups have a legal action in each position."""
-    states = _as_states(states)
+    return _groups_of(_legal_masks(_as_states(states)))
+
+
+def _legal_masks(states: IntArray) -> npt.NDArray[np.bool_]:
     masks = np.zeros((len(states), R.NUM_ACTIONS), dtype=np.bool_)
     R.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
-    bounds = GROUP_BOUNDS
-    return np.stack([masks[:, bounds[g] : bounds[g + 1]].any(1) for g in range(NUM_GROUPS)], axis=1)
+    return masks
+
+
+def _groups_of(masks: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    b = GROUP_BOUNDS
+    return np.stack([masks[:, b[g] : b[g + 1]].any(1) for g in range(NUM_GROUPS)], axis=1)
 
 
 # --- labelling in worker processes ------------------------------------------------------------------
@@ -123,7 +130,11 @@ def teacher_groups(
     make_agent(teacher)  # a bad spec fails here, with the registry's message
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    jobs = list(enumerate(_as_states(states)))
+    states = _as_states(states)
+    finished = np.flatnonzero(~legal_groups(states).any(1))
+    if finished.size:
+        raise ValueError(f"positions {finished[:8].tolist()} are finished games: there is no move to label")
+    jobs = list(enumerate(states))
     if not jobs:
         return np.zeros(0, dtype=np.int64)
     chunk = max(1, min(64, len(jobs) // (4 * workers)))
@@ -185,14 +196,13 @@ def distill(
 ) -> list[DistillStats]:
     """Train ``net``'s group choice on (position, teacher group) pairs with Adam; a ``val_share``
     of the positions is held out for the statistics (the epoch-0 entry is the untrained net)."""
+    states = _as_states(states)
     if len(states) != len(groups):
         raise ValueError(f"states and groups differ in length: {len(states)} vs {len(groups)}")
     if len(states) < 2:
         raise ValueError(f"distillation needs at least 2 labelled positions, got {len(states)}")
-    states = _as_states(states)
     n = len(states)
-    masks = np.zeros((n, R.NUM_ACTIONS), dtype=np.bool_)
-    R.legal_mask_batch(states, masks, np.zeros(n, dtype=np.int64))
+    masks = _legal_masks(states)
     seats = np.empty(n, dtype=np.int64)
     R.current_player_batch(states, seats)
     obs = np.empty((n, R.OBS_DIM), dtype=np.float32)
@@ -200,7 +210,7 @@ def distill(
     groups = np.asarray(groups, dtype=np.int64)
     if ((groups < 0) | (groups >= NUM_GROUPS)).any():
         raise ValueError(f"groups must be in [0, {NUM_GROUPS}), got values {sorted(set(groups.tolist()))[:8]}")
-    if not legal_groups(states)[np.arange(n), groups].all():
+    if not _groups_of(masks)[np.arange(n), groups].all():
         raise ValueError("a label names a group with no legal action in its position (labels and states out of step?)")
     target = torch.from_numpy(groups)
 
@@ -231,7 +241,8 @@ def distill(
         return stats
 
     history = [evaluate(0, float("nan"))]
-    optimizer = torch.optim.Adam(group_parameters(net), lr=lr)
+    trained = group_parameters(net)
+    optimizer = torch.optim.Adam(trained, lr=lr)
     for epoch in range(1, epochs + 1):
         net.train()
         losses = []
@@ -240,7 +251,7 @@ def distill(
             loss, _ = loss_on(shuffled[start : start + batch_size])
             optimizer.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward untyped
-            torch.nn.utils.clip_grad_norm_(group_parameters(net), 0.5)
+            torch.nn.utils.clip_grad_norm_(trained, 0.5)
             optimizer.step()
             losses.append(loss.item())
         history.append(evaluate(epoch, float(np.mean(losses))))

@@ -22,6 +22,7 @@ from agents.greedy import GreedyAgent
 from agents.network import NetConfig, PatchworkNet, prior_for
 from agents.ppo_agent import read_checkpoint
 from patchwork_env import rules as R
+from patchwork_env.state import new_game
 from train import selfplay
 from train.config import ConfigError, SelfPlayConfig, from_dict
 
@@ -32,6 +33,14 @@ PRIOR_NET = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hid
 def positions() -> np.ndarray:
     states = sample_positions(300, seed=3)
     return states[legal_groups(states).sum(1) > 1]
+
+
+def _finished_game() -> np.ndarray:
+    state = new_game(0)
+    while not state.is_terminal:
+        legal = np.flatnonzero(state.legal_action_mask())
+        state = state.step(int(legal[-1]))  # advance when it is legal (the highest id), else leather
+    return state.array().copy()
 
 
 def test_groups_follow_the_action_encoding() -> None:
@@ -74,6 +83,10 @@ def test_teacher_labels_are_the_group_of_the_teachers_move(positions: np.ndarray
         teacher_groups(positions[:2, :50], "greedy")
     with pytest.raises(ValueError, match="states must have shape"):
         legal_groups(positions[0])
+    finished = positions[:3].copy()
+    finished[1] = _finished_game()
+    with pytest.raises(ValueError, match=r"positions \[1\] are finished games"):
+        teacher_groups(finished, "greedy")
 
 
 def test_labels_do_not_depend_on_the_number_of_workers(positions: np.ndarray) -> None:
