@@ -48,13 +48,19 @@ def eval_tag(spec: str) -> str:
 
 
 def evaluate(
-    net: PatchworkNet, opponents: dict[str, int], seed: int, workers: int, progress: bool = False
+    net: PatchworkNet,
+    opponents: dict[str, int],
+    seed: int,
+    workers: int,
+    progress: bool = False,
+    deterministic: bool = True,
 ) -> dict[str, dict[str, Any]]:
-    """Paired arena games of a frozen copy of ``net`` (its most probable moves) against each
-    opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin, seconds."""
+    """Paired arena games of a frozen copy of ``net`` (its most probable moves, or samples from
+    its policy with ``deterministic=False``) against each opponent spec; per spec: games,
+    win_rate, ci_low, ci_high, mean_margin, seconds."""
     from agents.arena import play_pairs
 
-    agent = PPOAgent(_frozen_copy(net), deterministic=True, name="learner")
+    agent = PPOAgent(frozen_copy(net), deterministic=deterministic, name="learner")
     out: dict[str, dict[str, Any]] = {}
     for spec, pairs in opponents.items():
         start = time.perf_counter()
@@ -70,17 +76,23 @@ def evaluate(
     return out
 
 
-def _frozen_copy(net: PatchworkNet) -> PatchworkNet:
+def frozen_copy(net: PatchworkNet) -> PatchworkNet:
+    """A copy of ``net`` in eval mode that later training does not change."""
     copy = PatchworkNet(net.config)
     copy.load_state_dict(net.state_dict())
     return copy.eval()
 
 
-def log_eval(writer: Any, results: dict[str, dict[str, Any]], step: int, prefix: str = "eval") -> None:
+def log_eval(
+    writer: Any, results: dict[str, dict[str, Any]], step: int, prefix: str = "eval", policy: str = ""
+) -> None:
+    """``<prefix>/win_rate_vs_<agent>`` (``win_rate_<policy>_vs_<agent>`` with a policy name, e.g.
+    ``sampled``) and the mean margin, at ``step``."""
+    kind = f"_{policy}" if policy else ""
     for spec, r in results.items():
         tag = eval_tag(spec)
-        writer.add_scalar(f"{prefix}/win_rate_vs_{tag}", r["win_rate"], step)
-        writer.add_scalar(f"{prefix}/mean_margin_vs_{tag}", r["mean_margin"], step)
+        writer.add_scalar(f"{prefix}/win_rate{kind}_vs_{tag}", r["win_rate"], step)
+        writer.add_scalar(f"{prefix}/mean_margin{kind}_vs_{tag}", r["mean_margin"], step)
 
 
 def short_rates(results: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -95,7 +95,7 @@ def main(
     U.save_config(cfg, folder)
     torch.manual_seed(cfg.seed)
     net = net_from_checkpoint(ckpt, str(resume)).train() if ckpt else PatchworkNet(cfg.net_config())
-    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    optimizer = make_optimizer(net, cfg)
     pool = OpponentPool(
         net.config, cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
     )
@@ -124,6 +124,7 @@ def main(
         cfg.vf_coef,
         cfg.max_grad_norm,
         cfg.target_kl,
+        cfg.anchor_coef,
     )
     writer = SummaryWriter(str(folder), purge_step=global_step if ckpt else None)
     if not ckpt:
@@ -141,10 +142,14 @@ def main(
     def elapsed() -> float:
         return elapsed_before + time.time() - wall_start
 
-    def run_eval(pairs: dict[str, int], progress: bool = False, final: bool = False) -> dict[str, dict[str, Any]]:
+    def run_eval(
+        pairs: dict[str, int], progress: bool = False, final: bool = False, deterministic: bool = True
+    ) -> dict[str, dict[str, Any]]:
         # periodic evaluations replay the same deals (comparable over time); the final one uses others
         seed = cfg.seed + (20_000 if final else 10_000)
-        results = U.evaluate(net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress)
+        results = U.evaluate(
+            net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress, deterministic=deterministic
+        )
         net.train()
         return results
 
@@ -166,6 +171,7 @@ def main(
                 "best": best,
                 "distill": distilled,
                 "elapsed_seconds": elapsed(),
+                "start_model": start.state_dict(),
             },
         )
 
@@ -173,9 +179,12 @@ def main(
         nonlocal best
         results = run_eval(cfg.eval_opponents)
         U.log_eval(writer, results, global_step)
+        sampled = run_eval(cfg.eval_opponents, deterministic=False) if cfg.eval_sampled else {}
+        U.log_eval(writer, sampled, global_step, policy="sampled")
         for spec, r in results.items():
+            extra = {"sampled_" + k: v for k, v in sampled.get(spec, {}).items() if k != "seconds"}
             history.append(
-                {"opponent": spec, "update": update, "global_step": global_step, "minutes": elapsed() / 60, **r}
+                {"opponent": spec, "update": update, "global_step": global_step, "minutes": elapsed() / 60, **r, **extra}
             )
         U.write_history(history, folder)
         U.plot_learning_curve(history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
@@ -189,8 +198,12 @@ def main(
     if cfg.teacher and ckpt is None:
         distilled = distill_from_teacher(cfg, net, writer)
         save_checkpoint(folder / "checkpoints" / "distilled.pt", net)  # the warm start alone, as an agent
-        if cfg.eval_every:
-            latest_eval = periodic_eval()  # the distilled start: update 0 of the learning curve
+    if cfg.eval_every and ckpt is None:
+        latest_eval = periodic_eval()  # the start: update 0 of the learning curve
+    start = U.frozen_copy(net)  # the policy PPO starts from (diagnostics, anchor)
+    if trainer.get("start_model") is not None:
+        start.load_state_dict(trainer["start_model"])
+    if cfg.teacher and ckpt is None:
         checkpoint()
 
     bar = tqdm(
@@ -207,7 +220,8 @@ def main(
         while update < cfg.total_updates:
             t0 = time.perf_counter()
             if cfg.anneal_lr:
-                optimizer.param_groups[0]["lr"] = cfg.learning_rate * (1.0 - update / cfg.total_updates)
+                for group in optimizer.param_groups:
+                    group["lr"] = group["base_lr"] * (1.0 - update / cfg.total_updates)
             results: dict[str, list[float]] = {}
             lengths: list[int] = []
 
@@ -273,7 +287,15 @@ def main(
             # --- PPO update on the learner's decisions -------------------------------------------
             net.train()
             t1 = time.perf_counter()
-            metrics = ppo_update(net, optimizer, buf.learner_batch(advantages, returns), settings, gen)
+            warmup = update < cfg.critic_warmup_updates
+            metrics = ppo_update(
+                net,
+                optimizer,
+                buf.learner_batch(advantages, returns),
+                dataclasses.replace(settings, train_policy=not warmup, anchor_coef=0.0 if warmup else cfg.anchor_coef),
+                gen,
+                start,
+            )
             update += 1
             if update % cfg.snapshot_every == 0:
                 pool.add(net, update)
@@ -371,6 +393,20 @@ def main(
         )
     print(f"run folder: {folder}  ({elapsed() / 60:.1f} minutes)")
     return summary
+
+
+def make_optimizer(net: PatchworkNet, cfg: SelfPlayConfig) -> torch.optim.Adam:
+    """Adam over the network; the greedy prior's weighting layer in its own group at
+    ``prior_lr_scale`` x the learning rate (each group keeps its ``base_lr`` for annealing)."""
+    special = list(net.prior_weights.parameters()) if net.uses_prior and cfg.prior_lr_scale != 1.0 else []
+    ids = {id(p) for p in special}
+    groups: list[dict[str, Any]] = [
+        {"params": [p for p in net.parameters() if id(p) not in ids], "base_lr": cfg.learning_rate}
+    ]
+    if special:
+        lr = cfg.learning_rate * cfg.prior_lr_scale
+        groups.append({"params": special, "base_lr": lr, "lr": lr})
+    return torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5)
 
 
 def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) -> dict[str, Any]:
