@@ -195,8 +195,9 @@ def ppo_update(
             ret = batch["returns"][idx]
             if not settings.train_policy:  # critic warm-up: the value head alone
                 v_loss = 0.5 * ((net.values(batch["obs"][idx]) - ret) ** 2).mean()
+                warm_loss: torch.Tensor = settings.vf_coef * v_loss
                 optimizer.zero_grad()
-                (settings.vf_coef * v_loss).backward()
+                warm_loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward untyped
                 for p in net.parameters():
                     if p not in value_params:
                         p.grad = None  # Adam skips parameters without a gradient

@@ -153,7 +153,7 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     steps_before = [s["step"].item() for s in first["trainer"]["optimizer"]["state"].values()]
     steps_after = [s["step"].item() for s in second["optimizer"]["state"].values()]
     assert all(after == before + 2 for before, after in zip(steps_before, steps_after, strict=True))  # 2 minibatches
-    assert [h["update"] for h in second["eval_history"]] == [2, 3, 4]
+    assert [h["update"] for h in second["eval_history"]] == [0, 2, 3, 4]  # 0: the start
     assert [s["id"] for s in second["pool"]["snapshots"]] == [3] and second["pool"]["next_id"] == 4
 
     # the checkpoint is an agent, also through the spec registry
@@ -169,8 +169,8 @@ def test_keep_best_evaluates_the_best_periodic_checkpoint(tmp_path: Path) -> Non
     best = summary["best"]
     history = read_checkpoint(folder / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
     rates = [h["win_rate"] for h in history if h["opponent"] == "random"]
-    assert len(rates) == 3 and best["win_rate"] == max(rates)
-    assert best["update"] == 1 + rates.index(max(rates))  # the first of equals
+    assert len(rates) == 4 and best["win_rate"] == max(rates)  # the start (update 0) and 3 updates
+    assert best["update"] == rates.index(max(rates))  # the first of equals
     assert summary["evaluated_checkpoint"] == str(folder / "checkpoints" / "best.pt")
     saved = read_checkpoint(folder / "checkpoints" / "best.pt")["model"]
     final = load_ppo_agent(str(folder / "checkpoints" / "final.pt")).net.state_dict()
