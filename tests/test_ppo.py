@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from agents import make_agent
-from agents.network import NetConfig, PatchworkNet
+from agents.network import NetConfig, PatchworkNet, prior_for, sample_actions
 from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
-from agents.ppo import per_seat_gae
+from agents.ppo import PPOSettings, drift_from_start, per_seat_gae, ppo_update
 from agents.ppo_agent import CheckpointError, load_ppo_agent, read_checkpoint
 from patchwork_env.state import new_game
 from patchwork_env.vector import VectorGames
+from train import run_utils as U
 from train import selfplay
 from train.config import ConfigError, SelfPlayConfig, from_dict
 
@@ -234,3 +235,79 @@ def test_resume_with_a_different_network_fails_before_writing(tmp_path: Path) ->
     with pytest.raises(ConfigError, match=r"channels: checkpoint 8, config 16"):
         selfplay.main(wider, resume=str(latest))
     assert (folder / "config.yaml").read_text() == saved_config and latest.stat().st_mtime_ns == stamp
+
+
+def _prior_batch(net: PatchworkNet, size: int = 24, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A PPO batch of ``size`` decisions of random play, with the greedy prior's terms."""
+    games = VectorGames(size, seed=seed)
+    for _ in range(5):
+        games.step(games.sample_random())
+    obs = torch.from_numpy(games.observe().copy())
+    masks = torch.from_numpy(games.masks.copy())
+    prior = prior_for(net, games.states, games.masks)
+    assert prior is not None
+    with torch.no_grad():
+        logits, values = net(obs, masks, prior)
+    actions = sample_actions(logits, torch.Generator().manual_seed(seed))
+    logp = torch.log_softmax(logits, -1).gather(1, actions[:, None]).squeeze(1)
+    returns = torch.linspace(-1.0, 1.0, size)
+    return {"obs": obs, "masks": masks, "prior": prior.half(), "actions": actions, "logprobs": logp,
+            "values": values, "advantages": returns - values, "returns": returns}  # fmt: skip
+
+
+def _settings(**extra: object) -> PPOSettings:
+    base: dict[str, object] = {"update_epochs": 2, "num_minibatches": 2, "clip_coef": 0.2, "clip_vloss": True,
+                               "ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5, "target_kl": 0.0}  # fmt: skip
+    return PPOSettings(**(base | extra))  # type: ignore[arg-type]
+
+
+def test_update_logs_the_diagnostics_and_drift_from_the_start() -> None:
+    torch.manual_seed(0)
+    net = PatchworkNet(NetConfig(**TINY_NET, prior_scale=2.0))
+    start = U.frozen_copy(net)
+    batch = _prior_batch(net)
+    same = drift_from_start(net, start, batch, torch.Generator().manual_seed(0))
+    assert same["diag/agree_start"] == 1.0 and abs(same["diag/kl_to_start"]) < 1e-6
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.05)
+    metrics = ppo_update(net, optimizer, batch, _settings(), torch.Generator().manual_seed(0), start)
+    for key in ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy",
+                "diag/agree_start", "diag/kl_to_start", "diag/entropy"):  # fmt: skip
+        assert np.isfinite(metrics[key]), key
+    assert metrics["losses/approx_kl"] > 0 and metrics["diag/kl_to_start"] > 1e-4  # a large step moved the policy
+    # explained variance of the rollout's values: returns = values + advantages
+    values, returns = batch["values"].numpy(), batch["returns"].numpy()
+    expected = 1 - np.var(returns - values) / np.var(returns)
+    assert metrics["losses/explained_variance"] == pytest.approx(expected, rel=1e-5)
+    # the most probable move of a policy pushed far from the start differs in some positions
+    with torch.no_grad():
+        net.prior_weights.bias.add_(torch.linspace(-3.0, 3.0, net.prior_weights.bias.numel()))
+    moved = drift_from_start(net, start, batch, torch.Generator().manual_seed(0))
+    assert moved["diag/agree_start"] < 1.0 and moved["diag/kl_to_start"] > metrics["diag/kl_to_start"]
+
+
+def test_critic_warmup_trains_the_value_head_alone_and_the_anchor_needs_a_start() -> None:
+    torch.manual_seed(1)
+    net = PatchworkNet(NetConfig(**TINY_NET, prior_scale=2.0))
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    batch = _prior_batch(net, seed=1)
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
+    ppo_update(net, optimizer, batch, _settings(train_policy=False), torch.Generator().manual_seed(0))
+    changed = {k for k, v in net.state_dict().items() if not torch.equal(v, before[k])}
+    assert changed and all(k.startswith("value.") for k in changed), changed
+    with pytest.raises(ValueError, match="start network"):
+        ppo_update(net, optimizer, batch, _settings(anchor_coef=1.0), torch.Generator())
+
+
+def test_anchor_keeps_the_policy_closer_to_its_start() -> None:
+    kls = []
+    for coef in (0.0, 10.0):
+        torch.manual_seed(2)
+        net = PatchworkNet(NetConfig(**TINY_NET, prior_scale=2.0))
+        start = U.frozen_copy(net)
+        batch = _prior_batch(net, seed=2)
+        optimizer = torch.optim.Adam(net.parameters(), lr=0.02)
+        metrics = ppo_update(
+            net, optimizer, batch, _settings(anchor_coef=coef), torch.Generator().manual_seed(0), start
+        )
+        kls.append(metrics["diag/kl_to_start"])
+    assert kls[1] < kls[0]

@@ -5,6 +5,7 @@ A run folder ``runs/<run_name>/`` holds::
     config.yaml          the resolved config (every key)
     events.out.tfevents  TensorBoard logs (charts/, losses/, eval/; distill/ with a teacher)
     checkpoints/         latest.pt (resumable), final.pt (the network only), best.pt (with keep_best),
+                         start.pt (the network PPO started from: after any distillation),
                          distilled.pt (with a teacher: the network right after distillation)
     eval_history.json    every evaluation: minutes, update, steps, opponent, win rate, CI, margin
     learning_curve.png   win rate against each evaluation opponent over wall-clock minutes

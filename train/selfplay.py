@@ -78,6 +78,7 @@ def main(
         save_checkpoint(run.folder / "checkpoints" / "distilled.pt", learner.net)  # the warm start alone
     if run.fresh:
         learner.start.load_state_dict(learner.net.state_dict())  # PPO's start policy (diagnostics, anchor)
+        save_checkpoint(run.folder / "checkpoints" / "start.pt", learner.net)  # the start alone, as an agent
         if cfg.eval_every:
             evaluate(run)  # the start: update 0 of the learning curve
         checkpoint(run)
@@ -487,6 +488,7 @@ def finish(run: Run) -> dict[str, Any]:
         "run_folder": str(folder),
         "checkpoint": str(folder / "checkpoints" / "latest.pt"),
         "evaluated_checkpoint": str(evaluated),
+        "start_checkpoint": str(folder / "checkpoints" / "start.pt"),
         "best": run.best,
         "distill": run.distilled,
         "updates": lr.update,
