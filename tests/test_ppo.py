@@ -23,7 +23,8 @@ from train.config import ConfigError, SelfPlayConfig, from_dict
 TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
 SHORT_RUN = {"prior_scale": 2.0, "num_games": 16, "rollout_steps": 16, "total_updates": 6, "update_epochs": 2,
              "learning_rate": 3e-2, "anneal_lr": False, "ent_coef": 0.0, "reward_margin_weight": 1.0,
-             "critic_warmup_updates": 1, "prior_lr_scale": 0.1, "eval_every": 0, "seed": 1}  # fmt: skip
+             "critic_warmup_updates": 1, "prior_lr_scale": 0.1, "anchor_coef": 1.0, "eval_every": 0,
+             "seed": 1}  # fmt: skip
 
 
 def test_per_seat_gae_by_hand() -> None:
@@ -317,16 +318,17 @@ def test_anchor_keeps_the_policy_closer_to_its_start() -> None:
 
 
 def test_a_short_run_does_not_lower_its_start_against_greedy(tmp_path: Path) -> None:
-    """quick.yaml's recipe in miniature (greedy prior, critic warm-up, slower prior layer), a
-    learning rate large enough to move the policy in 6 updates: the trained network wins at least
-    as often as its start against greedy on the same 20 deals. (With the advantages' sign flipped,
-    PPO learns to lose, and this goes red.)"""
+    """The fix in miniature: a greedy-prior network, 6 updates at 300x quick.yaml's learning rate
+    (so that the policy moves in seconds) with a critic warm-up, a slower prior weighting layer
+    and the KL anchor to the start: the trained network wins at least as often as its start
+    against greedy on the same 60 games. Measured with these keys off (prior_lr_scale=1,
+    critic_warmup_updates=0, anchor_coef=0): 51.7% -> 0.0%; with the anchor off alone: -> 28.3%."""
     cfg = _tiny_config(tmp_path, **SHORT_RUN)
     folder = Path(selfplay.main(cfg)["run_folder"]) / "checkpoints"
     rates = [
-        U.evaluate(net_from_checkpoint(read_checkpoint(folder / name)), {"greedy": 10}, seed=5, workers=1)["greedy"][
+        U.evaluate(net_from_checkpoint(read_checkpoint(folder / name)), {"greedy": 30}, seed=5, workers=1)["greedy"][
             "win_rate"
         ]
         for name in ("start.pt", "final.pt")
     ]
-    assert rates[1] >= rates[0], f"start {rates[0]:.2f}, after {cfg.total_updates} updates {rates[1]:.2f}"
+    assert rates[1] >= rates[0], f"start {rates[0]:.3f}, after {cfg.total_updates} updates {rates[1]:.3f}"
