@@ -143,6 +143,11 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     assert (folder / "config.yaml").is_file() and (folder / "learning_curve.png").is_file()
     assert any(folder.glob("events.out.tfevents*"))
     assert 0.0 <= summary["last_eval"]["random"]["win_rate"] <= 1.0
+    assert 0.0 <= summary["last_eval"]["random"]["sampled_win_rate"] <= 1.0  # the sampled policy too
+    assert set(summary["start_eval"]) == {"random"} and summary["start_eval"]["random"]["update"] == 0
+    for key in ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy",
+                "diag/agree_start", "diag/kl_to_start"):  # fmt: skip
+        assert key in summary["last_update_diagnostics"], key
     latest = folder / "checkpoints" / "latest.pt"
     first = read_checkpoint(latest)
     assert first["trainer"]["update"] == 3 and first["trainer"]["global_step"] == 3 * 8 * 24

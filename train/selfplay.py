@@ -297,6 +297,7 @@ class Run:
     elapsed_before: float = 0.0
     wall_start: float = field(default_factory=time.time)
     stopped_early: bool = False
+    diagnostics: dict[str, float] = field(default_factory=dict)  # the last update's losses/ and diag/ metrics
 
     def elapsed(self) -> float:
         return self.elapsed_before + time.time() - self.wall_start
@@ -370,6 +371,7 @@ def log_update(run: Run, collected: Collected, metrics: dict[str, float], bar: A
         metrics[f"charts/train_win_rate_vs_{name}"] = float(np.mean(won))
     for key, value in metrics.items():
         run.writer.add_scalar(key, value, lr.global_step)
+    run.diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
     bar.update(1)
     bar.set_postfix(
         {"dps": f"{metrics['charts/decisions_per_second']:.0f}", **U.short_rates(run.latest_eval)}, refresh=False
@@ -417,11 +419,9 @@ def evaluate(run: Run) -> None:
     sampled = play_eval(run, cfg.eval_opponents, deterministic=False) if cfg.eval_sampled else {}
     U.log_eval(run.writer, sampled, lr.global_step, policy="sampled")
     for spec, r in results.items():
-        extra = {"sampled_" + k: v for k, v in sampled.get(spec, {}).items() if k != "seconds"}
+        r.update({"sampled_" + k: v for k, v in sampled.get(spec, {}).items() if k != "seconds"})
         run.history.append(
-            {"opponent": spec, "update": lr.update, "global_step": lr.global_step, "minutes": run.elapsed() / 60}
-            | r
-            | extra
+            {"opponent": spec, "update": lr.update, "global_step": lr.global_step, "minutes": run.elapsed() / 60} | r
         )
     U.write_history(run.history, run.folder)
     U.plot_learning_curve(run.history, run.folder / "learning_curve.png", f"self-play PPO ({run.folder.name})")
@@ -459,7 +459,8 @@ def checkpoint(run: Run, name: str = "latest.pt") -> Path:
 
 def finish(run: Run) -> dict[str, Any]:
     """``final.pt``, the final evaluation (of ``best.pt`` with ``keep_best``) on fresh deals, the
-    summary (``final_eval.json``, returned)."""
+    summary (``final_eval.json``, returned: the start's, the last periodic (most probable move and
+    ``sampled_*``) and the final evaluations, the last update's diagnostics)."""
     cfg, lr, folder = run.cfg, run.learner, run.folder
     save_checkpoint(folder / "checkpoints" / "final.pt", lr.net)
     evaluated = folder / "checkpoints" / "final.pt"
@@ -498,6 +499,7 @@ def finish(run: Run) -> dict[str, Any]:
         "stopped_early": run.stopped_early,
         "start_eval": start_eval(run.history),
         "last_eval": run.latest_eval,
+        "last_update_diagnostics": run.diagnostics,
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
