@@ -172,7 +172,16 @@ from patchwork_env.observation import OBS_DIM, observation_bounds
 from patchwork_env.render import RENDER_MODES, render_mode_output
 from patchwork_env.state import GameState, new_game
 
-__all__ = ["AGENTS", "RESET_OPTIONS", "CheckActionWrapper", "REWARD_KINDS", "SCORE_REWARD_SCALE", "env", "final_rewards", "raw_env"]
+__all__ = [
+    "AGENTS",
+    "RESET_OPTIONS",
+    "REWARD_KINDS",
+    "SCORE_REWARD_SCALE",
+    "CheckActionWrapper",
+    "env",
+    "final_rewards",
+    "raw_env",
+]
 
 AGENTS: tuple[str, str] = ("player_0", "player_1")
 _SEAT = {"player_0": 0, "player_1": 1}

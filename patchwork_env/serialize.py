@@ -144,11 +144,15 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
         w = 2 * player
         for entry in entries:
             if not isinstance(entry, list | tuple) or len(entry) != 4 or not all(_is_int(x) for x in entry):
-                raise ValueError(f"placement {entry!r} of player {player} must be 4 integers [patch, orientation, row, col]")
+                raise ValueError(
+                    f"placement {entry!r} of player {player} must be 4 integers [patch, orientation, row, col]"
+                )
             patch, o, row, col = (int(x) for x in entry)
             if patch == -1:
                 if not (o == 0 and 0 <= row < 9 and 0 <= col < 9):
-                    raise ValueError(f"leather placement {entry!r} of player {player} must be [-1, 0, row 0..8, col 0..8]")
+                    raise ValueError(
+                        f"leather placement {entry!r} of player {player} must be [-1, 0, row 0..8, col 0..8]"
+                    )
                 cell = row * 9 + col
                 lo, hi = (1 << cell, 0) if cell < 63 else (0, 1 << (cell - 63))
                 log_entry = R.LEATHER_PLACEMENT + cell
@@ -253,7 +257,7 @@ def _check_reachable(s: npt.NDArray[np.int64], placements: Any, circle: list[int
             advanced_lo = advanced_hi = pos[p] - time[p]
         else:
             advanced_lo, advanced_hi = max(0, pos[p] - time[p]), pos[p] - len(bought[p])
-        marks = int((R.INCOME_MARKS <= pos[p]).sum())
+        marks = int((pos[p] >= R.INCOME_MARKS).sum())
         lo = R.STARTING_BUTTONS + advanced_lo - cost[p]
         hi = R.STARTING_BUTTONS + advanced_hi + marks * int(s[R.INCOME + p]) - cost[p]
         if not lo <= int(s[R.BUTTONS + p]) <= hi:

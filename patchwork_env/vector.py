@@ -35,6 +35,7 @@ with ``g = games.game(i)`` rebuilds a dealt game for the single-game API.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -186,7 +187,7 @@ class VectorGames:
             raise IllegalActionError(f"game {i}: {self._why_illegal(i, np.asarray(actions)[i])}")
         return acts
 
-    def _why_illegal(self, i: int, action: object) -> str:
+    def _why_illegal(self, i: int, action: Any) -> str:
         try:
             self.game(i).step(action)
         except IllegalActionError as exc:

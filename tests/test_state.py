@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from patchwork_env import ADVANCE, GameState, new_game
-from tests.scenario import CIRCLE, buy, play, position, start
+from tests.scenario import CIRCLE, buy, play, start
 
 
 def test_seeded_games_are_reproducible_and_differ_by_seed() -> None:

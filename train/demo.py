@@ -36,6 +36,7 @@ from typing import Any
 from agents.arena import PairResult, TournamentResult, round_robin
 from agents.registry import AgentSpecError, parse_spec
 from train import run_utils as U
+from train.cli import Parser
 from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
 from train.evaluate import format_table, plot_elo
 from train.selfplay import main as train_main
@@ -86,7 +87,7 @@ class Plan:
 
 # --- command line --------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m train.demo",
         description="Train a self-play PPO agent, evaluate it against random and greedy, write a report.",
         epilog="Overrides: key=value after the options change the config (python -m train.selfplay --help-config "
