@@ -6,16 +6,22 @@ Every entry point that takes a state array from outside (``GameState(array)``, u
 kernels) are never re-checked: the rules only produce valid states.
 
 The check covers every field of the layout in ``rules`` and the relations the kernels rely on, so
-that no compiled function can read or write out of bounds and no observation leaves its space:
+that no compiled function can read or write out of bounds, and its bounds are closed under play:
+every state the engine plays from an accepted state is accepted too, and no observation of any of
+them leaves the observation space:
 
 - quilt words hold only board cells (tests may cover cells without logging a placement);
-- positions 0..53, buttons 0..``MAX_BUTTONS``, ``TOP``/``PENDING``/``LAYOUT`` 0..1,
-  ``BONUS``/``FIRST53`` -1..1 (and consistent with the quilts and positions);
+- positions 0..53; buttons 0..5 + position + 38 per income mark passed (what the most a player
+  can have gained by then: every advanced space and the largest income at each mark; at most
+  ``MAX_BUTTONS``); income = the button icons of the logged patches;
+- ``TOP``/``PENDING``/``LAYOUT`` 0..1, ``BONUS``/``FIRST53`` -1..1, ``FIRST53`` consistent with
+  the positions, ``PENDING`` only while the quilt on ``TOP`` has an empty cell;
 - the leather bitmask is a subset of the layout's spaces beyond the furthest token;
 - the circle holds ``NCIRCLE`` distinct patch ids then -1, the log holds ``NPLACED`` valid entries
   then -1, no patch is in the circle or logged twice (test scenarios may leave patches out), and
   each player's log has room for every placement still possible;
-- at most 5 leather patches placed or pending, ``PLY`` at least the number of placements.
+- at most 5 leather patches placed, pending or left; ``PLY`` at least the number of placements and
+  at most both positions plus the leather placements (every other decision moves its player).
 
 A failure is a ``ValueError`` naming the field, its index in the array and what is allowed.
 ``serialize.state_from_dict`` checks the stricter rules of reachability on top of this.
@@ -31,7 +37,7 @@ import numpy.typing as npt
 
 from patchwork_env import rules as R
 from patchwork_env.bitboard import CELLS, PL_START, WORD0_CELLS
-from patchwork_env.observation import MAX_BUTTONS, MAX_INCOME
+from patchwork_env.observation import MAX_INCOME
 from patchwork_env.patches import NUM_PATCHES
 
 IntArray = npt.NDArray[np.int64]
@@ -51,8 +57,8 @@ _FIELDS: tuple[tuple[str, str], ...] = (
     ("quilt word 0", f"a bitmask of cells 0..{WORD0_CELLS - 1}: 0 <= value < 2**{WORD0_CELLS}"),
     ("quilt word 1", f"a bitmask of cells {WORD0_CELLS}..{CELLS - 1}: 0 <= value < 2**{CELLS - WORD0_CELLS}"),
     ("position", f"in 0..{R.FINAL_SPACE}"),
-    ("buttons", f"in 0..{MAX_BUTTONS}"),
-    ("income", f"in 0..{MAX_INCOME}"),
+    ("buttons", f"in 0..{R.STARTING_BUTTONS} + position + {MAX_INCOME} per income mark passed"),
+    ("income", f"in 0..{MAX_INCOME} and the button icons of the logged patches"),
     ("TOP", "0 or 1"),
     ("BONUS", "-1, 0 or 1, and a bonus owner must have a covered 7x7 square (someone must, if a quilt has one)"),
     ("PENDING", "0 or 1, and 1 only while the quilt of the player on TOP has an empty cell"),
@@ -60,7 +66,7 @@ _FIELDS: tuple[tuple[str, str], ...] = (
     ("FIRST53", "-1 while nobody is on space 53, else a player on space 53"),
     ("LAYOUT", "0 (revised) or 1 (original)"),
     ("NCIRCLE", f"in 0..{NUM_PATCHES}"),
-    ("PLY", f"in 0..{MAX_PLY} and at least the number of placements"),
+    ("PLY", f"in 0..{MAX_PLY}, at least the placements, at most both positions + the leather placements"),
     ("CIRCLE", f"NCIRCLE distinct patch ids 0..{NUM_PATCHES - 1}, then -1"),
     ("NPLACED", f"in 0..{R.MAX_PLACED}"),
     ("LOG", f"NPLACED placement rows 0..{R.LEATHER_PLACEMENT - 1} or leather entries "
@@ -92,7 +98,11 @@ def _state_error(s: IntArray, placement_patch: IntArray, layout_masks: IntArray)
             return _Q1, R.QUILT + 2 * p + 1
         if not 0 <= s[R.POS + p] <= R.FINAL_SPACE:
             return _POS, R.POS + p
-        if not 0 <= s[R.BUTTONS + p] <= MAX_BUTTONS:
+        pos = s[R.POS + p]
+        passed = 0
+        for m in R.INCOME_MARKS:
+            passed += m <= pos
+        if not 0 <= s[R.BUTTONS + p] <= R.STARTING_BUTTONS + pos + passed * MAX_INCOME:
             return _BUT, R.BUTTONS + p
         if not 0 <= s[R.INCOME + p] <= MAX_INCOME:
             return _INC, R.INCOME + p
@@ -122,6 +132,7 @@ def _state_error(s: IntArray, placement_patch: IntArray, layout_masks: IntArray)
     for p in range(2):
         base = R.LOG + p * R.MAX_PLACED
         count = s[R.NPLACED + p]
+        income = 0
         for k in range(R.MAX_PLACED):
             e = s[base + k]
             if k >= count:
@@ -132,17 +143,20 @@ def _state_error(s: IntArray, placement_patch: IntArray, layout_masks: IntArray)
                 if seen[patch]:
                     return _PAT, base + k
                 seen[patch] = True
+                income += R.PATCH_BUTTONS[patch]
             elif R.LEATHER_PLACEMENT <= e < R.LEATHER_PLACEMENT + CELLS:
                 leathers += 1
             else:
                 return _LOG, base + k
+        if income != s[R.INCOME + p]:
+            return _INC, R.INCOME + p
     to_place = s[R.NCIRCLE] + s[R.PENDING] + _popcount(s[R.LEATHER])
     for p in range(2):
         if s[R.NPLACED + p] + to_place > R.MAX_PLACED:
             return _PAT, R.NPLACED + p
     if leathers + s[R.PENDING] + _popcount(s[R.LEATHER]) > NUM_LEATHER:
         return _NLE, R.LEATHER
-    if s[R.PLY] < s[R.NPLACED] + s[R.NPLACED + 1]:
+    if not s[R.NPLACED] + s[R.NPLACED + 1] <= s[R.PLY] <= s[R.POS] + s[R.POS + 1] + leathers:
         return _PLY, R.PLY
     if s[R.PENDING]:
         top = s[R.TOP]

@@ -88,7 +88,7 @@ def _play_checked(s: GameState, rng: np.random.Generator, steps: int, dict_close
             if not (np.all(obs >= LOW) and np.all(obs <= HIGH)):
                 bad = int(np.flatnonzero((obs < LOW) | (obs > HIGH))[0])
                 raise Failure(f"observation entry {bad} = {obs[bad]} outside [{LOW[bad]}, {HIGH[bad]}]")
-        if dict_closed:
+        if dict_closed and (k % 5 == 0 or s.is_terminal):  # every 5th successor (the slow part)
             again = GameState.from_dict(s.to_dict())  # a successor of a reachable state is reachable
             if again != s:
                 raise Failure("to_dict/from_dict does not round-trip")
@@ -104,6 +104,11 @@ def _play_checked(s: GameState, rng: np.random.Generator, steps: int, dict_close
 
 
 def mutate_array(arr: np.ndarray, rng: np.random.Generator) -> Any:
+    with np.errstate(over="ignore"):  # int64 wrap-around is one more mutation
+        return _mutate_array(arr, rng)
+
+
+def _mutate_array(arr: np.ndarray, rng: np.random.Generator) -> Any:
     a = arr.copy()
     kind = int(rng.integers(10))
     if kind == 0:  # a wrong length or dtype

@@ -24,8 +24,8 @@ _FIELDS = {"positions": R.POS, "buttons": R.BUTTONS, "top": R.TOP, "bonus_owner"
 
 def position(base: GameState | None = None, **overrides: Any) -> GameState:
     """A fresh game (or ``base``) with some fields (names of ``to_dict``) overwritten in the raw
-    array: a rule scenario need not be reachable (``from_dict`` would reject most), only valid
-    for the compiled rules (``GameState(array)`` checks that)."""
+    array. A rule scenario need not be reachable: ``from_dict`` and even ``GameState(array)``
+    would reject most (5 + 45 buttons on space 0, for one), so this adopts the array unchecked."""
     arr = (base or start()).array().copy()
     for key, value in overrides.items():
         if key == "leather_remaining":
@@ -35,7 +35,7 @@ def position(base: GameState | None = None, **overrides: Any) -> GameState:
             arr[_FIELDS[key] : _FIELDS[key] + len(values)] = [-1 if v is None else int(v) for v in values]
         else:
             raise KeyError(f"position() cannot override {key!r}")
-    return GameState(arr)
+    return GameState._wrap(arr)
 
 
 def with_cells(state: GameState, player: int, cells: list[int] | range) -> GameState:
@@ -45,7 +45,7 @@ def with_cells(state: GameState, player: int, cells: list[int] | range) -> GameS
     lo, hi = cells_to_words(list(cells))
     arr[2 * player] |= lo
     arr[2 * player + 1] |= hi
-    return GameState(arr)
+    return GameState._wrap(arr)  # unchecked, like position()
 
 
 def cells_except(*free: int) -> list[int]:
