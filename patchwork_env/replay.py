@@ -131,10 +131,8 @@ _SCRIPT = """
     slider.value = String(k);
     var sc = D.scores[k], bt = D.buttons[k];
     $("score").textContent = "score " + sc[0] + " : " + sc[1] + "   buttons " + bt[0] + " : " + bt[1];
-    var status = "to move: " + who(D.to_move[k]), w = D.winner;
-    if (D.to_move[k] === null) {
-      status = w === null ? "game over" : "game over: " + who(w) + " wins " + sc[w] + " to " + sc[1 - w];
-    }
+    var w = D.winner, status = D.to_move[k] === null ? "game over" : "to move: " + who(D.to_move[k]);
+    if (D.to_move[k] === null && w !== null) { status += ": " + who(w) + " wins " + sc[w] + " to " + sc[1 - w]; }
     var move = k > 0 ? "last move: " + who(D.moves[k - 1][0]) + " " + D.moves[k - 1][1] + ". " : "start. ";
     $("status").textContent = move + status;
     var extra = k > 0 && D.extras ? D.extras[k - 1] : null;

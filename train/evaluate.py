@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
     """Every game of every pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths: list[Path] = []
     for p in result.pairs:
         name = re.sub(r"[^A-Za-z0-9.=_-]+", "_", f"{p.a}-vs-{p.b}").strip("_")
         path = folder / f"{name}.jsonl"
