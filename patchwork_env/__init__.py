@@ -1,7 +1,7 @@
 """patchwork_env: a rules-exact Patchwork engine and its reinforcement-learning environments.
 
 The engine (``GameState``, ``new_game``) is the one implementation of the rules; see
-``rules.md`` in the project documentation for the rules it follows. On top of it:
+``docs/rules.md`` in the repository for the rules it follows. On top of it:
 ``env()`` / ``raw_env`` (PettingZoo AEC, registered as ``"patchwork/Patchwork-v0"``; its
 documentation page is ``patchwork_env.aec``) and ``SingleAgentEnv`` (Gymnasium, against an
 opponent that moves inside ``step``; registered as ``"patchwork/PatchworkSingleAgent-v0"``).
