@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     except (ValueError, OSError) as exc:  # RecordError and UnicodeDecodeError are ValueErrors
         parser.error(f"{args.records}: {exc}")
     moves = len(record.actions)
-    result = "" if record.winner is None else f", won by seat {record.winner} ({record.players[record.winner].name})"
+    result = "" if record.winner is None else f", won by seat {record.winner} ({record.players[record.winner].name!r})"
     print(f"wrote {out} ({out.stat().st_size // 1024} kB): {moves} moves{result}; open it in a browser")
     return out
 
