@@ -141,3 +141,21 @@ def test_evaluate_writes_every_game(tmp_path: Path) -> None:
     records = read_records(path)
     assert [r.meta["deal"] for r in records] == [0, 0, 1, 1]
     assert all(r.players[r.meta["seat_a"]].spec == "greedy" for r in records)
+
+
+def test_trainer_evaluations_keep_two_games_per_opponent(tmp_path: Path) -> None:
+    from agents.network import NetConfig, PatchworkNet
+    from train import run_utils
+
+    net = PatchworkNet(NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8))
+    path = tmp_path / "games" / "eval-00001.jsonl"
+    for _ in range(2):  # evaluating twice into the same file replaces it
+        run_utils.evaluate(net, {"random": 2, "greedy": 1}, seed=3, workers=1, records=path)
+    records = read_records(path)
+    assert [(r.players[r.meta["seat_a"]].name, r.players[1 - r.meta["seat_a"]].spec) for r in records] == [
+        ("learner", "random"),
+        ("learner", "random"),
+        ("learner", "greedy"),
+        ("learner", "greedy"),
+    ]
+    assert [r.meta["seat_a"] for r in records] == [0, 1, 0, 1]

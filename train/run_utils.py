@@ -61,7 +61,7 @@ def evaluate(
 ) -> dict[str, dict[str, Any]]:
     """Paired arena games of a frozen copy of ``net`` (its most probable moves) against each
     opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin, seconds. With
-    ``records``, the first deal's two games against each opponent are appended to that file
+    ``records``, the first deal's two games against each opponent are written to that file
     (game records, ``python -m train.replay`` shows them)."""
     from agents.arena import play_pairs
 
@@ -78,9 +78,10 @@ def evaluate(
             "mean_margin": res.mean_margin_a,
             "seconds": time.perf_counter() - start,
         }
-        if records is not None:
+        if records is not None:  # a new file per evaluation, every opponent's games in it
             records.parent.mkdir(parents=True, exist_ok=True)
-            write_records(records, res.game_records(specs=(None, spec), limit=RECORDED_GAMES), append=True)
+            recs = res.game_records(specs=(None, spec), limit=RECORDED_GAMES)
+            write_records(records, recs, append=len(out) > 1)
     return out
 
 
