@@ -9,7 +9,8 @@ A run folder ``runs/<run_name>/`` holds::
     eval_history.json    every evaluation: minutes, update, steps, opponent, win rate, CI, margin
     learning_curve.png   win rate against each evaluation opponent over wall-clock minutes
     final_eval.json      the final evaluation (paired games against each final opponent)
-    games/               eval-<update>.jsonl: two games per opponent of every evaluation (game records)
+    games/               eval-<update>.jsonl (sb3: eval-<timesteps>.jsonl): two games per opponent of
+                         every evaluation, as game records (python -m train.replay shows them)
 """
 
 from __future__ import annotations
