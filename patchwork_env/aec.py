@@ -2,7 +2,7 @@
 # Patchwork
 
 A two-player AEC environment of Uwe Rosenberg's *Patchwork* over the project's rules engine
-(`rules.md`), written in the style of PettingZoo's classic environments.
+(`docs/rules.md`), written in the style of PettingZoo's classic environments.
 
 | Import             | `from patchwork_env import env` (or `pettingzoo.make("aec", "patchwork/Patchwork-v0")`) |
 |--------------------|------------------------------------------------------------------------------------------|

@@ -1,4 +1,4 @@
-"""Every rule of rules.md as a short scenario, including each of its "mistakes other engines made"."""
+"""Every rule of docs/rules.md as a short scenario, including each of its "mistakes other engines made"."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from typing import Any
 
 from agents.arena import TournamentResult, round_robin
 from agents.registry import AgentSpecError, describe_agents, make_agent
+from patchwork_env.records import write_records
 from train.cli import MAX_SEED, Parser
 
 
@@ -44,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     p.add_argument("--plot", type=Path, default=None, help="draw the Elo ladder into this image (png, svg, pdf)")
+    p.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write every game to DIR/<A>-vs-<B>.jsonl (one game per line, a deal's two games together); "
+        "python -m train.replay turns one into a page",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list", action="store_true", help="print the agent specs and exit")
     return p
@@ -71,6 +81,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None and not path.resolve().parent.is_dir():
             parser.error(f"{option}: the directory {path.resolve().parent} does not exist")
+    if args.records is not None and args.records.exists() and not args.records.is_dir():
+        parser.error(f"--records: {args.records} exists and is not a folder")
     if args.plot is not None and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         parser.error(f"--plot must end in .png, .svg or .pdf, got {args.plot}")
 
@@ -142,7 +154,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.plot is not None:
         plot_elo(result, args.plot)
         print(f"wrote {args.plot}")
+    if args.records is not None:
+        for path in write_game_records(result, args.records):
+            print(f"wrote {path}")
     return out
+
+
+def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
+    """Every game of every pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for p in result.pairs:
+        name = re.sub(r"[^A-Za-z0-9.=_-]+", "_", f"{p.a}-vs-{p.b}").strip("_")
+        path = folder / f"{name}.jsonl"
+        if path in paths:  # two names that differ only in characters a file name cannot hold
+            path = folder / f"{name}-{len(paths)}.jsonl"
+        paths.append(write_records(path, p.game_records(specs=(p.a, p.b))))
+    return paths
 
 
 if __name__ == "__main__":

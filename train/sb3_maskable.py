@@ -189,7 +189,10 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
 
     def evaluate(self) -> None:
         was_training = self.net.training
-        self.latest_eval = U.evaluate(self.net, self.cfg.eval_opponents, self.cfg.seed + 10_000, self.cfg.eval_workers)
+        games = self.folder / "games" / f"eval-{self.num_timesteps:09d}.jsonl"  # two games per opponent
+        self.latest_eval = U.evaluate(
+            self.net, self.cfg.eval_opponents, self.cfg.seed + 10_000, self.cfg.eval_workers, records=games
+        )
         self.net.train(was_training)
         for spec, r in self.latest_eval.items():
             tag = U.eval_tag(spec)
@@ -271,6 +274,7 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
             cfg.seed + 10_000,
             cfg.eval_workers,
             progress=cfg.progress,
+            records=folder / "games" / "eval-final.jsonl",
         )
         minutes = (time.time() - start) / 60
         callback.history += [

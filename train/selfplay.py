@@ -144,7 +144,8 @@ def main(
     def run_eval(pairs: dict[str, int], progress: bool = False, final: bool = False) -> dict[str, dict[str, Any]]:
         # periodic evaluations replay the same deals (comparable over time); the final one uses others
         seed = cfg.seed + (20_000 if final else 10_000)
-        results = U.evaluate(net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress)
+        games = folder / "games" / f"eval-{update:05d}{'-final' if final else ''}.jsonl"
+        results = U.evaluate(net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress, records=games)
         net.train()
         return results
 
