@@ -36,7 +36,6 @@ the games in progress are not saved (fresh deals are dealt on resume).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -59,6 +58,7 @@ from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoi
 from patchwork_env import rules as R
 from patchwork_env.vector import VectorGames
 from train import run_utils as U
+from train.cli import Parser
 from train.config import ConfigError, SelfPlayConfig, describe, from_dict, load_config, parse_overrides, to_yaml
 
 
@@ -403,8 +403,17 @@ def play_eval(
     seed = run.cfg.seed + (20_000 if final else 10_000)
     progress = final and run.cfg.progress
     net = run.learner.net
+    # two games per opponent of every evaluation of the most probable move, as game records
+    name = f"eval-{run.learner.update:05d}{'-final' if final else ''}.jsonl"
+    records = run.folder / "games" / name if deterministic else None
     results = U.evaluate(
-        net, pairs, seed=seed, workers=run.cfg.eval_workers, progress=progress, deterministic=deterministic
+        net,
+        pairs,
+        seed=seed,
+        workers=run.cfg.eval_workers,
+        progress=progress,
+        records=records,
+        deterministic=deterministic,
     )
     net.train()
     return results
@@ -564,7 +573,7 @@ def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) ->
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m train.selfplay",
         description="Batched self-play PPO for Patchwork (see the module docstring).",
         epilog="Overrides: key=value after the options, e.g. num_games=64 learning_rate=1e-3.",
