@@ -6,12 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup test lint demo bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the pinned CPU build of torch must come first: anything else downloads gigabytes
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[train,dev]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[train,dev,scale]"
 	touch $(STAMP)
 
 setup: $(STAMP)
