@@ -157,7 +157,9 @@ def throughput(result: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def main(cfg: RLlibConfig, run_dir: str | None = None, config_name: str = "rllib", address: str | None = None) -> dict[str, Any]:
+def main(
+    cfg: RLlibConfig, run_dir: str | None = None, config_name: str = "rllib", address: str | None = None
+) -> dict[str, Any]:
     folder = U.run_folder(cfg, config_name, run_dir)
     U.save_config(cfg, folder)
     U.set_threads(cfg.torch_threads)
