@@ -63,7 +63,7 @@ class WithGameState(BaseWrapper):  # type: ignore[misc]
 def make_multi_agent_env(config: dict[str, Any] | None = None) -> PettingZooEnv:
     """RLlib's multi-agent view of the AEC env (``config``: ``reward`` "win" or "score")."""
     reward = (config or {}).get("reward", "win")
-    return PettingZooEnv(WithGameState(patchwork_aec_env(reward=reward)))
+    return PettingZooEnv(WithGameState(patchwork_aec_env(reward=reward)))  # type: ignore[no-untyped-call]
 
 
 def _inputs(batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
@@ -77,11 +77,18 @@ def _inputs(batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, np.ndarr
     )
 
 
+def _settings(module: Any) -> dict[str, Any]:
+    """The module's ``model_config`` (always a dict here)."""
+    config = module.model_config
+    assert isinstance(config, dict), f"model_config must be a dict, got {type(config).__name__}"
+    return config
+
+
 class PatchworkRLModule(TorchRLModule, ValueFunctionAPI):  # type: ignore[misc]
     """The project's ``PatchworkNet`` as an RLlib module; ``model_config["net"]``: a ``NetConfig`` dict."""
 
     def setup(self) -> None:
-        self.net = PatchworkNet(NetConfig(**dict(self.model_config["net"])))
+        self.net = PatchworkNet(NetConfig(**dict(_settings(self)["net"])))
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         x, mask, states = _inputs(batch)
@@ -107,8 +114,9 @@ class AgentRLModule(RLModule):  # type: ignore[misc]
     torch module, so RLlib's learner gives it no optimizer (it has no parameters)."""
 
     def setup(self) -> None:
-        self.agent = make_agent(str(self.model_config["spec"]))
-        self.rng = np.random.default_rng(int(self.model_config.get("seed", 0)))
+        settings = _settings(self)
+        self.agent = make_agent(str(settings["spec"]))
+        self.rng = np.random.default_rng(int(settings.get("seed", 0)))
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         _, mask, states = _inputs(batch)
@@ -126,4 +134,4 @@ class AgentRLModule(RLModule):  # type: ignore[misc]
         return self._forward(batch)
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        raise NotImplementedError(f"{self.model_config['spec']} is a fixed opponent: it is never trained")
+        raise NotImplementedError(f"{_settings(self)['spec']} is a fixed opponent: it is never trained")

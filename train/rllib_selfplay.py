@@ -96,7 +96,7 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
             specs[module] = RLModuleSpec(module_class=AgentRLModule, model_config={"spec": module, "seed": cfg.seed})
     mapping = functools.partial(map_agent, latest_prob=cfg.latest_prob, opponents=opponents, weights=weights)
     config = (
-        PPOConfig()
+        PPOConfig()  # type: ignore[no-untyped-call]
         .environment(ENV_NAME, env_config={"reward": cfg.reward})
         .env_runners(
             num_env_runners=cfg.num_env_runners,
@@ -122,7 +122,7 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
         )
         .debugging(seed=cfg.seed)
     )
-    algo = config.build_algo()
+    algo: Any = config.build_algo()
     state = algo.learner_group.get_weights([LEARNER])[LEARNER]
     snapshots = [m for m in opponents if m.startswith("snapshot_")]
     if snapshots:  # the pool starts as copies of the initial network
