@@ -4,7 +4,8 @@ a simulated two-node Ray cluster (``ray.cluster_utils.Cluster``, two nodes of on
 authentication on, then on it
 
 * an arena round robin on the Ray backend,
-* the same round robin while one Ray worker process running a game is killed (SIGKILL),
+* MCTS labelling (``agents.distill.teacher_groups``) on the Ray backend,
+* a round robin while one Ray worker process running a game is killed (SIGKILL),
 * a driver without the cluster's token trying to join (must be refused),
 * a two-iteration ``configs/rllib_smoke.yaml`` run,
 * ``ss -tn`` during the run: every TCP peer.
@@ -32,6 +33,16 @@ ARENA_SEED = 11
 KILL_AGENTS = ["mcts:sims=40", "greedy"]
 KILL_PAIRS = 4
 KILL_SEED = 5
+TEACHER = "mcts:sims=10"
+LABEL_SEED = 3
+
+
+def label_positions() -> Any:
+    """Positions with a choice of move kind, for the labelling check (the same in every process)."""
+    from agents.distill import legal_groups, sample_positions
+
+    states = sample_positions(40, seed=LABEL_SEED)
+    return states[legal_groups(states).sum(1) > 1]
 
 
 def arena_numbers(result: Any) -> dict[str, Any]:
@@ -84,6 +95,7 @@ def main(out_path: str) -> None:
     from ray.cluster_utils import Cluster
 
     from agents.arena import round_robin
+    from agents.distill import teacher_groups
     from agents.ray_backend import RayBackend
     from train.config import RLlibConfig, load_config
     from train.rllib_selfplay import main as rllib_main
@@ -113,6 +125,8 @@ def main(out_path: str) -> None:
         report["killed_pids"] = killed
         report["killed_run"] = arena_numbers(faulty)
         report["peers"] += peers()
+
+        report["labels"] = teacher_groups(label_positions(), TEACHER, seed=LABEL_SEED, backend=backend).tolist()
 
         report["no_token"] = refused_without_token(cluster.address)
 

@@ -9,9 +9,11 @@ backend in this process. Needs root (CI runs as root) and the ``scale`` extra.
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -70,6 +72,15 @@ def test_a_killed_worker_costs_a_retry_not_the_run(cluster_report: dict[str, Any
     assert cluster_report["killed_run"]["pairs"][0]["games"] == 2 * checks.KILL_PAIRS
 
 
+def test_mcts_labelling_on_the_cluster_equals_local_labelling(cluster_report: dict[str, Any]) -> None:
+    from agents.distill import teacher_groups
+
+    states = checks.label_positions()
+    local = teacher_groups(states, checks.TEACHER, seed=checks.LABEL_SEED, workers=1)
+    assert len(local) >= 10
+    assert cluster_report["labels"] == local.tolist()
+
+
 def test_token_authentication_stays_on(cluster_report: dict[str, Any]) -> None:
     refused = cluster_report["no_token"]
     assert not refused["joined"] and refused["returncode"] != 0, refused
@@ -99,6 +110,34 @@ def test_rllib_smoke_run_on_the_cluster_plays_only_legal_moves(cluster_report: d
 
 
 # --- without a cluster --------------------------------------------------------------------------
+class SequentialBackend:
+    """The backend protocol in this process: ``shared`` and the items travel pickled, like to a worker."""
+
+    def map(self, fn: Any, shared: Any, items: Any) -> Any:
+        return (fn(pickle.loads(pickle.dumps(shared)), pickle.loads(pickle.dumps(item))) for item in items)
+
+
+def test_arena_backend_hook_gives_the_local_results() -> None:
+    specs = ["greedy", "random"]
+    via_backend = round_robin(specs, 3, seed=2, backend=SequentialBackend())
+    local = round_robin(specs, 3, seed=2, workers=1)
+    assert checks.arena_numbers(via_backend) == checks.arena_numbers(local)
+
+
+def test_arena_backend_needs_agents_that_travel() -> None:
+    class Unpicklable:
+        name = "local-only"
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def act(self, state: Any, rng: Any) -> int:
+            return 2025
+
+    with pytest.raises(ValueError, match="spec string or picklable"):
+        round_robin([Unpicklable(), "random"], 1, backend=SequentialBackend())  # type: ignore[list-item]
+
+
 def test_both_seats_of_a_game_see_the_same_draw() -> None:
     cfg = RLlibConfig()
     opponents, weights = opponent_ids(cfg)
