@@ -27,6 +27,7 @@ backend is made, with a clear error if it is missing.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
@@ -57,15 +58,35 @@ def import_ray() -> ModuleType:
 
 def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     """Connect to Ray (see the module docstring for ``address``); True if this call started it
-    (the caller then shuts it down). ``num_cpus`` limits a local runtime started here."""
+    (the caller then shuts it down). ``num_cpus`` limits a local runtime started here. A cluster
+    that cannot be joined raises ``ConnectionError`` saying what to check."""
     ray = import_ray()
     if ray.is_initialized():
         return False
     if address is None and not os.environ.get("RAY_ADDRESS"):
         ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
-    else:  # an existing cluster: its resources are the cluster's own
+        return True
+    target = address or os.environ["RAY_ADDRESS"]
+    _check_reachable(target)
+    try:  # an existing cluster: its resources are the cluster's own
         ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, RuntimeError) as exc:
+        raise ConnectionError(
+            f"cannot join the Ray cluster at {target} ({str(exc).splitlines()[0]}); is it running (ray status), "
+            "and does this shell have its token (RAY_AUTH_MODE=token with ~/.ray/auth_token or RAY_AUTH_TOKEN)?"
+        ) from None
     return True
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast on a HOST:PORT nobody listens on (Ray itself retries for minutes)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto" and other forms: Ray resolves them
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address} ({exc}); is the head node up (ray start --head)?") from None
 
 
 def _call(fn: Callable[[Any, T], R], shared: Any, item: T) -> R:

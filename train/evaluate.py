@@ -45,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="games per pair of agents, even: each deal is played twice with seats swapped (default 100)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents' generators (default 0)")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="processes (default: every core); with --backend ray: local CPUs"
+    )
     p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
     p.add_argument("--address", default=None, help="--backend ray: a Ray cluster (auto or HOST:PORT); default local")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
@@ -134,6 +136,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
     try:
+        if backend is not None:
+            try:
+                backend.start()
+            except ConnectionError as exc:
+                parser.error(str(exc))
         result = round_robin(
             [a.strip() for a in args.agents],
             num_pairs=args.games // 2,

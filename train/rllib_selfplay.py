@@ -160,11 +160,11 @@ def throughput(result: dict[str, Any]) -> dict[str, float]:
 def main(
     cfg: RLlibConfig, run_dir: str | None = None, config_name: str = "rllib", address: str | None = None
 ) -> dict[str, Any]:
-    folder = U.run_folder(cfg, config_name, run_dir)
-    U.save_config(cfg, folder)
-    U.set_threads(cfg.torch_threads)
-    started = init_ray(address)
+    started = init_ray(address)  # first: a cluster that cannot be joined leaves no run folder
     try:
+        folder = U.run_folder(cfg, config_name, run_dir)
+        U.save_config(cfg, folder)
+        U.set_threads(cfg.torch_threads)
         return train(cfg, folder)
     finally:
         if started:
@@ -278,7 +278,11 @@ def cli(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     name = Path(args.config).stem if args.config else "rllib"
-    main(cfg, run_dir=args.run_dir, config_name=name, address=args.address)
+    try:
+        main(cfg, run_dir=args.run_dir, config_name=name, address=args.address)
+    except ConnectionError as exc:  # from joining the cluster, before any training
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
