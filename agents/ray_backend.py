@@ -86,7 +86,7 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise ConnectionError(f"nothing answers at {address} ({exc}); is the head node up (ray start --head)?") from None
+        raise ConnectionError(f"nothing answers at {address} ({exc}); is the head up (ray start --head)?") from None
 
 
 def _call(fn: Callable[[Any, T], R], shared: Any, item: T) -> R:
