@@ -176,6 +176,26 @@ def test_shipped_rllib_configs_load() -> None:
         load_config(ROOT / "configs" / name, RLlibConfig)
 
 
+def test_module_weights_and_project_checkpoints_convert_both_ways(tmp_path: Path) -> None:
+    from agents.network import NetConfig, PatchworkNet
+    from agents.ppo_agent import save_checkpoint
+    from agents.rllib_module import net_state_dict
+    from train.rllib_selfplay import initial_net, module_state
+
+    cfg = RLlibConfig(channels=8, hidden=16, head_features=4, head_hidden=8)
+    net = PatchworkNet(cfg.net_config())
+    back = net_state_dict(module_state(net))
+    assert back.keys() == net.state_dict().keys()
+    assert all(bool((back[k] == v).all()) for k, v in net.state_dict().items())
+    path = save_checkpoint(tmp_path / "start.pt", net)
+    cfg.init_checkpoint = str(path)
+    assert all(bool((initial_net(cfg).state_dict()[k] == v).all()) for k, v in net.state_dict().items())
+    other = save_checkpoint(tmp_path / "other.pt", PatchworkNet(NetConfig(channels=4)))
+    cfg.init_checkpoint = str(other)
+    with pytest.raises(ConfigError, match="holds the network"):
+        initial_net(cfg)
+
+
 def test_evaluate_rejects_an_address_without_the_ray_backend(capsys: pytest.CaptureFixture[str]) -> None:
     from train.evaluate import main
 

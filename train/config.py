@@ -513,9 +513,14 @@ class RLlibConfig(CommonConfig):
     """Iterations between arena evaluations (and at the end); 0: only at the end."""
     checkpoint_every: int = 10
     """Iterations between checkpoints (final.pt and RLlib's own checkpoint at the end)."""
+    init_checkpoint: str = ""
+    """A checkpoint of this project (e.g. ``train.selfplay``'s ``final.pt``) whose network starts the
+    learner and the frozen pool; its network settings must equal the config's. Empty: a fresh network."""
 
     def validate(self) -> None:
         super().validate()
+        if self.init_checkpoint and not Path(self.init_checkpoint).is_file():
+            raise ConfigError(f"init_checkpoint: no such file {self.init_checkpoint!r}")
         if self.reward not in ("win", "score"):
             raise ConfigError(f"reward must be 'win' or 'score', got {self.reward!r}")
         _at_least(self, "num_env_runners", 0)

@@ -41,7 +41,7 @@ from typing import Any
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.network import PatchworkNet
-from agents.ppo_agent import save_checkpoint
+from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.ray_backend import import_ray, init_ray
 from train import run_utils as U
 from train.config import ConfigError, RLlibConfig, describe, load_config
@@ -123,12 +123,29 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
         .debugging(seed=cfg.seed)
     )
     algo: Any = config.build_algo()
+    if cfg.init_checkpoint:
+        algo.learner_group.set_weights({LEARNER: module_state(initial_net(cfg))})
     state = algo.learner_group.get_weights([LEARNER])[LEARNER]
     snapshots = [m for m in opponents if m.startswith("snapshot_")]
-    if snapshots:  # the pool starts as copies of the initial network
-        algo.learner_group.set_weights({m: state for m in snapshots})
-        algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, policies=snapshots)
+    algo.learner_group.set_weights({m: state for m in snapshots})  # the pool starts as copies of the start
+    algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, policies=[LEARNER, *snapshots])
     return algo
+
+
+def initial_net(cfg: RLlibConfig) -> PatchworkNet:
+    """The network of ``cfg.init_checkpoint``, checked against the config's network settings."""
+    net = net_from_checkpoint(read_checkpoint(cfg.init_checkpoint), cfg.init_checkpoint)
+    if net.config != cfg.net_config():
+        raise ConfigError(
+            f"init_checkpoint {cfg.init_checkpoint} holds the network {net.config.to_dict()}, "
+            f"the config asks for {cfg.net_config().to_dict()}"
+        )
+    return net
+
+
+def module_state(net: PatchworkNet) -> dict[str, Any]:
+    """``net``'s weights as a ``PatchworkRLModule`` state (its ``net.`` attribute)."""
+    return {f"net.{k}": v.detach().numpy() for k, v in net.state_dict().items()}
 
 
 def learner_net(algo: Any, cfg: RLlibConfig) -> PatchworkNet:
@@ -160,7 +177,9 @@ def throughput(result: dict[str, Any]) -> dict[str, float]:
 def main(
     cfg: RLlibConfig, run_dir: str | None = None, config_name: str = "rllib", address: str | None = None
 ) -> dict[str, Any]:
-    started = init_ray(address)  # first: a cluster that cannot be joined leaves no run folder
+    if cfg.init_checkpoint:
+        initial_net(cfg)  # a checkpoint that does not fit fails before anything starts
+    started = init_ray(address)  # a cluster that cannot be joined leaves no run folder
     try:
         folder = U.run_folder(cfg, config_name, run_dir)
         U.save_config(cfg, folder)
@@ -280,7 +299,7 @@ def cli(argv: list[str] | None = None) -> int:
     name = Path(args.config).stem if args.config else "rllib"
     try:
         main(cfg, run_dir=args.run_dir, config_name=name, address=args.address)
-    except ConnectionError as exc:  # from joining the cluster, before any training
+    except (ConnectionError, ConfigError) as exc:  # joining the cluster, init_checkpoint: before any training
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
