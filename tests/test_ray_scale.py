@@ -172,7 +172,7 @@ def test_rllib_config_rejects_bad_values(override: str, message: str) -> None:
 
 
 def test_shipped_rllib_configs_load() -> None:
-    for name in ("rllib.yaml", "rllib_smoke.yaml"):
+    for name in ("rllib.yaml", "rllib_smoke.yaml", "rllib_prior.yaml"):
         load_config(ROOT / "configs" / name, RLlibConfig)
 
 
