@@ -32,6 +32,7 @@ import functools
 import json
 import numbers
 import random
+import statistics
 import sys
 import time
 import zlib
@@ -200,6 +201,7 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
     train_seconds = 0.0  # in algo.train() alone (sampling + update), for throughput
     counts = {"env_steps": 0.0, "learner_decisions": 0.0, "games": 0.0}
     iteration = 0
+    sampling: list[float] = []  # env steps per second of sampling alone, per iteration
 
     def evaluate(opponents: dict[str, int], final: bool = False) -> dict[str, dict[str, Any]]:
         seed = cfg.seed + (20_000 if final else 10_000 + iteration)  # fresh deals for the final one
@@ -218,8 +220,14 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
         result = algo.train()
         train_seconds += time.time() - start
         iteration += 1
-        counts = throughput(result)
+        previous, counts = counts, throughput(result)
         step = int(counts["env_steps"])
+        timers = result.get("timers", {})  # RLlib's own (smoothed) seconds per iteration
+        if timers.get("env_runner_sampling_timer"):
+            sampling.append((counts["env_steps"] - previous["env_steps"]) / timers["env_runner_sampling_timer"])
+            writer.add_scalar("charts/sampling_env_steps_per_second", sampling[-1], step)
+        if timers.get("learner_update_timer"):
+            writer.add_scalar("charts/update_seconds", timers["learner_update_timer"], step)
         writer.add_scalar("charts/env_steps_per_second", counts["env_steps"] / train_seconds, step)
         writer.add_scalar("charts/learner_decisions_per_second", counts["learner_decisions"] / train_seconds, step)
         writer.add_scalar("charts/games", counts["games"], step)
@@ -263,6 +271,7 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
         "games": int(counts["games"]),
         "env_steps_per_second": counts["env_steps"] / max(train_seconds, 1e-9),
         "learner_decisions_per_second": counts["learner_decisions"] / max(train_seconds, 1e-9),
+        "sampling_env_steps_per_second_median": statistics.median(sampling) if sampling else None,
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
