@@ -27,7 +27,6 @@ TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_histor
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import numbers
@@ -45,6 +44,7 @@ from agents.network import PatchworkNet
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.ray_backend import import_ray, init_ray
 from train import run_utils as U
+from train.cli import Parser
 from train.config import ConfigError, RLlibConfig, describe, load_config
 
 LEARNER = "learner"
@@ -285,7 +285,7 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m train.rllib_selfplay",
         description="Multi-agent self-play PPO with Ray RLlib (see the module docstring).",
         epilog="Overrides: key=value after the options, e.g. num_env_runners=2 total_iterations=50.",
