@@ -76,6 +76,7 @@ from gymnasium.vector.utils import batch_space
 
 from patchwork_env import rules as R
 from patchwork_env import vector_kernels as K
+from patchwork_env.actions import as_action_ids
 from patchwork_env.aec import check_leather_layout, check_reward_kind
 from patchwork_env.agent import Agent
 from patchwork_env.observation import OBS_DIM, observation_bounds
@@ -222,18 +223,13 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
 
     # --- internals -----------------------------------------------------------------------------
     def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        acts = np.asarray(actions)
-        if acts.shape != (self.num_envs,) or not np.issubdtype(acts.dtype, np.integer):
-            raise ValueError(
-                f"actions must be an integer array of shape ({self.num_envs},), got {acts.dtype} {acts.shape}"
-            )
-        acts = acts.astype(np.int64)  # a copy: illegal actions are overwritten below
+        acts = as_action_ids(actions, self.num_envs)  # a copy: illegal actions are overwritten below
         g = self.games
         i = K.first_illegal(g.masks, g.counts, acts, False)
         if i < 0:
             return acts
         if self.illegal_action == "raise":
-            raise IllegalActionError(f"game {i}: {g._why_illegal(i, int(acts[i]))}")
+            raise IllegalActionError(f"game {i}: {g._why_illegal(i, np.asarray(actions)[i])}")
         in_range = (acts >= 0) & (acts < R.NUM_ACTIONS)
         legal = in_range & g.masks[np.arange(self.num_envs), np.where(in_range, acts, 0)]
         self._illegal[:] = ~legal

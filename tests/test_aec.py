@@ -232,11 +232,16 @@ def test_env_ends_the_game_on_an_illegal_action() -> None:
     assert e.agents == []
 
 
-def test_env_rejects_out_of_range_actions() -> None:
-    e = env()
+@pytest.mark.parametrize("action", [R.NUM_ACTIONS, -1, 2**63, 10**30, -(10**30), True, np.True_, 1.0, np.float64(2),
+                                    "1", None, np.uint64(2**64 - 1)])  # fmt: skip
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_env_rejects_out_of_range_actions(action: Any, wrapped: bool) -> None:
+    e = env() if wrapped else raw_env()
     e.reset(seed=0)
-    with pytest.raises(AssertionError, match="action space"):
-        e.step(R.NUM_ACTIONS)
+    before = e.unwrapped.game_state
+    with pytest.raises(IllegalActionError, match="out of range"):
+        e.step(action)
+    assert e.unwrapped.game_state == before and not any(e.terminations.values())
 
 
 # --- reset, options, state access ------------------------------------------------------------

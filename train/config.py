@@ -17,10 +17,12 @@ train.config.ConfigError: unknown key 'num_gmaes' (from the command line); did y
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import difflib
 import inspect
 import itertools
+import math
 import textwrap
 import types
 import typing
@@ -31,10 +33,14 @@ from typing import Any, TypeVar
 import yaml
 
 from agents.network import MAX_PRIOR_SCALE, NetConfig
+from train.cli import MAX_SEED
 
 
 class ConfigError(ValueError):
     """A config that cannot be used; the message names the offending key."""
+
+
+MAX_INT = 2**31 - 1  # no integer setting needs more; larger ones overflow torch and numpy conversions
 
 
 @dataclass
@@ -123,7 +129,7 @@ class CommonConfig:
         """Raise ``ConfigError`` naming the first impossible value."""
         for key in ("torch_threads", "channels", "blocks", "hidden", "head_features", "head_hidden", "eval_workers"):
             _positive(self, key)
-        _at_least(self, "seed", 0)
+        _between(self, "seed", 0, MAX_SEED)
         _at_least(self, "final_eval_pairs", 0)
         _above(self, "learning_rate", 0.0)
         _above(self, "reward_margin_scale", 0.0)
@@ -312,10 +318,12 @@ def _between(cfg: Any, key: str, low: float, high: float) -> None:
 
 
 def _check_spec(key: str, spec: str) -> None:
-    from agents.registry import AgentSpecError, parse_spec
+    """``spec`` must build (not only parse): bad values, missing or broken checkpoints fail here, at
+    load, before the run folder is written."""
+    from agents.registry import AgentSpecError, make_agent
 
     try:
-        parse_spec(spec)
+        make_agent(spec)
     except AgentSpecError as exc:
         first = str(exc).splitlines()[0]
         raise ConfigError(f"{key}: {first}") from None
@@ -360,17 +368,22 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
         raise wrong
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > MAX_INT:
+                raise ConfigError(f"{key} must be an integer of magnitude <= {MAX_INT}, got {value!r}")
             return value
         raise wrong
     if tp is float:
+        number: float | None = None
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise wrong
+            number = float(value) if not isinstance(value, int) or abs(value) <= MAX_INT else math.inf
+        elif isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
+            with contextlib.suppress(ValueError):
+                number = float(value)
+        if number is None:
+            raise wrong
+        if not math.isfinite(number):
+            raise ConfigError(f"{key} must be a finite number, got {value!r}")
+        return number
     if tp is str:
         if isinstance(value, str):
             return value
@@ -396,6 +409,11 @@ def from_dict(cls: type[C], data: dict[str, Any], source: str = "the config") ->
     return cfg
 
 
+def _one_line(exc: Exception) -> str:
+    """PyYAML's multi-line message on one line (command-line errors are one line)."""
+    return " ".join(str(exc).split())
+
+
 def parse_overrides(overrides: list[str]) -> dict[str, Any]:
     """``["key=value", ...]`` to a mapping; values are parsed as YAML (``3``, ``1e-3``, ``true``...)."""
     out: dict[str, Any] = {}
@@ -406,7 +424,7 @@ def parse_overrides(overrides: list[str]) -> dict[str, Any]:
         try:
             out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
         except yaml.YAMLError as exc:
-            raise ConfigError(f"override {key.strip()}: cannot parse {text!r}: {exc}") from None
+            raise ConfigError(f"override {key.strip()}: cannot parse {text!r}: {_one_line(exc)}") from None
     return out
 
 
@@ -417,7 +435,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{p} is not valid YAML: {exc}") from None
+        raise ConfigError(f"{p} is not valid YAML: {_one_line(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

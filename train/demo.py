@@ -38,6 +38,7 @@ from agents.registry import AgentSpecError, parse_spec
 from patchwork_env.records import write_records
 from patchwork_env.replay import write_replay
 from train import run_utils as U
+from train.cli import Parser
 from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
 from train.evaluate import format_table, plot_elo
 from train.selfplay import main as train_main
@@ -88,7 +89,7 @@ class Plan:
 
 # --- command line --------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m train.demo",
         description="Train a self-play PPO agent, evaluate it against random and greedy, write a report.",
         epilog="Overrides: key=value after the options change the config (python -m train.selfplay --help-config "

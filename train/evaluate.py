@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from agents.arena import TournamentResult, round_robin
-from agents.registry import AgentSpecError, describe_agents, parse_spec
+from agents.registry import AgentSpecError, describe_agents, make_agent
 from patchwork_env.records import write_records
+from train.cli import MAX_SEED, Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m train.evaluate",
         description="Round robin of paired Patchwork games between agents, with win rates and an Elo ladder.",
         epilog=describe_agents(),
@@ -64,17 +65,17 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error("--agents needs at least two agent specs, e.g. --agents greedy random")
     if len(set(a.strip() for a in args.agents)) != len(args.agents):
         parser.error(f"--agents must be distinct, got {args.agents}")
-    for spec in args.agents:
+    for spec in args.agents:  # built, not only parsed: bad values and checkpoints fail here
         try:
-            parse_spec(spec)
+            make_agent(spec)
         except AgentSpecError as exc:
-            parser.error(str(exc))
+            parser.error(f"--agents: {str(exc).splitlines()[0]}")
     if args.games < 2 or args.games % 2:
         parser.error(
             f"--games must be an even number >= 2 (each deal is played twice, seats swapped), got {args.games}"
         )
-    if args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.seed <= MAX_SEED:
+        parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     for option, path in (("--json", args.json), ("--plot", args.plot)):
