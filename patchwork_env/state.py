@@ -21,6 +21,7 @@ import numpy.typing as npt
 from patchwork_env import rules as R
 from patchwork_env.actions import Action, IllegalActionError, as_action_id, decode_action
 from patchwork_env.bitboard import ORIENT_CANON, PL_OFFSET, PL_START, popcount, words_to_board
+from patchwork_env.edge import check_leather_layout, game_over
 from patchwork_env.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
 from patchwork_env.validate import check_state_array, state_from_bytes
 
@@ -73,6 +74,8 @@ class GameState:
         a = as_action_id(action)  # IllegalActionError for anything but an integer in 0..2025
         new = self._s.copy()
         err = R.step_into(new, a)
+        if err == R.E_GAME_OVER:
+            raise game_over()
         if err:
             raise IllegalActionError(self._explain(a, err))
         return GameState._wrap(new)
@@ -307,8 +310,7 @@ def new_game(
     """A new game. The circle (33 patch ids clockwise from the neutral token, ending with the 1x2
     patch 0) and the first player are drawn from ``numpy.random.default_rng(seed)`` unless given:
     first the circle (a permutation of 1..32, then 0), then the first player."""
-    if leather_layout not in R.LEATHER_LAYOUTS:
-        raise ValueError(f"leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {leather_layout!r}")
+    check_leather_layout(leather_layout)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if circle is None:
         order = rng.permutation(np.arange(1, NUM_PATCHES, dtype=np.int64))

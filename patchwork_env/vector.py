@@ -43,6 +43,7 @@ import numpy.typing as npt
 from patchwork_env import rules as R
 from patchwork_env import vector_kernels as K
 from patchwork_env.actions import as_action_ids
+from patchwork_env.edge import check_leather_layout
 from patchwork_env.state import GameState, IllegalActionError
 from patchwork_env.validate import check_state_array, check_state_rows
 
@@ -79,8 +80,7 @@ class VectorGames:
     ) -> None:
         if isinstance(num_games, bool) or not isinstance(num_games, int | np.integer) or num_games < 1:
             raise ValueError(f"num_games must be a positive integer, got {num_games!r}")
-        if leather_layout not in R.LEATHER_LAYOUTS:
-            raise ValueError(f"leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {leather_layout!r}")
+        check_leather_layout(leather_layout)
         n = int(num_games)
         self.num_games = n
         self.auto_reset = auto_reset

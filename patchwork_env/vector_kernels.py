@@ -13,8 +13,8 @@ Every kernel here is a loop over games whose body CALLS the rules of ``patchwork
   over the calling thread and helper threads (``vector_threads``); the compiled loops release the
   GIL. Serial and parallel give identical games.
 
-Why threads over row chunks and not numba's ``parallel=True`` / ``prange``: on this 2-core machine
-shared with other processes, a ``prange`` version (GNU OpenMP layer) was 1.6x faster than serial
+Why threads over row chunks and not numba's ``parallel=True`` / ``prange``: measured on a 2-core
+machine shared with other processes, a ``prange`` version (GNU OpenMP layer) was 1.6x faster than serial
 while the machine was quiet, but 3-15x SLOWER whenever the load exceeded the cores (every call
 waits for its slowest, descheduled thread), whereas dynamically claimed chunks never wait for a
 thread that has not started one.
@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
+from patchwork_env.edge import ILLEGAL_ACTION_REWARD, final_reward
 from patchwork_env.patches import NUM_PATCHES, STARTING_PATCH
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,10 +58,6 @@ _S30 = np.uint64(30)
 _S31 = np.uint64(31)
 _S53 = np.uint64(53)
 
-REWARD_WIN = 0
-REWARD_SCORE = 1
-REWARD_MODES = ("win", "score")  # index = reward_mode of the kernels
-SCORE_REWARD_SCALE = 100.0  # as ``aec.SCORE_REWARD_SCALE`` (a test keeps them equal)
 RANDOM_SEAT = -1
 
 
@@ -239,10 +236,7 @@ def _finish_one(
     seat = seats[i]
     terminated[i] = True
     _record_end(i, s, seat, R.winner(s) == seat, results)
-    if reward_mode == REWARD_WIN:
-        rewards[i] = 1.0 if results[i, 0] else -1.0
-    else:
-        rewards[i] = min(1.0, max(-1.0, (results[i, 1] - results[i, 2]) / SCORE_REWARD_SCALE))
+    rewards[i] = final_reward(results[i, 0] == 1, float(results[i, 1] - results[i, 2]), reward_mode)
     R.observe_into(s, seat, final_obs[i])
     _new_episode(i, states, seats, seat_mode, rng, layout, leather)
     return True
@@ -409,7 +403,7 @@ def env_forfeit(
     for k in range(rows.shape[0]):
         i = rows[k]
         s = states[i]
-        rewards[i] = -1.0
+        rewards[i] = ILLEGAL_ACTION_REWARD
         terminated[i] = True
         _record_end(i, s, seats[i], False, results)
         R.observe_into(s, seats[i], final_obs[i])
