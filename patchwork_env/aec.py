@@ -116,7 +116,8 @@ Rewards are given only when the game ends, in the step that ends it, to both age
 With `"score"` equal scores give 0 to both (the tie-break still names a winner in `infos`).
 A reward earned while an agent waits accumulates until `last()` reports it to that agent
 (PettingZoo's `_cumulative_rewards` bookkeeping). At the end, `infos[agent]` holds `score`,
-`opponent_score` and `winner` (the winning agent's name).
+`opponent_score` and `winner`, the winning seat (0 for `player_0`, 1 for `player_1`): every info
+value is a number, so libraries that store infos in numeric buffers (Tianshou) can keep them.
 
 ### Illegal actions
 
@@ -157,9 +158,12 @@ fixed opponent moves inside `step`; for many games at once, `patchwork_env.vecto
 ### Version history
 
 * v0: Initial release (patchwork_env 0.1.0)
-* v0, unreleased (after patchwork_env 0.1.0): one edge policy for all front-ends (`patchwork_env.edge`). Here: an action
-  sent to a finished game raises `GameOverError` (was PettingZoo's "only None" ValueError; still a
-  `ValueError`); `env(illegal_action=...)` is new. Elsewhere: `SingleAgentEnv` warns on unknown
+* v0, changes after patchwork_env 0.1.0: `infos[agent]["winner"]` is the winning seat (0 or 1), no longer the
+  agent's name; the `to_leather` entries' lower bound is 0 (was 1/54), so an all-zero observation is
+  in the space; out-of-range actions raise `IllegalActionError` in `env()` too (was `AssertionError`)
+* v0, changes after patchwork_env 0.1.0 (the edge policy): one edge policy for all front-ends
+  (`patchwork_env.edge`). Here: an action sent to a finished game raises `GameOverError` (was
+  PettingZoo's "only None" ValueError; still a `ValueError`); `env(illegal_action=...)` is new. Elsewhere: `SingleAgentEnv` warns on unknown
   reset options (it raised); `PatchworkVectorEnv` defaults to `illegal_action="lose"` (it raised)
   and accepts reset options like the others.
 """
@@ -343,7 +347,7 @@ class raw_env(AECEnv):  # type: ignore[misc]
         self.rewards[AGENTS[1]] = r1
         self.terminations = {a: True for a in self.agents}
         scores = game.scores()
-        winner = AGENTS[game.winner or 0]
+        winner = int(game.winner or 0)
         for seat, a in enumerate(AGENTS):
             self.infos[a] = {"score": scores[seat], "opponent_score": scores[1 - seat], "winner": winner}
 

@@ -272,8 +272,10 @@ def _one(kind: str, base: GameState, rng: np.random.Generator, games: VectorGame
 def _notation_of(d: dict[str, Any]) -> str:
     """The notation text of a (possibly mutated) dict, as a user could type it."""
 
-    def ints(v: Any, sep: str) -> str:
-        return sep.join(str(x) for x in v) if v else "-"
+    def ints(v: Any, sep: str) -> str:  # a mutation may have made it None or a number
+        if isinstance(v, list | tuple):
+            return sep.join(str(x) for x in v) if v else "-"
+        return "-" if v is None else str(v)
 
     def quilt(q: list[list[Any]]) -> str:
         return "/".join(f"L:{e[2]}:{e[3]}" if e[0] == -1 else ":".join(str(x) for x in e) for e in q) or "-"
