@@ -163,9 +163,9 @@ fixed opponent moves inside `step`; for many games at once, `patchwork_env.vecto
   in the space; out-of-range actions raise `IllegalActionError` in `env()` too (was `AssertionError`)
 * v0, changes after patchwork_env 0.1.0 (the edge policy): one edge policy for all front-ends
   (`patchwork_env.edge`). Here: an action sent to a finished game raises `GameOverError` (was
-  PettingZoo's "only None" ValueError; still a `ValueError`); `env(illegal_action=...)` is new. Elsewhere: `SingleAgentEnv` warns on unknown
-  reset options (it raised); `PatchworkVectorEnv` defaults to `illegal_action="lose"` (it raised)
-  and accepts reset options like the others.
+  PettingZoo's "only None" ValueError; still a `ValueError`); `env(illegal_action=...)` is new.
+  Elsewhere: `SingleAgentEnv` warns on unknown reset options (it raised); `PatchworkVectorEnv`
+  defaults to `illegal_action="lose"` (it raised) and accepts reset options like the others.
 """
 
 from __future__ import annotations
