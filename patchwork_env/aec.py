@@ -181,9 +181,9 @@ from pettingzoo.utils import wrappers
 from patchwork_env import edge
 from patchwork_env.actions import as_action_id
 from patchwork_env.edge import REWARD_KINDS, SCORE_REWARD_SCALE, IllegalActionMode, RewardKind, final_rewards
-from patchwork_env.observation import OBS_DIM, observation_bounds
+from patchwork_env.observation import OBS_DIM, observation_bounds, observe_into
 from patchwork_env.render import RENDER_MODES, render_mode_output
-from patchwork_env.rules import NUM_ACTIONS, legal_mask_into, observe_into
+from patchwork_env.rules import NUM_ACTIONS, legal_mask_into
 from patchwork_env.state import GameState, new_game
 
 __all__ = [

@@ -28,7 +28,9 @@ orientation, row, col)::
                                      648 actions)
     PL_CELLS                         covered cells, padded with -1 (8 columns: the largest
                                      patch has 8 cells)
-    DENSE[p, o * 81 + row * 9 + col] placement row, or -1 (off the board or not distinct)
+    PLACEMENT_ROW[p, o * 81 + row * 9 + col]
+                                     the placement's row in these tables, or -1 (off the board
+                                     or not distinct); ``DENSE`` is its old name
 """
 
 from __future__ import annotations
@@ -161,13 +163,14 @@ PL_LO: IntArray = _T["lo"]
 PL_HI: IntArray = _T["hi"]
 PL_OFFSET: IntArray = _T["offset"]
 PL_CELLS: IntArray = _T["cells"]
-DENSE: IntArray = _T["dense"]
+PLACEMENT_ROW: IntArray = _T["dense"]
+DENSE = PLACEMENT_ROW  # the old name
 SHAPE5: IntArray = _T["shape5"]
 BONUS_LO: IntArray = _T["bonus_lo"]
 BONUS_HI: IntArray = _T["bonus_hi"]
 NUM_PLACEMENTS = int(PL_START[-1])
 NUM_DISTINCT_ORIENTATIONS = int(sum((ORIENT_CANON[p] == np.arange(8)).sum() for p in range(NUM_PATCHES)))
-for _arr in (ORIENT_CANON, PL_START, PL_LO, PL_HI, PL_OFFSET, PL_CELLS, DENSE, SHAPE5, BONUS_LO, BONUS_HI):
+for _arr in (ORIENT_CANON, PL_START, PL_LO, PL_HI, PL_OFFSET, PL_CELLS, PLACEMENT_ROW, SHAPE5, BONUS_LO, BONUS_HI):
     _arr.setflags(write=False)
 
 if NUM_DISTINCT_ORIENTATIONS != 144 or NUM_PLACEMENTS != 7349:

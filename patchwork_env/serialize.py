@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
-from patchwork_env.bitboard import BONUS_HI, BONUS_LO, DENSE, ORIENT_CANON, PL_HI, PL_LO
+from patchwork_env.bitboard import BONUS_HI, BONUS_LO, ORIENT_CANON, PL_HI, PL_LO, PLACEMENT_ROW
 from patchwork_env.observation import MAX_BUTTONS
 from patchwork_env.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
 from patchwork_env.state import GameState
@@ -164,7 +164,7 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
                 bought.add(patch)
                 if not (0 <= o < 8 and 0 <= row < 9 and 0 <= col < 9) or ORIENT_CANON[patch, o] != o:
                     raise ValueError(f"placement {entry!r} of player {player}: not a distinct orientation on the board")
-                log_entry = int(DENSE[patch, o * 81 + row * 9 + col])
+                log_entry = int(PLACEMENT_ROW[patch, o * 81 + row * 9 + col])
                 if log_entry < 0:
                     raise ValueError(f"placement {entry!r} of player {player} leaves the board")
                 lo, hi = int(PL_LO[log_entry]), int(PL_HI[log_entry])

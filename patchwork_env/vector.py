@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
-from patchwork_env import vector_kernels as K
+from patchwork_env import rules, vector_kernels
 from patchwork_env.actions import as_action_ids
 from patchwork_env.edge import check_leather_layout
+from patchwork_env.observation import OBS_DIM
 from patchwork_env.state import GameState, IllegalActionError
 from patchwork_env.validate import check_state_array, check_state_rows
 
@@ -85,14 +85,14 @@ class VectorGames:
         self.num_games = n
         self.auto_reset = auto_reset
         self.leather_layout = leather_layout
-        self._layout = R.LAYOUT_NAMES.index(leather_layout)
-        self._leather = R.leather_mask(leather_layout)
-        self._k = K.kernels_for(parallel)
-        self.states = np.zeros((n, R.STATE_LEN), dtype=np.int64)
-        self.masks = np.zeros((n, R.NUM_ACTIONS), dtype=np.bool_)
+        self._layout = rules.LAYOUT_NAMES.index(leather_layout)
+        self._leather = rules.leather_mask(leather_layout)
+        self._k = vector_kernels.kernels_for(parallel)
+        self.states = np.zeros((n, rules.STATE_LEN), dtype=np.int64)
+        self.masks = np.zeros((n, rules.NUM_ACTIONS), dtype=np.bool_)
         self.counts = np.zeros(n, dtype=np.int64)
         self.current_player = np.zeros(n, dtype=np.int64)
-        self.observations = np.zeros((n, R.OBS_DIM), dtype=np.float32)
+        self.observations = np.zeros((n, OBS_DIM), dtype=np.float32)
         self._errors = np.zeros(n, dtype=np.int64)
         self._actions = np.zeros(n, dtype=np.int64)
         self._to_move = np.full(n, -1, dtype=np.int64)
@@ -124,12 +124,12 @@ class VectorGames:
 
     def seed_streams(self, seed: int | None) -> None:
         """Re-seed every game's deal and play streams from ``seed`` (no deal)."""
-        words = K.seed_streams(seed, 2 * self.num_games)
+        words = vector_kernels.seed_streams(seed, 2 * self.num_games)
         self.deal_streams[:] = words[: self.num_games]
         self.play_streams[:] = words[self.num_games :]
 
     @property
-    def kernels(self) -> K.Kernels:
+    def kernels(self) -> vector_kernels.Kernels:
         """The compiled batch kernels this batch uses (serial or parallel)."""
         return self._k
 
@@ -160,8 +160,8 @@ class VectorGames:
 
     def _refresh_row(self, i: int) -> None:
         s = self.states[i]
-        self.counts[i] = R.legal_mask_into(s, self.masks[i])
-        self.current_player[i] = R.current_player(s)
+        self.counts[i] = rules.legal_mask_into(s, self.masks[i])
+        self.current_player[i] = rules.current_player(s)
 
     # --- stepping -----------------------------------------------------------------------------
     def step(self, actions: npt.ArrayLike, *, observe: bool = False) -> StepResult:
@@ -182,7 +182,7 @@ class VectorGames:
 
     def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
         acts = as_action_ids(actions, self.num_games, allow_skip=not self.auto_reset)
-        i = K.first_illegal(self.masks, self.counts, acts, not self.auto_reset)
+        i = vector_kernels.first_illegal(self.masks, self.counts, acts, not self.auto_reset)
         if i >= 0:
             raise IllegalActionError(f"game {i}: {self._why_illegal(i, np.asarray(actions)[i])}")
         return acts

@@ -1,7 +1,7 @@
 """Compiled batch kernels of the vector engine: whole steps of many games in one call.
 
 Every kernel here is a loop over games whose body CALLS the rules of ``patchwork_env.rules``
-(``step_into``, ``legal_mask_into``, ``observe_into``, ``current_player``, ``is_terminal``,
+(``step_into``, ``legal_mask_into``, ``observation.observe_into``, ``current_player``, ``is_terminal``,
 ``winner``, ``score``, ``new_state_into``); no rule is written twice. What this module adds:
 
 - per-game random streams: one ``uint64`` word per game (splitmix64), so that dealing a new game
@@ -32,8 +32,9 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.edge import ILLEGAL_ACTION_REWARD, final_reward
+from patchwork_env.observation import legal_mask_and_observe_into, observe_into
 from patchwork_env.patches import NUM_PATCHES, STARTING_PATCH
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,11 +94,11 @@ def deal_into(s: I64, rng: U64, i: int, layout: int, leather: int) -> None:
         circle[k] = circle[j]
         circle[j] = tmp
     circle[NUM_PATCHES - 1] = STARTING_PATCH
-    R.new_state_into(s, circle, below(rng, i, 2), layout, leather)
+    rules.new_state_into(s, circle, below(rng, i, 2), layout, leather)
 
 
 _CHUNK = 64
-_FULL_CHUNKS = R.NUM_ACTIONS // _CHUNK
+_FULL_CHUNKS = rules.NUM_ACTIONS // _CHUNK
 
 
 @_jit
@@ -117,7 +118,7 @@ def kth_legal(mask: B, k: int) -> int:
                         return base + j
                     k -= 1
         k -= n
-    for a in range(_FULL_CHUNKS * _CHUNK, R.NUM_ACTIONS):
+    for a in range(_FULL_CHUNKS * _CHUNK, rules.NUM_ACTIONS):
         if m[a]:
             if k == 0:
                 return a
@@ -138,13 +139,13 @@ def sample_legal(mask: B, count: int, rng: U64, i: int) -> int:
 def _view(i: int, states: I64, seat: int, masks: B, counts: I64, cur: I64, obs: F32, want_obs: bool) -> None:
     """Mask and player to move of game ``i``; its observation from ``seat`` (-1: the player to move)."""
     s = states[i]
-    cur[i] = R.current_player(s)
+    cur[i] = rules.current_player(s)
     if want_obs and (seat < 0 or seat == cur[i]):
-        counts[i] = R.legal_mask_and_observe_into(s, masks[i], obs[i])
+        counts[i] = legal_mask_and_observe_into(s, masks[i], obs[i])
     else:
-        counts[i] = R.legal_mask_into(s, masks[i])
+        counts[i] = rules.legal_mask_into(s, masks[i])
         if want_obs:
-            R.observe_into(s, seat, obs[i])
+            observe_into(s, seat, obs[i])
 
 
 @_jit
@@ -174,18 +175,18 @@ def _selfplay_one(
     scores[i, 0] = 0
     scores[i, 1] = 0
     plies[i] = 0
-    errors[i] = R.OK
+    errors[i] = rules.OK
     if counts[i] == 0:  # a finished game that was not reset: stepping it is a no-op
         actors[i] = -1
     else:
         actors[i] = cur[i]
-        errors[i] = R.step_into(s, actions[i])
-        if R.is_terminal(s):
+        errors[i] = rules.step_into(s, actions[i])
+        if rules.is_terminal(s):
             done[i] = True
-            winners[i] = R.winner(s)
-            scores[i, 0] = R.score(s, 0)
-            scores[i, 1] = R.score(s, 1)
-            plies[i] = s[R.PLY]
+            winners[i] = rules.winner(s)
+            scores[i, 0] = rules.score(s, 0)
+            scores[i, 1] = rules.score(s, 1)
+            plies[i] = s[rules.PLY]
             if auto_reset:
                 deal_into(s, rng, i, layout, leather)
     _view(i, states, -1, masks, counts, cur, obs, want_obs)
@@ -195,9 +196,9 @@ def _selfplay_one(
 def _play_random_opponent(i: int, states: I64, seat: int, rng: U64, scratch: B) -> None:
     """Uniformly random moves for the opponent of ``seat`` until ``seat`` is to move or the game ends."""
     s = states[i]
-    while not R.is_terminal(s) and R.current_player(s) != seat:
-        count = R.legal_mask_into(s, scratch)
-        R.step_into(s, sample_legal(scratch, count, rng, i))
+    while not rules.is_terminal(s) and rules.current_player(s) != seat:
+        count = rules.legal_mask_into(s, scratch)
+        rules.step_into(s, sample_legal(scratch, count, rng, i))
 
 
 @_jit
@@ -205,10 +206,10 @@ def _record_end(i: int, s: I64, seat: int, won: bool, results: I64) -> None:
     """``results[i]`` = (learner won 0/1, learner's score, opponent's score, learner's seat,
     decisions taken in the game by both players)."""
     results[i, 0] = 1 if won else 0
-    results[i, 1] = R.score(s, seat)
-    results[i, 2] = R.score(s, 1 - seat)
+    results[i, 1] = rules.score(s, seat)
+    results[i, 2] = rules.score(s, 1 - seat)
     results[i, 3] = seat
-    results[i, 4] = s[R.PLY]
+    results[i, 4] = s[rules.PLY]
 
 
 @_jit
@@ -231,13 +232,13 @@ def _finish_one(
     s = states[i]
     rewards[i] = 0.0
     terminated[i] = False
-    if not R.is_terminal(s):
+    if not rules.is_terminal(s):
         return False
     seat = seats[i]
     terminated[i] = True
-    _record_end(i, s, seat, R.winner(s) == seat, results)
+    _record_end(i, s, seat, rules.winner(s) == seat, results)
     rewards[i] = final_reward(results[i, 0] == 1, float(results[i, 1] - results[i, 2]), reward_mode)
-    R.observe_into(s, seat, final_obs[i])
+    observe_into(s, seat, final_obs[i])
     _new_episode(i, states, seats, seat_mode, rng, layout, leather)
     return True
 
@@ -282,8 +283,8 @@ def deal_all(states: I64, rng: U64, layout: int, leather: int, masks: B, counts:
     """A new deal in every game, with masks and players to move."""
     for i in range(states.shape[0]):
         deal_into(states[i], rng, i, layout, leather)
-        counts[i] = R.legal_mask_into(states[i], masks[i])
-        cur[i] = R.current_player(states[i])
+        counts[i] = rules.legal_mask_into(states[i], masks[i])
+        cur[i] = rules.current_player(states[i])
 
 
 @_jit
@@ -297,7 +298,7 @@ def refresh(states: I64, seats: I64, masks: B, counts: I64, cur: I64, obs: F32, 
 def observe(states: I64, seats: I64, cur: I64, obs: F32) -> None:
     """Observation of every game from ``seats[i]`` (-1: its player to move ``cur[i]``)."""
     for i in range(states.shape[0]):
-        R.observe_into(states[i], cur[i] if seats[i] < 0 else seats[i], obs[i])
+        observe_into(states[i], cur[i] if seats[i] < 0 else seats[i], obs[i])
 
 
 @_jit
@@ -305,7 +306,7 @@ def random_legal_action(mask: B, u: float) -> int:
     """A uniformly random legal action of one mask given a uniform ``u`` in [0, 1) (-1 if none)."""
     count = 0
     m = mask.view(np.uint8)
-    for a in range(R.NUM_ACTIONS):
+    for a in range(rules.NUM_ACTIONS):
         count += m[a]
     return kth_legal(mask, int(u * count)) if count else -1
 
@@ -331,7 +332,7 @@ def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> i
         a = actions[i]
         if skip_finished and counts[i] == 0:
             continue
-        if a < 0 or a >= R.NUM_ACTIONS or not masks[i, a]:
+        if a < 0 or a >= rules.NUM_ACTIONS or not masks[i, a]:
             return i
     return -1
 
@@ -361,7 +362,7 @@ def env_step_random(
     for i in range(states.shape[0]):
         if actions[i] < 0:
             continue
-        errors[i] = R.step_into(states[i], actions[i])
+        errors[i] = rules.step_into(states[i], actions[i])
         _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
         if _finish_one(
             i, states, seats, seat_mode, rng, layout, leather, reward_mode, rewards, terminated, results, final_obs,
@@ -374,7 +375,7 @@ def env_step_random(
 def env_learner_step(states: I64, actions: I64, errors: I64) -> None:
     """The learner's action in every game whose action is not negative."""
     for i in range(states.shape[0]):
-        errors[i] = R.step_into(states[i], actions[i]) if actions[i] >= 0 else R.OK
+        errors[i] = rules.step_into(states[i], actions[i]) if actions[i] >= 0 else rules.OK
 
 
 @_jit
@@ -406,7 +407,7 @@ def env_forfeit(
         rewards[i] = ILLEGAL_ACTION_REWARD
         terminated[i] = True
         _record_end(i, s, seats[i], False, results)
-        R.observe_into(s, seats[i], final_obs[i])
+        observe_into(s, seats[i], final_obs[i])
         _new_episode(i, states, seats, seat_mode, rng, layout, leather)
         if random_opponent:
             _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
@@ -418,7 +419,7 @@ def opponent_turns(states: I64, seats: I64, out: B) -> None:
     """``out[i]``: game ``i`` is running and the opponent of ``seats[i]`` is to move."""
     for i in range(states.shape[0]):
         s = states[i]
-        out[i] = (not R.is_terminal(s)) and R.current_player(s) != seats[i]
+        out[i] = (not rules.is_terminal(s)) and rules.current_player(s) != seats[i]
 
 
 @_jit
@@ -426,14 +427,14 @@ def masks_rows(states: I64, rows: I64, masks: B, counts: I64) -> None:
     """Legal masks of the games listed in ``rows``."""
     for k in range(rows.shape[0]):
         i = rows[k]
-        counts[i] = R.legal_mask_into(states[i], masks[i])
+        counts[i] = rules.legal_mask_into(states[i], masks[i])
 
 
 @_jit
 def step_rows(states: I64, rows: I64, actions: I64, errors: I64) -> None:
     """``actions[k]`` in game ``rows[k]``."""
     for k in range(rows.shape[0]):
-        errors[k] = R.step_into(states[rows[k]], actions[k])
+        errors[k] = rules.step_into(states[rows[k]], actions[k])
 
 
 # --- running the per-game drivers over several cores -------------------------------------
