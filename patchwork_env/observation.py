@@ -31,7 +31,7 @@ torch tensors (``agents.network`` uses them).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -249,46 +249,51 @@ def observation_bounds() -> tuple[FloatArray, FloatArray]:
 
 
 # --- views -----------------------------------------------------------------------------------
-def _check(obs: npt.NDArray[Any]) -> None:
-    if obs.shape[-1:] != (OBS_DIM,):
-        raise ValueError(f"an observation has shape (..., {OBS_DIM}), got {obs.shape}")
+# The views take and return numpy arrays or torch tensors alike (``View``: the same type back).
+View = TypeVar("View")
 
 
-def planes(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def _check(obs: Any) -> Any:
+    if tuple(obs.shape[-1:]) != (OBS_DIM,):
+        raise ValueError(f"an observation has shape (..., {OBS_DIM}), got {tuple(obs.shape)}")
+    return obs
+
+
+def planes(obs: View) -> View:
     """``(..., N_PLANES, 9, 9)``: the spatial part, for convolutional networks."""
-    _check(obs)
-    return obs[..., PLANES_SLICE].reshape(*obs.shape[:-1], N_PLANES, BOARD, BOARD)
+    x = _check(obs)
+    return cast(View, x[..., PLANES_SLICE].reshape(*x.shape[:-1], N_PLANES, BOARD, BOARD))
 
 
-def scalars(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def scalars(obs: View) -> View:
     """``(..., N_SCALARS)``: the scalar entries, in the order of ``SCALARS``."""
-    _check(obs)
-    return obs[..., SCALARS_SLICE]
+    x = _check(obs)
+    return cast(View, x[..., SCALARS_SLICE])
 
 
-def circle(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def circle(obs: View) -> View:
     """``(..., 33, CIRCLE_FEATURES)``: one row per circle position, clockwise from the token."""
-    _check(obs)
-    return obs[..., CIRCLE_SLICE].reshape(*obs.shape[:-1], NUM_PATCHES, CIRCLE_FEATURES)
+    x = _check(obs)
+    return cast(View, x[..., CIRCLE_SLICE].reshape(*x.shape[:-1], NUM_PATCHES, CIRCLE_FEATURES))
 
 
-def vector(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def vector(obs: View) -> View:
     """``(..., OBS_DIM - OBS_PLANES_END)``: everything but the planes (scalars then circle), for a dense branch
     beside a convolutional one. The whole ``obs`` is the flat vector view."""
-    _check(obs)
-    return obs[..., VECTOR_SLICE]
+    x = _check(obs)
+    return cast(View, x[..., VECTOR_SLICE])
 
 
-def market(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def market(obs: View) -> View:
     """``(..., MARKET_SIZE, CIRCLE_FEATURES)``: the circle entries of the three patches on offer."""
-    _check(obs)
-    return obs[..., MARKET_SLICE].reshape(*obs.shape[:-1], rules.MARKET_SIZE, CIRCLE_FEATURES)
+    x = _check(obs)
+    return cast(View, x[..., MARKET_SLICE].reshape(*x.shape[:-1], rules.MARKET_SIZE, CIRCLE_FEATURES))
 
 
-def own_quilt(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def own_quilt(obs: View) -> View:
     """``(..., CELLS)``: 1 where the observer's quilt is covered (plane 0, flat)."""
-    _check(obs)
-    return obs[..., :CELLS]
+    x = _check(obs)
+    return cast(View, x[..., :CELLS])
 
 
 class ObservationViews(NamedTuple):
