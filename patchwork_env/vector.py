@@ -85,8 +85,7 @@ class VectorGames:
         self.num_games = n
         self.auto_reset = auto_reset
         self.leather_layout = leather_layout
-        self._layout = rules.LAYOUT_NAMES.index(leather_layout)
-        self._leather = rules.leather_mask(leather_layout)
+        self.deal = vector_kernels.Deal(rules.LAYOUT_NAMES.index(leather_layout), rules.leather_mask(leather_layout))
         self._k = vector_kernels.kernels_for(parallel)
         self.states = np.zeros((n, rules.STATE_LEN), dtype=np.int64)
         self.masks = np.zeros((n, rules.NUM_ACTIONS), dtype=np.bool_)
@@ -105,6 +104,11 @@ class VectorGames:
         )
         self.deal_streams = np.zeros(n, dtype=np.uint64)
         self.play_streams = np.zeros(n, dtype=np.uint64)
+        self.batch = vector_kernels.Batch(self.states, self.masks, self.counts, self.current_player, self.observations,
+                                          self.deal_streams, self.play_streams)  # fmt: skip
+        res = self._result
+        self._results = vector_kernels.SelfPlayResults(res.done, res.winner, res.scores, res.plies, res.actor,
+                                                       self._errors)  # fmt: skip
         self.reset(seed)
         self._seeded = True
 
@@ -119,8 +123,7 @@ class VectorGames:
         the current streams."""
         if seed is not None or not getattr(self, "_seeded", False):
             self.seed_streams(seed)
-        self._k.deal_all(self.states, self.deal_streams, self._layout, self._leather, self.masks, self.counts,
-                         self.current_player)  # fmt: skip
+        self._k.deal_all(self.batch, self.deal)
 
     def seed_streams(self, seed: int | None) -> None:
         """Re-seed every game's deal and play streams from ``seed`` (no deal)."""
@@ -132,11 +135,6 @@ class VectorGames:
     def kernels(self) -> vector_kernels.Kernels:
         """The compiled batch kernels this batch uses (serial or parallel)."""
         return self._k
-
-    @property
-    def layout_code(self) -> tuple[int, int]:
-        """(layout index, leather bitmask) as the kernels take them."""
-        return self._layout, self._leather
 
     def set_state(self, i: int, state: GameState | npt.ArrayLike) -> None:
         """Put a given position (a ``GameState``, or a raw state array, which is checked by
@@ -151,8 +149,7 @@ class VectorGames:
         copying many positions in at once for search). The rows are checked first
         (``validate.check_state_rows``): a ValueError names the first invalid one."""
         check_state_rows(self.states)
-        self._k.refresh(self.states, self._to_move, self.masks, self.counts, self.current_player,
-                        self.observations, False)  # fmt: skip
+        self._k.refresh(self.batch, self._to_move, False)
 
     def game(self, i: int) -> GameState:
         """Game ``i`` as an (immutable) ``GameState``."""
@@ -170,15 +167,10 @@ class VectorGames:
         ``observe=True`` also rewrites ``observations`` (each game from its new acting seat) in
         the same compiled call, which is cheaper than a separate ``observe()``."""
         acts = self._check_actions(actions)
-        res = self._result
-        self._k.selfplay_step(
-            self.states, acts, self.deal_streams, self._layout, self._leather, self.auto_reset, self.masks,
-            self.counts, self.current_player, self.observations, observe, res.done, res.winner, res.scores,
-            res.plies, res.actor, self._errors,
-        )  # fmt: skip
+        self._k.selfplay_step(self.batch, acts, self.deal, self.auto_reset, observe, self._results)
         if self._errors.any():  # pragma: no cover - the mask check above makes this unreachable
             raise RuntimeError(f"rules rejected a masked-in action: errors {np.flatnonzero(self._errors)}")
-        return res
+        return self._result
 
     def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
         acts = as_action_ids(actions, self.num_games, allow_skip=not self.auto_reset)
@@ -208,7 +200,7 @@ class VectorGames:
             seats = np.asarray(seats, dtype=np.int64)
             if seats.shape != (self.num_games,) or not np.isin(seats, (0, 1)).all():
                 raise ValueError(f"seats must be {self.num_games} values in {{0, 1}}, got {seats!r}")
-        self._k.observe(self.states, seats, self.current_player, self.observations)
+        self._k.observe(self.batch, seats)
         return self.observations
 
     def nbytes_per_game(self) -> int:

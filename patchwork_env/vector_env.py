@@ -141,6 +141,10 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         self._illegal = np.zeros(n, dtype=np.bool_)
         self._mask_copy: npt.NDArray[np.bool_] | None = None
         self._started = False
+        # the kernels' views: the games' arrays with this env's observations (from the learner's seat)
+        self._batch = self.games.batch._replace(obs=self.observations)
+        self._learners = vector_kernels.Learners(self.seats, self._rewards, self._terminated, self._results,
+                                                 self.final_observations, self._errors)  # fmt: skip
 
     # --- configuration -------------------------------------------------------------------------
     def set_opponent(self, opponent: Opponent) -> None:
@@ -172,9 +176,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         if seed is not None:
             g.seed_streams(seed)
             self._opponent_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        layout, leather = g.layout_code
-        g.kernels.env_start(g.states, self.seats, seat_mode, g.deal_streams, g.play_streams, layout, leather,
-                            self._random_opponent, g.masks, g.counts, g.current_player, self.observations)  # fmt: skip
+        g.kernels.env_start(self._batch, self._learners, seat_mode, g.deal, self._random_opponent)
         if not self._random_opponent:
             self._opponent_moves()
             self._refresh_view()
@@ -191,22 +193,16 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         acts = self._check_actions(actions)
         g = self.games
         k = g.kernels
-        layout, leather = g.layout_code
         rm = edge.REWARD_KINDS.index(self.reward_kind)
         if self._illegal.any():
-            rows = np.flatnonzero(self._illegal)
-            k.env_forfeit(g.states, rows, self.seats, self._seat_mode, g.deal_streams, g.play_streams, layout,
-                          leather, self._random_opponent, g.masks, g.counts, g.current_player, self.observations,
-                          self._rewards, self._terminated, self._results, self.final_observations)  # fmt: skip
+            k.env_forfeit(self._batch, np.flatnonzero(self._illegal), self._learners, self._seat_mode, g.deal,
+                          self._random_opponent)  # fmt: skip
         if self._random_opponent:
-            k.env_step_random(g.states, acts, self.seats, self._seat_mode, g.deal_streams, g.play_streams, layout,
-                              leather, rm, g.masks, g.counts, g.current_player, self.observations, self._rewards,
-                              self._terminated, self._results, self.final_observations, self._errors)  # fmt: skip
+            k.env_step_random(self._batch, acts, self._learners, self._seat_mode, g.deal, rm)
         else:
             k.env_learner_step(g.states, acts, self._errors)
             self._opponent_moves()
-            k.env_finish(g.states, acts, self.seats, self._seat_mode, g.deal_streams, layout, leather, rm,
-                         self._rewards, self._terminated, self._results, self.final_observations)  # fmt: skip
+            k.env_finish(self._batch, acts, self._learners, self._seat_mode, g.deal, rm)
             if self._terminated.any():
                 self._opponent_moves()  # the opponent's opening moves in the new episodes
             self._refresh_view()
@@ -277,7 +273,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
 
     def _refresh_view(self) -> None:
         g = self.games
-        g.kernels.refresh(g.states, self.seats, g.masks, g.counts, g.current_player, self.observations, True)
+        g.kernels.refresh(self._batch, self.seats, True)
 
     def _obs(self) -> ObsArray:
         return self.observations.copy() if self.copy else self.observations

@@ -19,14 +19,16 @@ while the machine was quiet, but 3-15x SLOWER whenever the load exceeded the cor
 waits for its slowest, descheduled thread), whereas dynamically claimed chunks never wait for a
 thread that has not started one.
 
-A driver's arrays are all preallocated by the caller (``VectorGames``, ``PatchworkVectorEnv``);
-the kernels allocate nothing per game except a 33-entry scratch circle when dealing.
+A driver's arrays are all preallocated by the caller (``VectorGames``, ``PatchworkVectorEnv``) and
+handed over as a few NamedTuples (``Batch``, ``SelfPlayResults``, ``Learners``, ``Deal``), which
+numba compiles like separate arguments; the kernels allocate nothing per game except a 33-entry
+scratch circle when dealing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numba
 import numpy as np
@@ -134,71 +136,99 @@ def sample_legal(mask: B, count: int, rng: U64, i: int) -> int:
     return kth_legal(mask, below(rng, i, count))
 
 
+# --- the buffers a driver works on ------------------------------------------------------------
+class Batch(NamedTuple):
+    """The per-game arrays of a batch, one row per game, handed to the drivers as one object (numba
+    compiles a NamedTuple of arrays like separate arguments). ``rows(lo, hi)`` is a chunk of it."""
+
+    states: I64  # (N, STATE_LEN) rule states
+    masks: B  # (N, NUM_ACTIONS) legal masks of the player to move
+    counts: I64  # (N,) legal actions (0: the game is over)
+    cur: I64  # (N,) player to move
+    obs: F32  # (N, OBS_DIM) observations
+    deal_rng: U64  # (N,) the deal stream of each game
+    play_rng: U64  # (N,) the play stream of each game (random moves, the env's random opponent)
+
+
+class SelfPlayResults(NamedTuple):
+    """What ``selfplay_step`` writes per game (``vector.StepResult`` plus the rules' error codes)."""
+
+    done: B
+    winners: I64
+    scores: I64  # (N, 2)
+    plies: I64
+    actors: I64
+    errors: I64
+
+
+class Learners(NamedTuple):
+    """The single-agent view's per-game arrays (``PatchworkVectorEnv``)."""
+
+    seats: I64  # the learner's seat
+    rewards: F32
+    terminated: B
+    results: I64  # (N, 5): won, score, opponent score, seat, plies
+    final_obs: F32  # (N, OBS_DIM)
+    errors: I64
+
+
+class Deal(NamedTuple):
+    """How new games are dealt: the leather layout's index and bitmask (``rules``)."""
+
+    layout: int
+    leather: int
+
+
 # --- per-game bodies -----------------------------------------------------------------------
 @_jit
-def _view(i: int, states: I64, seat: int, masks: B, counts: I64, cur: I64, obs: F32, want_obs: bool) -> None:
+def _view(i: int, b: Batch, seat: int, want_obs: bool) -> None:
     """Mask and player to move of game ``i``; its observation from ``seat`` (-1: the player to move)."""
-    s = states[i]
-    cur[i] = rules.current_player(s)
-    if want_obs and (seat < 0 or seat == cur[i]):
-        counts[i] = legal_mask_and_observe_into(s, masks[i], obs[i])
+    s = b.states[i]
+    b.cur[i] = rules.current_player(s)
+    if want_obs and (seat < 0 or seat == b.cur[i]):
+        b.counts[i] = legal_mask_and_observe_into(s, b.masks[i], b.obs[i])
     else:
-        counts[i] = rules.legal_mask_into(s, masks[i])
+        b.counts[i] = rules.legal_mask_into(s, b.masks[i])
         if want_obs:
-            observe_into(s, seat, obs[i])
+            observe_into(s, seat, b.obs[i])
 
 
 @_jit
 def _selfplay_one(
-    i: int,
-    states: I64,
-    actions: I64,
-    rng: U64,
-    layout: int,
-    leather: int,
-    auto_reset: bool,
-    masks: B,
-    counts: I64,
-    cur: I64,
-    obs: F32,
-    want_obs: bool,
-    done: B,
-    winners: I64,
-    scores: I64,
-    plies: I64,
-    actors: I64,
-    errors: I64,
+    i: int, b: Batch, actions: I64, deal: Deal, auto_reset: bool, want_obs: bool, r: SelfPlayResults
 ) -> None:
-    s = states[i]
-    done[i] = False
-    winners[i] = -1
-    scores[i, 0] = 0
-    scores[i, 1] = 0
-    plies[i] = 0
-    errors[i] = rules.OK
-    if counts[i] == 0:  # a finished game that was not reset: stepping it is a no-op
-        actors[i] = -1
+    s = b.states[i]
+    r.done[i] = False
+    r.winners[i] = -1
+    r.scores[i, 0] = 0
+    r.scores[i, 1] = 0
+    r.plies[i] = 0
+    r.errors[i] = rules.OK
+    if b.counts[i] == 0:  # a finished game that was not reset: stepping it is a no-op
+        r.actors[i] = -1
     else:
-        actors[i] = cur[i]
-        errors[i] = rules.step_into(s, actions[i])
+        r.actors[i] = b.cur[i]
+        r.errors[i] = rules.step_into(s, actions[i])
         if rules.is_terminal(s):
-            done[i] = True
-            winners[i] = rules.winner(s)
-            scores[i, 0] = rules.score(s, 0)
-            scores[i, 1] = rules.score(s, 1)
-            plies[i] = s[rules.PLY]
+            r.done[i] = True
+            r.winners[i] = rules.winner(s)
+            r.scores[i, 0] = rules.score(s, 0)
+            r.scores[i, 1] = rules.score(s, 1)
+            r.plies[i] = s[rules.PLY]
             if auto_reset:
-                deal_into(s, rng, i, layout, leather)
-    _view(i, states, -1, masks, counts, cur, obs, want_obs)
+                deal_into(s, b.deal_rng, i, deal.layout, deal.leather)
+    _view(i, b, -1, want_obs)
 
 
 @_jit
-def _play_random_opponent(i: int, states: I64, seat: int, rng: U64, scratch: B) -> None:
-    """Uniformly random moves for the opponent of ``seat`` until ``seat`` is to move or the game ends."""
-    s = states[i]
+def _play_random_opponent(i: int, b: Batch, seat: int) -> None:
+    """Uniformly random moves for the opponent of ``seat`` until ``seat`` is to move or the game
+    ends (game ``i``'s mask row serves as scratch space; its play stream draws)."""
+    s = b.states[i]
+    scratch = b.masks[i]
     while not rules.is_terminal(s) and rules.current_player(s) != seat:
         count = rules.legal_mask_into(s, scratch)
-        rules.step_into(s, sample_legal(scratch, count, rng, i))
+        rules.step_into(s, sample_legal(scratch, count, b.play_rng, i))
 
 
 @_jit
@@ -213,92 +243,58 @@ def _record_end(i: int, s: I64, seat: int, won: bool, results: I64) -> None:
 
 
 @_jit
-def _finish_one(
-    i: int,
-    states: I64,
-    seats: I64,
-    seat_mode: int,
-    rng: U64,
-    layout: int,
-    leather: int,
-    reward_mode: int,
-    rewards: F32,
-    terminated: B,
-    results: I64,
-    final_obs: F32,
-) -> bool:
+def _finish_one(i: int, b: Batch, e: Learners, seat_mode: int, deal: Deal, reward_mode: int) -> bool:
     """If game ``i`` is over: the learner's reward, the result, the final observation, then a new
     deal and learner seat. Returns True when a new game was dealt."""
-    s = states[i]
-    rewards[i] = 0.0
-    terminated[i] = False
+    s = b.states[i]
+    e.rewards[i] = 0.0
+    e.terminated[i] = False
     if not rules.is_terminal(s):
         return False
-    seat = seats[i]
-    terminated[i] = True
-    _record_end(i, s, seat, rules.winner(s) == seat, results)
-    rewards[i] = final_reward(results[i, 0] == 1, float(results[i, 1] - results[i, 2]), reward_mode)
-    observe_into(s, seat, final_obs[i])
-    _new_episode(i, states, seats, seat_mode, rng, layout, leather)
+    seat = e.seats[i]
+    e.terminated[i] = True
+    _record_end(i, s, seat, rules.winner(s) == seat, e.results)
+    e.rewards[i] = final_reward(e.results[i, 0] == 1, float(e.results[i, 1] - e.results[i, 2]), reward_mode)
+    observe_into(s, seat, e.final_obs[i])
+    _new_episode(i, b, e.seats, seat_mode, deal)
     return True
 
 
 @_jit
-def _new_episode(i: int, states: I64, seats: I64, seat_mode: int, rng: U64, layout: int, leather: int) -> None:
-    deal_into(states[i], rng, i, layout, leather)
-    seats[i] = below(rng, i, 2) if seat_mode == RANDOM_SEAT else seat_mode
+def _new_episode(i: int, b: Batch, seats: I64, seat_mode: int, deal: Deal) -> None:
+    deal_into(b.states[i], b.deal_rng, i, deal.layout, deal.leather)
+    seats[i] = below(b.deal_rng, i, 2) if seat_mode == RANDOM_SEAT else seat_mode
 
 
 # --- drivers (compiled twice: serial and parallel) -----------------------------------------
 @_jit
-def selfplay_step(
-    states: I64,
-    actions: I64,
-    rng: U64,
-    layout: int,
-    leather: int,
-    auto_reset: bool,
-    masks: B,
-    counts: I64,
-    cur: I64,
-    obs: F32,
-    want_obs: bool,
-    done: B,
-    winners: I64,
-    scores: I64,
-    plies: I64,
-    actors: I64,
-    errors: I64,
-) -> None:
+def selfplay_step(b: Batch, actions: I64, deal: Deal, auto_reset: bool, want_obs: bool, r: SelfPlayResults) -> None:
     """One action per game by its player to move; results of ended games; deals; masks; obs."""
-    for i in range(states.shape[0]):
-        _selfplay_one(
-            i, states, actions, rng, layout, leather, auto_reset, masks, counts, cur, obs, want_obs,
-            done, winners, scores, plies, actors, errors,
-        )  # fmt: skip
+    for i in range(b.states.shape[0]):
+        _selfplay_one(i, b, actions, deal, auto_reset, want_obs, r)
 
 
 @_jit
-def deal_all(states: I64, rng: U64, layout: int, leather: int, masks: B, counts: I64, cur: I64) -> None:
+def deal_all(b: Batch, deal: Deal) -> None:
     """A new deal in every game, with masks and players to move."""
-    for i in range(states.shape[0]):
-        deal_into(states[i], rng, i, layout, leather)
-        counts[i] = rules.legal_mask_into(states[i], masks[i])
-        cur[i] = rules.current_player(states[i])
+    for i in range(b.states.shape[0]):
+        deal_into(b.states[i], b.deal_rng, i, deal.layout, deal.leather)
+        b.counts[i] = rules.legal_mask_into(b.states[i], b.masks[i])
+        b.cur[i] = rules.current_player(b.states[i])
 
 
 @_jit
-def refresh(states: I64, seats: I64, masks: B, counts: I64, cur: I64, obs: F32, want_obs: bool) -> None:
+def refresh(b: Batch, seats: I64, want_obs: bool) -> None:
     """Masks, players to move and (if ``want_obs``) observations from ``seats`` (-1: player to move)."""
-    for i in range(states.shape[0]):
-        _view(i, states, seats[i], masks, counts, cur, obs, want_obs)
+    for i in range(b.states.shape[0]):
+        _view(i, b, seats[i], want_obs)
 
 
 @_jit
-def observe(states: I64, seats: I64, cur: I64, obs: F32) -> None:
+def observe(b: Batch, seats: I64) -> None:
     """Observation of every game from ``seats[i]`` (-1: its player to move ``cur[i]``)."""
-    for i in range(states.shape[0]):
-        observe_into(states[i], cur[i] if seats[i] < 0 else seats[i], obs[i])
+    for i in range(b.states.shape[0]):
+        observe_into(b.states[i], b.cur[i] if seats[i] < 0 else seats[i], b.obs[i])
 
 
 @_jit
@@ -338,37 +334,28 @@ def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> i
 
 
 @_jit
-def env_start(
-    states: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
-    random_opponent: bool, masks: B, counts: I64, cur: I64, obs: F32,
-) -> None:  # fmt: skip
+def env_start(b: Batch, e: Learners, seat_mode: int, deal: Deal, random_opponent: bool) -> None:
     """New episode in every game of the single-agent view; the random opponent opens if it starts."""
-    for i in range(states.shape[0]):
-        _new_episode(i, states, seats, seat_mode, rng, layout, leather)
+    for i in range(b.states.shape[0]):
+        _new_episode(i, b, e.seats, seat_mode, deal)
         if random_opponent:
-            _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
-        _view(i, states, seats[i], masks, counts, cur, obs, True)
+            _play_random_opponent(i, b, e.seats[i])
+        _view(i, b, e.seats[i], True)
 
 
 @_jit
-def env_step_random(
-    states: I64, actions: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
-    reward_mode: int, masks: B, counts: I64, cur: I64, obs: F32, rewards: F32, terminated: B, results: I64,
-    final_obs: F32, errors: I64,
-) -> None:  # fmt: skip
+def env_step_random(b: Batch, actions: I64, e: Learners, seat_mode: int, deal: Deal, reward_mode: int) -> None:
     """Single-agent view against the random opponent, fused: the learner's action, the opponent's
     replies, the end of the episode (reward, final observation, new deal and opening replies), the
     learner's next mask and observation. Games whose action is negative are skipped (forfeits)."""
-    for i in range(states.shape[0]):
+    for i in range(b.states.shape[0]):
         if actions[i] < 0:
             continue
-        errors[i] = rules.step_into(states[i], actions[i])
-        _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
-        if _finish_one(
-            i, states, seats, seat_mode, rng, layout, leather, reward_mode, rewards, terminated, results, final_obs,
-        ):  # fmt: skip
-            _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
-        _view(i, states, seats[i], masks, counts, cur, obs, True)
+        e.errors[i] = rules.step_into(b.states[i], actions[i])
+        _play_random_opponent(i, b, e.seats[i])
+        if _finish_one(i, b, e, seat_mode, deal, reward_mode):
+            _play_random_opponent(i, b, e.seats[i])
+        _view(i, b, e.seats[i], True)
 
 
 @_jit
@@ -379,39 +366,29 @@ def env_learner_step(states: I64, actions: I64, errors: I64) -> None:
 
 
 @_jit
-def env_finish(
-    states: I64, actions: I64, seats: I64, seat_mode: int, rng: U64, layout: int, leather: int, reward_mode: int,
-    rewards: F32, terminated: B, results: I64, final_obs: F32,
-) -> None:  # fmt: skip
+def env_finish(b: Batch, actions: I64, e: Learners, seat_mode: int, deal: Deal, reward_mode: int) -> None:
     """End-of-episode bookkeeping (see ``_finish_one``) of every game whose action is not negative,
     for opponents that move in Python."""
-    for i in range(states.shape[0]):
+    for i in range(b.states.shape[0]):
         if actions[i] >= 0:
-            _finish_one(
-                i, states, seats, seat_mode, rng, layout, leather, reward_mode, rewards, terminated, results,
-                final_obs,
-            )  # fmt: skip
+            _finish_one(i, b, e, seat_mode, deal, reward_mode)
 
 
 @_jit
-def env_forfeit(
-    states: I64, rows: I64, seats: I64, seat_mode: int, rng: U64, opp_rng: U64, layout: int, leather: int,
-    random_opponent: bool, masks: B, counts: I64, cur: I64, obs: F32, rewards: F32, terminated: B, results: I64,
-    final_obs: F32,
-) -> None:  # fmt: skip
-    """The learner sent an illegal action in the games ``rows``: each ends at once with reward -1
-    and the opponent as winner, then a new episode starts there."""
-    for k in range(rows.shape[0]):
-        i = rows[k]
-        s = states[i]
-        rewards[i] = ILLEGAL_ACTION_REWARD
-        terminated[i] = True
-        _record_end(i, s, seats[i], False, results)
-        observe_into(s, seats[i], final_obs[i])
-        _new_episode(i, states, seats, seat_mode, rng, layout, leather)
+def env_forfeit(b: Batch, game_rows: I64, e: Learners, seat_mode: int, deal: Deal, random_opponent: bool) -> None:
+    """The learner sent an illegal action in the games ``game_rows``: each ends at once with reward
+    -1 and the opponent as winner, then a new episode starts there."""
+    for k in range(game_rows.shape[0]):
+        i = game_rows[k]
+        s = b.states[i]
+        e.rewards[i] = ILLEGAL_ACTION_REWARD
+        e.terminated[i] = True
+        _record_end(i, s, e.seats[i], False, e.results)
+        observe_into(s, e.seats[i], e.final_obs[i])
+        _new_episode(i, b, e.seats, seat_mode, deal)
         if random_opponent:
-            _play_random_opponent(i, states, seats[i], opp_rng, masks[i])
-        _view(i, states, seats[i], masks, counts, cur, obs, True)
+            _play_random_opponent(i, b, e.seats[i])
+        _view(i, b, e.seats[i], True)
 
 
 @_jit
