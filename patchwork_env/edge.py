@@ -92,25 +92,25 @@ def game_over(what: str = "the game") -> GameOverError:
 
 # --- options of the constructors -------------------------------------------------------------
 def check_reward_kind(reward: object) -> str:
-    if reward not in REWARD_KINDS:
+    if not isinstance(reward, str) or reward not in REWARD_KINDS:
         raise ValueError(f"reward must be one of {REWARD_KINDS}, got {reward!r}")
     return str(reward)
 
 
 def check_leather_layout(layout: object) -> str:
-    if layout not in rules.LEATHER_LAYOUTS:
+    if not isinstance(layout, str) or layout not in rules.LEATHER_LAYOUTS:
         raise ValueError(f"leather_layout must be one of {rules.LAYOUT_NAMES}, got {layout!r}")
     return str(layout)
 
 
 def check_illegal_action(mode: object) -> str:
-    if mode not in ILLEGAL_ACTION_MODES:
+    if not isinstance(mode, str) or mode not in ILLEGAL_ACTION_MODES:
         raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {mode!r}")
     return str(mode)
 
 
 def check_render_mode(mode: object, allowed: tuple[str, ...] = RENDER_MODES) -> str | None:
-    if mode is not None and mode not in allowed:
+    if mode is not None and (not isinstance(mode, str) or mode not in allowed):
         raise ValueError(f"render_mode must be None or one of {allowed}, got {mode!r}")
     return None if mode is None else str(mode)
 

@@ -225,7 +225,9 @@ def _move(s: npt.NDArray[np.int64], player: int, new: int) -> None:
 
 
 @_jit
-def _place_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
+def lay_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
+    """Sew a leather patch onto ``cell`` of ``player``'s quilt and log it; E_CELL_TAKEN (and ``s``
+    untouched) if the cell is covered. The one writer of leather placements."""
     w = QUILT + 2 * player
     if cell < WORD0_CELLS:
         bit = np.int64(1) << cell
@@ -238,6 +240,29 @@ def _place_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
             return E_CELL_TAKEN
         s[w + 1] |= bit
     _log(s, player, LEATHER_PLACEMENT + cell)
+    return OK
+
+
+@_jit
+def lay_patch(s: npt.NDArray[np.int64], player: int, patch: int, row: int) -> int:
+    """Sew ``patch`` in placement ``row`` (``bitboard.PL_*``) onto ``player``'s quilt: its cells,
+    its button icons (income) and the log; E_OVERLAP (and ``s`` untouched) if it overlaps. The one
+    writer of bought patches on a quilt."""
+    w = QUILT + 2 * player
+    if (s[w] & PL_LO[row]) != 0 or (s[w + 1] & PL_HI[row]) != 0:
+        return E_OVERLAP
+    s[w] |= PL_LO[row]
+    s[w + 1] |= PL_HI[row]
+    s[INCOME + player] += PATCH_BUTTONS[patch]
+    _log(s, player, row)
+    return OK
+
+
+@_jit
+def _place_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
+    err = lay_leather(s, player, cell)
+    if err != OK:
+        return err
     s[PENDING] = 0
     _claim_bonus(s, player)
     return OK
@@ -259,9 +284,9 @@ def _buy(s: npt.NDArray[np.int64], player: int, action: int) -> int:
     row = PLACEMENT_ROW[patch, offset]
     if row < 0:
         return E_OFF_BOARD
-    w = QUILT + 2 * player
-    if (s[w] & PL_LO[row]) != 0 or (s[w + 1] & PL_HI[row]) != 0:
-        return E_OVERLAP
+    err = lay_patch(s, player, patch, row)
+    if err != OK:
+        return err
     # the neutral token moves to the bought patch: the skipped patches go behind it
     skipped = s[CIRCLE : CIRCLE + slot].copy()
     for k in range(slot + 1, n):
@@ -271,10 +296,6 @@ def _buy(s: npt.NDArray[np.int64], player: int, action: int) -> int:
     s[CIRCLE + n - 1] = -1
     s[NCIRCLE] = n - 1
     s[BUTTONS + player] -= PATCH_COST[patch]
-    s[w] |= PL_LO[row]
-    s[w + 1] |= PL_HI[row]
-    s[INCOME + player] += PATCH_BUTTONS[patch]
-    _log(s, player, row)
     _claim_bonus(s, player)
     _move(s, player, min(s[POS + player] + PATCH_TIME[patch], FINAL_SPACE))
     return OK
@@ -446,6 +467,31 @@ def new_state_into(
         s[CIRCLE + k] = circle[k] if k < circle.shape[0] else -1
     for k in range(2 * MAX_PLACED):
         s[LOG + k] = -1
+
+
+def set_position(
+    s: npt.NDArray[np.int64],
+    positions: tuple[int, int],
+    buttons: tuple[int, int],
+    pending: bool,
+    bonus_owner: int,
+    first_to_finish: int,
+    ply: int,
+) -> None:
+    """Set the fields of a position that neither the deal (``new_state_into``) nor the quilts
+    (``lay_patch``, ``lay_leather``) determine: tokens, buttons, a pending leather patch, the bonus
+    tile's owner (-1: none), the first to reach the last space (-1: none), decisions taken. For
+    rebuilding a described position (``serialize``); play changes them through ``step_into``."""
+    s[POS], s[POS + 1] = positions
+    s[BUTTONS], s[BUTTONS + 1] = buttons
+    s[PENDING] = int(pending)
+    s[BONUS] = bonus_owner
+    s[FIRST53] = first_to_finish
+    s[PLY] = ply
+
+
+def placed_count(s: npt.NDArray[np.int64], player: int) -> int:
+    return int(s[NPLACED + player])
 
 
 def leather_mask(layout: str) -> int:

@@ -19,9 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
+from patchwork_env import serialize
 from patchwork_env.actions import Action, IllegalActionError, as_action_id, decode_action
 from patchwork_env.bitboard import ORIENT_CANON, PL_OFFSET, PL_START, popcount, words_to_board
-from patchwork_env.edge import check_leather_layout, game_over
+from patchwork_env.edge import GameOverError, check_leather_layout
 from patchwork_env.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
 from patchwork_env.validate import check_state_array, state_from_bytes
 
@@ -75,7 +76,7 @@ class GameState:
         new = self._s.copy()
         err = R.step_into(new, a)
         if err == R.E_GAME_OVER:
-            raise game_over()
+            raise GameOverError(self._explain(a, err))
         if err:
             raise IllegalActionError(self._explain(a, err))
         return GameState._wrap(new)
@@ -220,26 +221,20 @@ class GameState:
         return (_from_bytes, (self._s.tobytes(),))
 
     def to_dict(self) -> dict[str, Any]:
-        from patchwork_env.serialize import state_to_dict
-
-        return state_to_dict(self)
+        return serialize.state_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GameState:
-        from patchwork_env.serialize import state_from_dict
-
-        return state_from_dict(data)
+        """The position a dict describes, if the rules can reach it (else a ValueError saying why)."""
+        return cls._wrap(serialize.array_from_dict(data))
 
     def to_notation(self) -> str:
-        from patchwork_env.serialize import to_notation
-
-        return to_notation(self)
+        return serialize.to_notation(self)
 
     @classmethod
     def from_notation(cls, text: str) -> GameState:
-        from patchwork_env.serialize import from_notation
-
-        return from_notation(text)
+        """The position a notation line describes (checked as ``from_dict`` checks a dict)."""
+        return cls._wrap(serialize.array_from_notation(text))
 
     def __str__(self) -> str:
         from patchwork_env.render import render_text
