@@ -50,6 +50,7 @@ from patchwork_env.bitboard import (
     PLACEMENT_ROW,
     WORD0_CELLS,
 )
+from patchwork_env.bitboard import bit_count as popcount
 from patchwork_env.patches import NUM_PATCHES, PATCHES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -150,15 +151,6 @@ def current_player(s: npt.NDArray[np.int64]) -> int:
 @_jit
 def is_terminal(s: npt.NDArray[np.int64]) -> bool:
     return bool(s[POS] == FINAL_SPACE and s[POS + 1] == FINAL_SPACE and s[PENDING] == 0)
-
-
-@_jit
-def popcount(x: int) -> int:
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
 
 
 @_jit
