@@ -107,8 +107,11 @@ class VectorGames:
         self.batch = vector_kernels.Batch(self.states, self.masks, self.counts, self.current_player, self.observations,
                                           self.deal_streams, self.play_streams)  # fmt: skip
         res = self._result
-        self._results = vector_kernels.SelfPlayResults(res.done, res.winner, res.scores, res.plies, res.actor,
-                                                       self._errors)  # fmt: skip
+        results = vector_kernels.SelfPlayResults(res.done, res.winner, res.scores, res.plies, res.actor, self._errors)
+        # the drivers take plain tuples of these (``vector_kernels.Fields``): built once
+        self._batch_fields = tuple(self.batch)
+        self._deal_fields = tuple(self.deal)
+        self._results_fields = tuple(results)
         self.reset(seed)
         self._seeded = True
 
@@ -123,7 +126,7 @@ class VectorGames:
         the current streams."""
         if seed is not None or not getattr(self, "_seeded", False):
             self.seed_streams(seed)
-        self._k.deal_all(self.batch, self.deal)
+        self._k.deal_all(self._batch_fields, self._deal_fields)
 
     def seed_streams(self, seed: int | None) -> None:
         """Re-seed every game's deal and play streams from ``seed`` (no deal)."""
@@ -149,7 +152,7 @@ class VectorGames:
         copying many positions in at once for search). The rows are checked first
         (``validate.check_state_rows``): a ValueError names the first invalid one."""
         check_state_rows(self.states)
-        self._k.refresh(self.batch, self._to_move, False)
+        self._k.refresh(self._batch_fields, self._to_move, False)
 
     def game(self, i: int) -> GameState:
         """Game ``i`` as an (immutable) ``GameState``."""
@@ -167,7 +170,9 @@ class VectorGames:
         ``observe=True`` also rewrites ``observations`` (each game from its new acting seat) in
         the same compiled call, which is cheaper than a separate ``observe()``."""
         acts = self._check_actions(actions)
-        self._k.selfplay_step(self.batch, acts, self.deal, self.auto_reset, observe, self._results)
+        self._k.selfplay_step(
+            self._batch_fields, acts, self._deal_fields, self.auto_reset, observe, self._results_fields
+        )
         if self._errors.any():  # pragma: no cover - the mask check above makes this unreachable
             raise RuntimeError(f"rules rejected a masked-in action: errors {np.flatnonzero(self._errors)}")
         return self._result
@@ -200,7 +205,7 @@ class VectorGames:
             seats = np.asarray(seats, dtype=np.int64)
             if seats.shape != (self.num_games,) or not np.isin(seats, (0, 1)).all():
                 raise ValueError(f"seats must be {self.num_games} values in {{0, 1}}, got {seats!r}")
-        self._k.observe(self.batch, seats)
+        self._k.observe(self._batch_fields, seats)
         return self.observations
 
     def nbytes_per_game(self) -> int:

@@ -142,9 +142,12 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         self._mask_copy: npt.NDArray[np.bool_] | None = None
         self._started = False
         # the kernels' views: the games' arrays with this env's observations (from the learner's seat)
-        self._batch = self.games.batch._replace(obs=self.observations)
-        self._learners = vector_kernels.Learners(self.seats, self._rewards, self._terminated, self._results,
-                                                 self.final_observations, self._errors)  # fmt: skip
+        # as plain tuples (``vector_kernels.Fields``), as the drivers take them
+        self._batch = tuple(self.games.batch._replace(obs=self.observations))
+        learners = vector_kernels.Learners(self.seats, self._rewards, self._terminated, self._results,
+                                           self.final_observations, self._errors)  # fmt: skip
+        self._learners = tuple(learners)
+        self._deal = tuple(self.games.deal)
 
     # --- configuration -------------------------------------------------------------------------
     def set_opponent(self, opponent: Opponent) -> None:
@@ -176,7 +179,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         if seed is not None:
             g.seed_streams(seed)
             self._opponent_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        g.kernels.env_start(self._batch, self._learners, seat_mode, g.deal, self._random_opponent)
+        g.kernels.env_start(self._batch, self._learners, seat_mode, self._deal, self._random_opponent)
         if not self._random_opponent:
             self._opponent_moves()
             self._refresh_view()
@@ -195,14 +198,14 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         k = g.kernels
         rm = edge.REWARD_KINDS.index(self.reward_kind)
         if self._illegal.any():
-            k.env_forfeit(self._batch, np.flatnonzero(self._illegal), self._learners, self._seat_mode, g.deal,
+            k.env_forfeit(self._batch, np.flatnonzero(self._illegal), self._learners, self._seat_mode, self._deal,
                           self._random_opponent)  # fmt: skip
         if self._random_opponent:
-            k.env_step_random(self._batch, acts, self._learners, self._seat_mode, g.deal, rm)
+            k.env_step_random(self._batch, acts, self._learners, self._seat_mode, self._deal, rm)
         else:
             k.env_learner_step(g.states, acts, self._errors)
             self._opponent_moves()
-            k.env_finish(self._batch, acts, self._learners, self._seat_mode, g.deal, rm)
+            k.env_finish(self._batch, acts, self._learners, self._seat_mode, self._deal, rm)
             if self._terminated.any():
                 self._opponent_moves()  # the opponent's opening moves in the new episodes
             self._refresh_view()

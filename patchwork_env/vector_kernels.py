@@ -172,6 +172,12 @@ class Learners(NamedTuple):
     errors: I64
 
 
+#: what the drivers take in the place of each NamedTuple below: its fields as a plain tuple
+#: (``tuple(batch)``), which numba recognises from a cached fingerprint, where typing a NamedTuple
+#: argument costs about 0.7 us per call; each driver rebuilds the NamedTuple (free, compiled)
+Fields = tuple[Any, ...]
+
+
 class Deal(NamedTuple):
     """How new games are dealt: the leather layout's index and bitmask (``rules``)."""
 
@@ -268,31 +274,35 @@ def _new_episode(i: int, b: Batch, seats: I64, seat_mode: int, deal: Deal) -> No
 
 # --- drivers (compiled twice: serial and parallel) -----------------------------------------
 @_jit
-def selfplay_step(b: Batch, actions: I64, deal: Deal, auto_reset: bool, want_obs: bool, r: SelfPlayResults) -> None:
+def selfplay_step(batch: Fields, actions: I64, deal: Fields, auto_reset: bool, want_obs: bool, results: Fields) -> None:
     """One action per game by its player to move; results of ended games; deals; masks; obs."""
+    b, d, r = Batch(*batch), Deal(*deal), SelfPlayResults(*results)
     for i in range(b.states.shape[0]):
-        _selfplay_one(i, b, actions, deal, auto_reset, want_obs, r)
+        _selfplay_one(i, b, actions, d, auto_reset, want_obs, r)
 
 
 @_jit
-def deal_all(b: Batch, deal: Deal) -> None:
+def deal_all(batch: Fields, deal: Fields) -> None:
     """A new deal in every game, with masks and players to move."""
+    b, layout, leather = Batch(*batch), deal[0], deal[1]
     for i in range(b.states.shape[0]):
-        deal_into(b.states[i], b.deal_rng, i, deal.layout, deal.leather)
+        deal_into(b.states[i], b.deal_rng, i, layout, leather)
         b.counts[i] = rules.legal_mask_into(b.states[i], b.masks[i])
         b.cur[i] = rules.current_player(b.states[i])
 
 
 @_jit
-def refresh(b: Batch, seats: I64, want_obs: bool) -> None:
+def refresh(batch: Fields, seats: I64, want_obs: bool) -> None:
     """Masks, players to move and (if ``want_obs``) observations from ``seats`` (-1: player to move)."""
+    b = Batch(*batch)
     for i in range(b.states.shape[0]):
         _view(i, b, seats[i], want_obs)
 
 
 @_jit
-def observe(b: Batch, seats: I64) -> None:
+def observe(batch: Fields, seats: I64) -> None:
     """Observation of every game from ``seats[i]`` (-1: its player to move ``cur[i]``)."""
+    b = Batch(*batch)
     for i in range(b.states.shape[0]):
         observe_into(b.states[i], b.cur[i] if seats[i] < 0 else seats[i], b.obs[i])
 
@@ -334,26 +344,30 @@ def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> i
 
 
 @_jit
-def env_start(b: Batch, e: Learners, seat_mode: int, deal: Deal, random_opponent: bool) -> None:
+def env_start(batch: Fields, learners: Fields, seat_mode: int, deal: Fields, random_opponent: bool) -> None:
     """New episode in every game of the single-agent view; the random opponent opens if it starts."""
+    b, e, d = Batch(*batch), Learners(*learners), Deal(*deal)
     for i in range(b.states.shape[0]):
-        _new_episode(i, b, e.seats, seat_mode, deal)
+        _new_episode(i, b, e.seats, seat_mode, d)
         if random_opponent:
             _play_random_opponent(i, b, e.seats[i])
         _view(i, b, e.seats[i], True)
 
 
 @_jit
-def env_step_random(b: Batch, actions: I64, e: Learners, seat_mode: int, deal: Deal, reward_mode: int) -> None:
+def env_step_random(
+    batch: Fields, actions: I64, learners: Fields, seat_mode: int, deal: Fields, reward_mode: int
+) -> None:
     """Single-agent view against the random opponent, fused: the learner's action, the opponent's
     replies, the end of the episode (reward, final observation, new deal and opening replies), the
     learner's next mask and observation. Games whose action is negative are skipped (forfeits)."""
+    b, e, d = Batch(*batch), Learners(*learners), Deal(*deal)
     for i in range(b.states.shape[0]):
         if actions[i] < 0:
             continue
         e.errors[i] = rules.step_into(b.states[i], actions[i])
         _play_random_opponent(i, b, e.seats[i])
-        if _finish_one(i, b, e, seat_mode, deal, reward_mode):
+        if _finish_one(i, b, e, seat_mode, d, reward_mode):
             _play_random_opponent(i, b, e.seats[i])
         _view(i, b, e.seats[i], True)
 
@@ -366,18 +380,22 @@ def env_learner_step(states: I64, actions: I64, errors: I64) -> None:
 
 
 @_jit
-def env_finish(b: Batch, actions: I64, e: Learners, seat_mode: int, deal: Deal, reward_mode: int) -> None:
+def env_finish(batch: Fields, actions: I64, learners: Fields, seat_mode: int, deal: Fields, reward_mode: int) -> None:
     """End-of-episode bookkeeping (see ``_finish_one``) of every game whose action is not negative,
     for opponents that move in Python."""
+    b, e, d = Batch(*batch), Learners(*learners), Deal(*deal)
     for i in range(b.states.shape[0]):
         if actions[i] >= 0:
-            _finish_one(i, b, e, seat_mode, deal, reward_mode)
+            _finish_one(i, b, e, seat_mode, d, reward_mode)
 
 
 @_jit
-def env_forfeit(b: Batch, game_rows: I64, e: Learners, seat_mode: int, deal: Deal, random_opponent: bool) -> None:
+def env_forfeit(
+    batch: Fields, game_rows: I64, learners: Fields, seat_mode: int, deal: Fields, random_opponent: bool
+) -> None:
     """The learner sent an illegal action in the games ``game_rows``: each ends at once with reward
     -1 and the opponent as winner, then a new episode starts there."""
+    b, e, d = Batch(*batch), Learners(*learners), Deal(*deal)
     for k in range(game_rows.shape[0]):
         i = game_rows[k]
         s = b.states[i]
@@ -385,7 +403,7 @@ def env_forfeit(b: Batch, game_rows: I64, e: Learners, seat_mode: int, deal: Dea
         e.terminated[i] = True
         _record_end(i, s, e.seats[i], False, e.results)
         observe_into(s, e.seats[i], e.final_obs[i])
-        _new_episode(i, b, e.seats, seat_mode, deal)
+        _new_episode(i, b, e.seats, seat_mode, d)
         if random_opponent:
             _play_random_opponent(i, b, e.seats[i])
         _view(i, b, e.seats[i], True)

@@ -112,16 +112,17 @@ def plan(n: int) -> list[tuple[int, int]]:
 
 
 def rows(buffers: Any, lo: int, hi: int) -> Any:
-    """Rows ``lo:hi`` of an array or of every array of a buffers NamedTuple (other values as they are)."""
+    """Rows ``lo:hi`` of an array, or of every array in a tuple of buffers (other values as they are)."""
     if isinstance(buffers, np.ndarray):
         return buffers[lo:hi]
-    if isinstance(buffers, tuple) and hasattr(buffers, "_fields"):
-        return type(buffers)(*(rows(x, lo, hi) for x in buffers))
+    if isinstance(buffers, tuple):
+        sliced = [rows(x, lo, hi) for x in buffers]
+        return type(buffers)(*sliced) if hasattr(buffers, "_fields") else tuple(sliced)
     return buffers
 
 
 def num_rows(buffers: Any) -> int:
-    """Games in an array or in a buffers NamedTuple (the length of its first array)."""
+    """Games in an array or in a tuple of buffers (the length of its first array)."""
     first = buffers if isinstance(buffers, np.ndarray) else buffers[0]
     return int(first.shape[0])
 
