@@ -6,12 +6,16 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup test lint demo bench browser clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the pinned CPU build of torch must come first: anything else downloads gigabytes
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[train,dev]"
+	# constraints.txt keeps that torch while the extras install (torchrl, tianshou ask for torch too)
+	$(PY) -m pip install --quiet -e ".[train,dev,interop]" -c constraints.txt
+	# torchrl's wheel also installs its own top-level benchmarks/ folder (no __init__.py), which
+	# shadows this project's benchmarks package outside the repository root (the notebooks)
+	rm -rf $(VENV)/lib/python3*/site-packages/benchmarks
 	touch $(STAMP)
 
 setup: $(STAMP)

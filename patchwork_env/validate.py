@@ -60,7 +60,7 @@ _FIELDS: tuple[tuple[str, str], ...] = (
     ("buttons", f"in 0..{R.STARTING_BUTTONS} + position + {MAX_INCOME} per income mark passed"),
     ("income", f"in 0..{MAX_INCOME} and the button icons of the logged patches"),
     ("TOP", "0 or 1"),
-    ("BONUS", "-1, 0 or 1, and a bonus owner must have a covered 7x7 square (someone must, if a quilt has one)"),
+    ("BONUS", "-1 (unclaimed), 0 or 1"),
     ("PENDING", "0 or 1, and 1 only while the quilt of the player on TOP has an empty cell"),
     ("LEATHER", "a subset of the layout's leather spaces beyond the furthest token"),
     ("FIRST53", "-1 while nobody is on space 53, else a player on space 53"),
@@ -73,7 +73,7 @@ _FIELDS: tuple[tuple[str, str], ...] = (
             f"{R.LEATHER_PLACEMENT}..{R.LEATHER_PLACEMENT + CELLS - 1}, then -1"),
     ("LOG", "no patch twice in the circle or on a quilt, with room in the log for the patches and "
             "leather patches still to place"),
-    ("LOG", f"at most {NUM_LEATHER} leather patches placed, pending or left"),
+    ("LEATHER", f"at most {NUM_LEATHER} leather patches placed, pending or left"),
 )  # fmt: skip
 (_OK, _Q0, _Q1, _POS, _BUT, _INC, _TOP, _BON, _PEN, _LEA, _F53, _LAY, _NC, _PLY, _CIR, _NP, _LOG, _PAT,
  _NLE) = range(len(_FIELDS))  # fmt: skip

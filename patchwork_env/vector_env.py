@@ -31,7 +31,9 @@ Options (as ``SingleAgentEnv``):
 - ``reward``: ``"win"`` (+1 / -1 at the end) or ``"score"`` (final margin / 100 clipped to [-1, 1]).
 - ``illegal_action``: ``"lose"`` (default, as in every front-end: that game ends with -1 and
   ``final_info["illegal_action"]``; the other games step normally), for unmasked agents, or
-  ``"raise"`` (``IllegalActionError`` naming the game, and nothing changes).
+  ``"raise"`` (``IllegalActionError`` naming the game, and nothing changes). Out-of-range integers
+  (any size, any integer dtype) are illegal actions like the masked-out ones; an array of another
+  dtype (bool, float, object) raises ``IllegalActionError`` in both modes (``actions.as_action_ids``).
 - ``copy``: return copies of the observation and mask buffers (default), or the buffers
   themselves, which the next ``step`` overwrites (faster, for a trainer that copies them anyway).
 - ``parallel``: spread the batch kernels over the cores (see ``VectorGames``).

@@ -13,23 +13,16 @@ is not in the file is one ``error: ...`` line and exit status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from patchwork_env.records import read_record
 from patchwork_env.replay import write_replay
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, not the usage block
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+from train.cli import Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog="python -m train.replay",
         description="Write the replay of one recorded game as a self-contained HTML page.",
     )
