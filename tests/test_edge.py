@@ -239,6 +239,16 @@ def test_the_package_never_imports_agents() -> None:
         assert not {m for m in _imports(path.stem) if m.split(".")[0] == "agents"}, path
 
 
+def test_a_spec_works_without_importing_agents_first() -> None:
+    """The installed project's entry point registers the agents package's factory on first use."""
+    code = (
+        "import patchwork_env\n"
+        "env = patchwork_env.SingleAgentEnv(opponent='greedy')\n"
+        "assert type(env.opponent).__name__ == 'GreedyAgent', env.opponent\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_opponent_specs_resolve_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     import agents  # registers its factory
 
