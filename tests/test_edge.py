@@ -228,25 +228,27 @@ def test_no_sideways_imports_between_env_shells(module: str) -> None:
     assert not _imports(module) & {"patchwork_env.aec", "patchwork_env.single_agent"}
 
 
+def _in_a_fresh_process(*lines: str) -> None:
+    subprocess.run([sys.executable, "-c", "\n".join(lines)], check=True)
+
+
 def test_the_package_never_imports_agents() -> None:
-    code = (
-        "import sys, patchwork_env, patchwork_env.vector_env, patchwork_env.edge\n"
-        "patchwork_env.SingleAgentEnv(opponent='random')\n"
-        "assert 'agents' not in sys.modules, 'patchwork_env imported agents'\n"
+    _in_a_fresh_process(
+        "import sys, patchwork_env, patchwork_env.vector_env, patchwork_env.edge",
+        "patchwork_env.SingleAgentEnv(opponent='random')",
+        "assert 'agents' not in sys.modules, 'patchwork_env imported agents'",
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
     for path in PACKAGE.glob("*.py"):
         assert not {m for m in _imports(path.stem) if m.split(".")[0] == "agents"}, path
 
 
 def test_a_spec_works_without_importing_agents_first() -> None:
     """The installed project's entry point registers the agents package's factory on first use."""
-    code = (
-        "import patchwork_env\n"
-        "env = patchwork_env.SingleAgentEnv(opponent='greedy')\n"
-        "assert type(env.opponent).__name__ == 'GreedyAgent', env.opponent\n"
+    _in_a_fresh_process(
+        "import patchwork_env",
+        "env = patchwork_env.SingleAgentEnv(opponent='greedy')",
+        "assert type(env.opponent).__name__ == 'GreedyAgent', env.opponent",
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_opponent_specs_resolve_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
