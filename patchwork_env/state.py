@@ -77,10 +77,8 @@ class GameState:
             a = as_action_id(action)  # IllegalActionError for anything but an integer in 0..2025
         new = self._s.copy()
         err = R.step_into(new, a)
-        if err == R.E_GAME_OVER:
-            raise GameOverError(self._explain(a, err))
         if err:
-            raise IllegalActionError(self._explain(a, err))
+            raise (GameOverError if err == R.E_GAME_OVER else IllegalActionError)(self._explain(a, err))
         return GameState._wrap(new)
 
     def legal_action_mask(self) -> npt.NDArray[np.bool_]:
