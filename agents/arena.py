@@ -336,9 +336,9 @@ def _run(
 def _progress_bar(total: int, enabled: bool) -> Callable[..., None]:
     if not enabled:
         return lambda n, close=False: None
-    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+    from agents.progress import progress_bar
 
-    bar = tqdm(total=total, unit="game", dynamic_ncols=True)
+    bar = progress_bar(total=total, unit="game", dynamic_ncols=True)
 
     def update(n: int, close: bool = False) -> None:
         if n:
