@@ -260,7 +260,7 @@ class raw_env(AECEnv):  # type: ignore[misc]
         self.possible_agents = list(AGENTS)
         self.agents = list(AGENTS)
         self.observation_spaces = {a: observation_space() for a in AGENTS}
-        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in AGENTS}
+        self.action_spaces: dict[str, spaces.Space[Any]] = {a: spaces.Discrete(NUM_ACTIONS) for a in AGENTS}
         low, high = observation_bounds()
         self.state_space = spaces.Box(low=low, high=high, shape=(OBS_DIM,), dtype=np.float32)
         self._rng = np.random.default_rng()
@@ -273,8 +273,8 @@ class raw_env(AECEnv):  # type: ignore[misc]
     def observation_space(self, agent: str) -> spaces.Dict:
         return self.observation_spaces[agent]  # type: ignore[no-any-return]
 
-    def action_space(self, agent: str) -> spaces.Discrete:
-        return self.action_spaces[agent]  # type: ignore[no-any-return]
+    def action_space(self, agent: str) -> spaces.Space[Any]:  # Discrete(2026); generic only in gymnasium < 1.3
+        return self.action_spaces[agent]
 
     # --- episodes ------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
