@@ -9,6 +9,7 @@ import pytest
 
 from train.config import (
     ConfigError,
+    RLlibConfig,
     SB3Config,
     SelfPlayConfig,
     describe,
@@ -26,19 +27,28 @@ SHIPPED = sorted(p.name for p in CONFIGS.glob("*.yaml"))
 
 
 def test_every_shipped_config_is_tested() -> None:
-    assert SHIPPED == ["quick.yaml", "quick_scratch.yaml", "sb3.yaml", "selfplay.yaml", "selfplay_scratch.yaml"]
+    assert SHIPPED == [
+        "quick.yaml",
+        "quick_scratch.yaml",
+        "rllib.yaml",
+        "rllib_prior.yaml",
+        "rllib_smoke.yaml",
+        "sb3.yaml",
+        "selfplay.yaml",
+        "selfplay_scratch.yaml",
+    ]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_load(name: str) -> None:
-    cls = SB3Config if name.startswith("sb3") else SelfPlayConfig
+    cls = SB3Config if name.startswith("sb3") else RLlibConfig if name.startswith("rllib") else SelfPlayConfig
     cfg = load_config(CONFIGS / name, cls)
     assert isinstance(cfg, cls)
     # the resolved YAML round-trips to the same config
     assert from_dict(cls, __import__("yaml").safe_load(to_yaml(cfg))) == cfg
 
 
-@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config])
+@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config, RLlibConfig])
 def test_every_field_has_a_docstring(cls: type) -> None:
     docs = field_docs(cls)
     missing = [f.name for f in dataclasses.fields(cls) if not docs.get(f.name)]
