@@ -60,8 +60,12 @@ class NetEvaluator:
 
 
 def load_net(path: str | Path) -> PatchworkNet:
-    """The network in a checkpoint of the project's format (a clear error otherwise)."""
-    return net_from_checkpoint(read_checkpoint(path), str(path))
+    """The network in a checkpoint of the project's format (a ``ValueError`` saying why otherwise)."""
+    try:
+        data = read_checkpoint(path)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    return net_from_checkpoint(data, str(path))
 
 
 class AZAgent:
