@@ -90,8 +90,10 @@ class AZAgent:
         start = time.perf_counter()
         sims = self.config.sims if self._seconds_per_sim == 0 else max(4, int(self.time / self._seconds_per_sim))
         result = self.search.run(state.array()[None, :], [rng], noise=False, sims=sims, deadline=start + self.time)
-        per_sim = (time.perf_counter() - start) / max(1, self.search.last_sims)
-        self._seconds_per_sim = per_sim if self._seconds_per_sim == 0 else 0.7 * self._seconds_per_sim + 0.3 * per_sim
+        if self.search.last_sims:  # the speed of simulations alone (the root's evaluation is paid anyway)
+            per_sim = self.search.last_sim_seconds / self.search.last_sims
+            old = self._seconds_per_sim
+            self._seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
         return int(result.actions[0])
 
     # pickled for the arena's worker processes: weights and settings only

@@ -196,6 +196,7 @@ class BatchedSearch:
         self.evaluator = evaluator
         self.config = config
         self.last_sims = 0  # simulations run by the last ``run``
+        self.last_sim_seconds = 0.0  # and the seconds they took (the roots' evaluation apart)
 
     # --- the whole search ------------------------------------------------------------------------
     def run(
@@ -222,11 +223,13 @@ class BatchedSearch:
         for r in roots:
             self._prepare_root(r, noise, sims)
         self.last_sims = 0
+        started = time.perf_counter()
         for i in range(sims):
             if deadline is not None and time.perf_counter() >= deadline:
                 break
             self._simulate([r for r in roots if len(r.node.children) > 1], i)
             self.last_sims += 1
+        self.last_sim_seconds = time.perf_counter() - started
         return self._results(roots)
 
     def _evaluate(self, nodes: list[Node]) -> None:
