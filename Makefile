@@ -4,14 +4,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint demo bench browser clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the pinned CPU build of torch must come first: anything else downloads gigabytes
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[train,dev]"
+	# constraints.txt keeps that torch while the extras install (torchrl, tianshou ask for torch too)
+	$(PY) -m pip install --quiet -e ".[train,dev,interop]" -c constraints.txt
+	# torchrl's wheel also installs its own top-level benchmarks/ folder (no __init__.py), which
+	# shadows this project's benchmarks package outside the repository root (the notebooks)
+	rm -rf $(VENV)/lib/python3*/site-packages/benchmarks
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -28,6 +32,17 @@ demo: setup
 
 bench: setup
 	$(PY) -m benchmarks
+
+# Debian's chromium + chromedriver for the replay viewer's browser tests (never a downloaded
+# browser); without them those tests skip, except under CI=true where they fail. .ci/run calls this.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		echo "chromium and chromedriver are installed"; \
+	else \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

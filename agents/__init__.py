@@ -5,13 +5,36 @@ their strength is ``agents.arena``."""
 from agents.registry import AGENT_SPECS, AgentSpecError, describe_agents, make_agent, parse_spec
 from patchwork_env.agent import Agent, BatchAgent, RandomAgent
 
+_LAZY = {
+    "GreedyAgent": "agents.greedy",
+    "MCTSAgent": "agents.mcts",
+    "PPOAgent": "agents.ppo_agent",
+    "play_pairs": "agents.arena",
+    "round_robin": "agents.arena",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Agents and the arena load on first use (``PPOAgent`` needs torch)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agents' has no attribute {name!r}")
+
+
 __all__ = [
     "AGENT_SPECS",
     "Agent",
     "AgentSpecError",
     "BatchAgent",
+    "GreedyAgent",
+    "MCTSAgent",
+    "PPOAgent",
     "RandomAgent",
     "describe_agents",
     "make_agent",
     "parse_spec",
+    "play_pairs",
+    "round_robin",
 ]

@@ -36,6 +36,7 @@ import numpy as np
 from agents.registry import make_agent
 from agents.stats import Rating, fit_elo, wilson_interval
 from patchwork_env.agent import Agent
+from patchwork_env.records import Player, Record, record_game
 from patchwork_env.state import GameState, new_game
 
 AgentLike = str | Agent
@@ -57,6 +58,7 @@ class GameRecord:
     moves_b: int
     seconds_a: float
     seconds_b: float
+    actions: tuple[int, ...] = field(default=(), repr=False)  # every decision, for game records
 
 
 @dataclass
@@ -90,6 +92,18 @@ class PairResult:
         del d["records"]
         d["ci95_a"] = list(self.ci95_a)
         return d
+
+    def game_records(
+        self, specs: tuple[str | None, str | None] = (None, None), limit: int | None = None
+    ) -> list[Record]:
+        """The first ``limit`` games (all by default) as game records (``patchwork_env.records``), in
+        deal order, both games of a deal together; ``specs`` are A's and B's agent specs."""
+        out = []
+        for r in self.records[:limit]:
+            a, b = Player(self.a, specs[0]), Player(self.b, specs[1])
+            meta = {"source": "arena", "seed": self.seed, "deal": r.deal, "seat_a": r.seat_a}
+            out.append(record_game(deal(self.seed, r.deal), r.actions, (a, b) if r.seat_a == 0 else (b, a), meta=meta))
+        return out
 
     @classmethod
     def from_records(cls, a: str, b: str, seed: int, records: list[GameRecord]) -> PairResult:
@@ -157,10 +171,14 @@ def agent_rng(seed: int, index: int, game: int, seat: int) -> np.random.Generato
 
 
 def play_game(
-    agents: Sequence[Agent], start: GameState, rngs: Sequence[np.random.Generator]
+    agents: Sequence[Agent],
+    start: GameState,
+    rngs: Sequence[np.random.Generator],
+    actions: list[int] | None = None,
 ) -> tuple[GameState, list[int], list[float]]:
     """Play ``start`` to the end, ``agents[seat]`` deciding for each seat; returns the final state,
-    the moves and the seconds spent per seat. An illegal action raises the engine's error."""
+    the moves and the seconds spent per seat (and appends every action to ``actions`` if given).
+    An illegal action raises the engine's error."""
     for agent in agents:
         reset = getattr(agent, "reset", None)
         if callable(reset):
@@ -175,6 +193,8 @@ def play_game(
         seconds[seat] += time.perf_counter() - t0
         moves[seat] += 1
         state = state.step(action)
+        if actions is not None:
+            actions.append(int(action))
     return state, moves, seconds
 
 
@@ -185,7 +205,8 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int) -> list[Gam
     for game, seat_a in enumerate((0, 1)):
         seated = [agent_a, agent_b] if seat_a == 0 else [agent_b, agent_a]
         rngs = [agent_rng(seed, index, game, seat) for seat in (0, 1)]
-        final, moves, seconds = play_game(seated, start, rngs)
+        actions: list[int] = []
+        final, moves, seconds = play_game(seated, start, rngs, actions)
         scores = final.scores()
         sb = 1 - seat_a
         out.append(
@@ -201,6 +222,7 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int) -> list[Gam
                 moves_b=moves[sb],
                 seconds_a=seconds[seat_a],
                 seconds_b=seconds[sb],
+                actions=tuple(actions),
             )
         )
     return out

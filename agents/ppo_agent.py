@@ -62,7 +62,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         data = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:
         raise CheckpointError(
-            f"{p} is not a PPO checkpoint (torch.load failed: {str(exc).splitlines()[0][:200]})"
+            f"{p} is not a PPO checkpoint (torch.load failed: {(str(exc) or type(exc).__name__).splitlines()[0][:200]})"
         ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(

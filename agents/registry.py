@@ -10,6 +10,7 @@ its parameters, types and defaults (``describe_agents()``).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,8 @@ class Param:
             raise AgentSpecError(
                 f"{agent}: parameter {self.name!r} must be {self.type.__name__}, got {text!r}\n\n{describe_agents()}"
             ) from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise AgentSpecError(f"{agent}: parameter {self.name!r} must be a finite number, got {text!r}")
         if self.choices and value not in self.choices:
             raise AgentSpecError(
                 f"{agent}: parameter {self.name!r} must be one of {', '.join(self.choices)}, got {text!r}"
@@ -219,14 +222,15 @@ def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
 
 
 def make_agent(spec: str) -> Agent:
-    """Build the agent a spec string names; its ``name`` is the spec as given (stripped)."""
+    """Build the agent a spec string names; its ``name`` is the spec as given (stripped). Anything
+    that stops the build (a bad value, a missing or unreadable checkpoint) is an ``AgentSpecError``."""
     entry, given = parse_spec(spec)
     kwargs = {p.name: p.default for p in entry.params} | given
     try:
         agent = entry.build(**kwargs)
     except AgentSpecError:
         raise
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         raise AgentSpecError(f"{spec!r}: {exc}") from exc
     with contextlib.suppress(AttributeError):  # an agent with a read-only name keeps its own
         agent.name = spec.strip()

@@ -7,7 +7,7 @@ measured in the same run.
 e.g. to plot throughput against batch size (rows with an ``"N"``). The modules:
 ``bench_engine`` (GameState random play, state copies, memory), ``bench_vector`` (the vector
 engine, the Gymnasium vector env, random games through the batched path) and ``bench_env``
-(the AEC ``env()`` / ``raw_env``).
+(the AEC ``env()`` / ``raw_env``), ``bench_records`` (game records and the replay page).
 
 Measurements are medians over repeats; the cases take turns inside every repeat so that noise
 from other processes hits all of them alike. ``per_cpu_s`` is the same count per second of CPU
@@ -108,7 +108,7 @@ def row(
 
 def run_benchmarks(quick: bool = False, seconds: float | None = None, repeats: int | None = None) -> list[Row]:
     """The whole table. ``quick``: a few seconds in all (CI, notebooks); otherwise about two minutes."""
-    from benchmarks import bench_az, bench_engine, bench_vector
+    from benchmarks import bench_az, bench_engine, bench_records, bench_vector
 
     secs = seconds if seconds is not None else (0.05 if quick else 1.0)
     reps = repeats if repeats is not None else 3 if quick else 5
@@ -119,6 +119,7 @@ def run_benchmarks(quick: bool = False, seconds: float | None = None, repeats: i
     rows += env_rows(secs, reps)
     rows += bench_vector.rows(runs, ref, quick)
     rows += bench_engine.memory_rows(ref)
+    rows += bench_records.measure(secs, reps)
     rows += bench_az.az_rows(secs, reps, quick)
     return rows
 

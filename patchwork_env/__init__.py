@@ -1,7 +1,7 @@
 """patchwork_env: a rules-exact Patchwork engine and its reinforcement-learning environments.
 
 The engine (``GameState``, ``new_game``) is the one implementation of the rules; see
-``rules.md`` in the project documentation for the rules it follows. On top of it:
+``docs/rules.md`` in the repository for the rules it follows. On top of it:
 ``env()`` / ``raw_env`` (PettingZoo AEC, registered as ``"patchwork/Patchwork-v0"``; its
 documentation page is ``patchwork_env.aec``) and ``SingleAgentEnv`` (Gymnasium, against an
 opponent that moves inside ``step``; registered as ``"patchwork/PatchworkSingleAgent-v0"``).
@@ -47,6 +47,18 @@ def _register() -> None:
 
 _register()
 
+_LAZY = {"VectorGames": "patchwork_env.vector", "PatchworkVectorEnv": "patchwork_env.vector_env"}
+
+
+def __getattr__(name: str) -> object:
+    """The vector engine and vector env load on first use (their kernels compile on import)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'patchwork_env' has no attribute {name!r}")
+
+
 __all__ = [
     "ADVANCE",
     "ENV_ID",
@@ -57,7 +69,9 @@ __all__ = [
     "GameState",
     "IllegalActionError",
     "Patch",
+    "PatchworkVectorEnv",
     "SingleAgentEnv",
+    "VectorGames",
     "action_to_str",
     "decode_action",
     "encode_buy",

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal, SupportsIndex
+from typing import Any, Literal, SupportsIndex
+
+import numpy as np
+import numpy.typing as npt
 
 from patchwork_env.rules import ADVANCE, LEATHER_BASE, MARKET_SIZE, NUM_ACTIONS, SLOT_ACTIONS
 
@@ -24,7 +27,10 @@ __all__ = [
     "ADVANCE",
     "NUM_ACTIONS",
     "Action",
+    "IllegalActionError",
     "action_to_str",
+    "as_action_id",
+    "as_action_ids",
     "decode_action",
     "encode_buy",
     "encode_leather",
@@ -37,6 +43,10 @@ _NOTATION = re.compile(
     r"|leather\s+r(?P<lr>\d+)\s*c(?P<lc>\d+))\s*$",
     re.IGNORECASE,
 )
+
+
+class IllegalActionError(ValueError):
+    """An action that the rules do not allow in this state (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -79,15 +89,45 @@ def encode_leather(row: int, col: int) -> int:
     return LEATHER_BASE + row * 9 + col
 
 
-def as_action_id(action: SupportsIndex) -> int:
-    """``action`` as a Python int in 0..2025, or a ValueError naming what was given."""
+def _out_of_range(value: object) -> IllegalActionError:
+    return IllegalActionError(f"action {value!r} is out of range: actions are integers 0..{NUM_ACTIONS - 1}")
+
+
+def as_action_id(action: Any) -> int:
+    """``action`` as a Python int in 0..2025: any Python or numpy integer (or 0-d integer array).
+    Everything else, bools and floats included, and integers of any size outside 0..2025 raise
+    ``IllegalActionError`` (a ValueError) saying the action is out of range, before any compiled
+    code sees it. The one action check of every front-end."""
+    if type(action) is int:  # the common case first: no conversion
+        if 0 <= action < NUM_ACTIONS:
+            return action
+        raise _out_of_range(action)
+    if isinstance(action, bool | np.bool_) or getattr(action, "dtype", None) == np.bool_:
+        raise _out_of_range(action)
     try:
         value = int(action.__index__())
     except (AttributeError, TypeError):
-        raise ValueError(f"an action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}") from None
+        raise _out_of_range(action) from None
     if not 0 <= value < NUM_ACTIONS:
-        raise ValueError(f"action {value} is out of range: actions are 0..{NUM_ACTIONS - 1}")
+        raise _out_of_range(value)
     return value
+
+
+def as_action_ids(actions: Any, num: int, *, allow_skip: bool = False) -> npt.NDArray[np.int64]:
+    """The batch form of ``as_action_id``: ``actions`` as a fresh int64 array of shape ``(num,)``.
+    A wrong shape is a ValueError; a non-integer dtype (bool, float, object) an
+    ``IllegalActionError``. Integers outside 0..2025 (of any size and dtype) come back as 2026, so
+    that the caller's legality check names that game; -1 (a finished game's no-op) is kept when
+    ``allow_skip``."""
+    acts = np.asarray(actions)
+    if acts.shape != (num,):
+        raise ValueError(f"actions must be an integer array of shape ({num},), got {acts.dtype} {acts.shape}")
+    if acts.dtype == np.bool_ or not np.issubdtype(acts.dtype, np.integer):
+        raise IllegalActionError(
+            f"actions must be integers 0..{NUM_ACTIONS - 1}, got an array of dtype {acts.dtype}: out of range"
+        )
+    ok = (acts >= (-1 if allow_skip else 0)) & (acts < NUM_ACTIONS)
+    return np.where(ok, acts, NUM_ACTIONS).astype(np.int64)
 
 
 def decode_action(action: SupportsIndex) -> Action:

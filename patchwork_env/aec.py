@@ -2,7 +2,7 @@
 # Patchwork
 
 A two-player AEC environment of Uwe Rosenberg's *Patchwork* over the project's rules engine
-(`rules.md`), written in the style of PettingZoo's classic environments.
+(`docs/rules.md`), written in the style of PettingZoo's classic environments.
 
 | Import             | `from patchwork_env import env` (or `pettingzoo.make("aec", "patchwork/Patchwork-v0")`) |
 |--------------------|------------------------------------------------------------------------------------------|
@@ -116,14 +116,17 @@ Rewards are given only when the game ends, in the step that ends it, to both age
 With `"score"` equal scores give 0 to both (the tie-break still names a winner in `infos`).
 A reward earned while an agent waits accumulates until `last()` reports it to that agent
 (PettingZoo's `_cumulative_rewards` bookkeeping). At the end, `infos[agent]` holds `score`,
-`opponent_score` and `winner` (the winning agent's name).
+`opponent_score` and `winner`, the winning seat (0 for `player_0`, 1 for `player_1`): every info
+value is a number, so libraries that store infos in numeric buffers (Tianshou) can keep them.
 
 ### Illegal actions
 
 `raw_env.step` raises `patchwork_env.IllegalActionError` (a `ValueError` whose message says why).
-`env()` wraps `raw_env` like the classic environments (TerminateIllegalWrapper with -1,
-AssertOutOfBoundsWrapper, OrderEnforcingWrapper): an illegal action ends the game with -1 for the
-offender and 0 for the other agent.
+`env()` wraps `raw_env` like the classic environments (TerminateIllegalWrapper with -1, then
+`CheckActionWrapper` in the place of AssertOutOfBoundsWrapper, OrderEnforcingWrapper): a masked-out
+action ends the game with -1 for the offender and 0 for the other agent. Anything that is not an
+integer in 0..2025 (bools, floats, integers of any size out of range) raises `IllegalActionError`
+("out of range") in both, before the rules see it.
 
 ### Options
 
@@ -151,6 +154,9 @@ fixed opponent moves inside `step`; for many games at once, `patchwork_env.vecto
 ### Version history
 
 * v0: Initial release (patchwork_env 0.1.0)
+* v0, changes after patchwork_env 0.1.0: `infos[agent]["winner"]` is the winning seat (0 or 1), no longer the
+  agent's name; the `to_leather` entries' lower bound is 0 (was 1/54), so an all-zero observation is
+  in the space; out-of-range actions raise `IllegalActionError` in `env()` too (was `AssertionError`)
 """
 
 from __future__ import annotations
@@ -165,11 +171,21 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from patchwork_env import rules as R
+from patchwork_env.actions import as_action_id
 from patchwork_env.observation import OBS_DIM, observation_bounds
 from patchwork_env.render import RENDER_MODES, render_mode_output
 from patchwork_env.state import GameState, new_game
 
-__all__ = ["AGENTS", "RESET_OPTIONS", "REWARD_KINDS", "SCORE_REWARD_SCALE", "env", "final_rewards", "raw_env"]
+__all__ = [
+    "AGENTS",
+    "RESET_OPTIONS",
+    "REWARD_KINDS",
+    "SCORE_REWARD_SCALE",
+    "CheckActionWrapper",
+    "env",
+    "final_rewards",
+    "raw_env",
+]
 
 AGENTS: tuple[str, str] = ("player_0", "player_1")
 _SEAT = {"player_0": 0, "player_1": 1}
@@ -217,11 +233,24 @@ def read_reset_options(
     return {k: v for k, v in options.items() if k in allowed}
 
 
+class CheckActionWrapper(wrappers.BaseWrapper):  # type: ignore[misc]
+    """``AssertOutOfBoundsWrapper`` with the project's action check (``actions.as_action_id``):
+    ``IllegalActionError`` (out of range) for anything but an integer in 0..2025, where the
+    assertion would raise ``AssertionError``, ``OverflowError`` or accept ``True`` as action 1."""
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if action is None and (self.terminations[agent] or self.truncations[agent]):
+            super().step(action)
+        else:
+            super().step(as_action_id(action))
+
+
 def env(**kwargs: Any) -> AECEnv:
     """The Patchwork AEC environment wrapped like PettingZoo's classic environments."""
     e: AECEnv = raw_env(**kwargs)
     e = wrappers.TerminateIllegalWrapper(e, illegal_reward=-1)
-    e = wrappers.AssertOutOfBoundsWrapper(e)
+    e = CheckActionWrapper(e)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
 
@@ -328,7 +357,7 @@ class raw_env(AECEnv):  # type: ignore[misc]
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        game = self._game.step(action)  # IllegalActionError if illegal
+        game = self._game.step(action)  # IllegalActionError if illegal or out of range
         # PettingZoo's bookkeeping: the actor has now seen its reward; this step's rewards are
         # added to what each agent accumulates until it is selected (several moves in a row work).
         self._cumulative_rewards[agent] = 0.0
@@ -346,7 +375,7 @@ class raw_env(AECEnv):  # type: ignore[misc]
         self.rewards[AGENTS[1]] = r1
         self.terminations = {a: True for a in self.agents}
         scores = game.scores()
-        winner = AGENTS[game.winner or 0]
+        winner = int(game.winner or 0)
         for seat, a in enumerate(AGENTS):
             self.infos[a] = {"score": scores[seat], "opponent_score": scores[1 - seat], "winner": winner}
 

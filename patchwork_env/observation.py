@@ -89,7 +89,9 @@ SCALARS: tuple[Scalar, ...] = (
     *_pair("income", 20, 0, MAX_INCOME, "{who} income (button icons on the quilt)"),
     *_pair("to_income", 6, 0, 6, "spaces from {who} token to the next income mark (0 if none left)"),
     *_pair("income_marks_left", 9, 0, 9, "income marks still ahead of {who} token"),
-    *_pair("to_leather", 54, 1, 54, "spaces from {who} token to the next leather patch (54 if none left)"),
+    # the game never gives less than 1 here, but the space starts at 0 so that an all-zero observation
+    # (a wrapper's padding or delayed first observation, e.g. SuperSuit's delay_observations) is in it
+    *_pair("to_leather", 54, 0, 54, "spaces from {who} token to the next leather patch (54 if none left)"),
     *_pair("empty_cells", 81, 0, 81, "empty cells on {who} quilt"),
     *_pair("first_to_53", 1, 0, 1, "1 if {who} token reached space 53 first (the tie-break)"),
     *_pair(

@@ -23,11 +23,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from patchwork_env import rules as R
 from patchwork_env.bitboard import BONUS_HI, BONUS_LO, DENSE, ORIENT_CANON, PL_HI, PL_LO
-from patchwork_env.patches import NUM_PATCHES, PATCHES
+from patchwork_env.observation import MAX_BUTTONS
+from patchwork_env.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
 from patchwork_env.state import GameState
+from patchwork_env.validate import MAX_PLY, check_state_array
 
 _KEYS = (
     "leather_layout",
@@ -60,16 +63,26 @@ def state_to_dict(state: GameState) -> dict[str, Any]:
     }
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
 def _int(data: dict[str, Any], key: str, lo: int, hi: int) -> int:
     value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+    if not _is_int(value) or not lo <= value <= hi:
         raise ValueError(f"{key} must be an integer in {lo}..{hi}, got {value!r}")
-    return value
+    return int(value)
+
+
+def _int_list(value: Any, key: str) -> list[int]:
+    if not isinstance(value, list | tuple) or not all(_is_int(v) for v in value):
+        raise ValueError(f"{key} must be a list of integers, got {value!r}")
+    return [int(v) for v in value]
 
 
 def _pair(data: dict[str, Any], key: str, lo: int, hi: int) -> tuple[int, int]:
     value = data[key]
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
+    if not isinstance(value, list | tuple) or len(value) != 2:
         raise ValueError(f"{key} must be a pair [player 0, player 1], got {value!r}")
     a, b = (_int({key: v}, key, lo, hi) for v in value)
     return a, b
@@ -83,7 +96,9 @@ def _optional_player(data: dict[str, Any], key: str) -> int:
 
 
 def state_from_dict(data: dict[str, Any]) -> GameState:
-    """Rebuild a state; ValueError naming the first inconsistency found."""
+    """Rebuild a state; ValueError naming the first inconsistency found. Only states the rules can
+    reach are accepted (as far as the checks derived from the rules can tell, listed in
+    ``_check_reachable``); the result also passes ``validate.check_state_array``."""
     if not isinstance(data, dict):
         raise ValueError(f"a state dict is expected, got {type(data).__name__}")
     missing = [k for k in _KEYS if k not in data]
@@ -91,53 +106,56 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
     if missing or unknown:
         raise ValueError(f"state dict: missing keys {missing}, unknown keys {unknown}")
     layout = data["leather_layout"]
-    if layout not in R.LEATHER_LAYOUTS:
+    if not isinstance(layout, str) or layout not in R.LEATHER_LAYOUTS:
         raise ValueError(f"leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {layout!r}")
     positions = _pair(data, "positions", 0, R.FINAL_SPACE)
-    buttons = _pair(data, "buttons", 0, 10_000)
+    buttons = _pair(data, "buttons", 0, MAX_BUTTONS)
     top = _int(data, "top", 0, 1)
     pending = data["pending_leather"]
     if not isinstance(pending, bool):
         raise ValueError(f"pending_leather must be true or false, got {pending!r}")
     bonus = _optional_player(data, "bonus_owner")
     first = _optional_player(data, "first_to_finish")
-    ply = _int(data, "ply", 0, 10_000)
-    circle = [_int({"circle": c}, "circle", 0, NUM_PATCHES - 1) for c in data["circle"]]
-    if len(set(circle)) != len(circle):
-        raise ValueError(f"circle repeats a patch: {circle}")
+    ply = _int(data, "ply", 0, MAX_PLY)
+    circle = _int_list(data["circle"], "circle")
+    if not all(0 <= c < NUM_PATCHES for c in circle) or len(set(circle)) != len(circle):
+        raise ValueError(f"circle must hold distinct patch ids 0..{NUM_PATCHES - 1}, got {circle}")
+    remaining = _int_list(data["leather_remaining"], "leather_remaining")
 
     s = np.zeros(R.STATE_LEN, dtype=np.int64)
     R.new_state_into(s, np.array(circle, dtype=np.int64), top, R.LAYOUT_NAMES.index(layout), 0)
     layout_spaces = R.LEATHER_LAYOUTS[layout]
     leather_mask = 0
-    for space in data["leather_remaining"]:
+    for space in remaining:
         if space not in layout_spaces:
             raise ValueError(
                 f"leather_remaining: {space!r} is not a leather space of the {layout} layout {layout_spaces}"
             )
-        if space <= max(positions):
-            raise ValueError(f"leather patch on space {space} should have been taken: a token reached {max(positions)}")
         leather_mask |= 1 << space
     s[R.LEATHER] = leather_mask
 
     placements = data["placements"]
-    if not isinstance(placements, (list, tuple)) or len(placements) != 2:
+    if not isinstance(placements, list | tuple) or len(placements) != 2:
         raise ValueError("placements must be a pair of lists (player 0, player 1)")
     bought: set[int] = set(circle)
-    leathers = 0
     for player, entries in enumerate(placements):
+        if not isinstance(entries, list | tuple):
+            raise ValueError(f"placements of player {player} must be a list, got {entries!r}")
         w = 2 * player
         for entry in entries:
-            if not isinstance(entry, (list, tuple)) or len(entry) != 4:
-                raise ValueError(f"placement {entry!r} of player {player} must be [patch, orientation, row, col]")
+            if not isinstance(entry, list | tuple) or len(entry) != 4 or not all(_is_int(x) for x in entry):
+                raise ValueError(
+                    f"placement {entry!r} of player {player} must be 4 integers [patch, orientation, row, col]"
+                )
             patch, o, row, col = (int(x) for x in entry)
             if patch == -1:
-                if not (0 <= row < 9 and 0 <= col < 9):
-                    raise ValueError(f"leather placement {entry!r} of player {player} is off the board")
+                if not (o == 0 and 0 <= row < 9 and 0 <= col < 9):
+                    raise ValueError(
+                        f"leather placement {entry!r} of player {player} must be [-1, 0, row 0..8, col 0..8]"
+                    )
                 cell = row * 9 + col
                 lo, hi = (1 << cell, 0) if cell < 63 else (0, 1 << (cell - 63))
                 log_entry = R.LEATHER_PLACEMENT + cell
-                leathers += 1
             else:
                 if not 0 <= patch < NUM_PATCHES:
                     raise ValueError(f"placement {entry!r} of player {player}: no patch {patch}")
@@ -162,10 +180,6 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
     if len(bought) != NUM_PATCHES:
         lost = sorted(set(range(NUM_PATCHES)) - bought)
         raise ValueError(f"patches {lost} are neither in the circle nor on a quilt")
-    if leathers + len(data["leather_remaining"]) > len(layout_spaces):
-        raise ValueError(
-            f"{leathers} leather patches placed and {len(data['leather_remaining'])} left: the layout has 5"
-        )
 
     s[R.POS], s[R.POS + 1] = positions
     s[R.BUTTONS], s[R.BUTTONS + 1] = buttons
@@ -183,7 +197,81 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
         raise ValueError(f"first_to_finish is {data['first_to_finish']!r} but players {at_end} are on space 53")
     if pending and R.empty_cells(s, top) == 0:
         raise ValueError(f"a leather patch is pending for player {top}, whose quilt is full")
-    return GameState._wrap(s)
+    _check_reachable(s, placements, circle)
+    return GameState._wrap(check_state_array(s))
+
+
+def _check_reachable(s: npt.NDArray[np.int64], placements: Any, circle: list[int]) -> None:
+    """The relations every reachable state satisfies (each derived from the rules; p = a player):
+
+    - leather: exactly the layout's spaces beyond the furthest token are left (the first token to
+      pass a space takes its patch); the patches taken were placed or are pending, unless a quilt
+      was full; p placed or has pending at most as many as there are leather spaces up to p's
+      token; a pending patch belongs to TOP, who just passed it ahead of the other token, at ply >= 1;
+    - time: below space 53, p's position is its buys' time plus what p advanced, so at least the
+      time of p's patches (every buy and advance moves p at least one space);
+    - ply: at least the placements plus one advance for each player who moved further than the time
+      of its patches, at most both positions plus the leather placements;
+    - buttons: p has 5 + advanced spaces + income collected - costs paid, with income collected
+      between 0 and (income marks passed) x p's income now;
+    - TOP moved last, so is off space 0 once a decision was taken; an untouched circle (33
+      patches) still ends with the 1x2 patch.
+    """
+    layout_spaces = R.LEATHER_LAYOUTS[R.LAYOUT_NAMES[int(s[R.LAYOUT])]]
+    pos = (int(s[R.POS]), int(s[R.POS + 1]))
+    furthest = max(pos)
+    top, pending, ply = int(s[R.TOP]), int(s[R.PENDING]), int(s[R.PLY])
+    expected = [x for x in layout_spaces if x > furthest]
+    left = [x for x in range(R.FINAL_SPACE + 1) if (int(s[R.LEATHER]) >> x) & 1]
+    if left != expected:
+        raise ValueError(
+            f"leather_remaining is {left}, but with a token on space {furthest} exactly {expected} are left"
+        )
+    taken = len(layout_spaces) - len(expected)
+    leathers = [sum(1 for e in placements[p] if int(e[0]) == -1) for p in (0, 1)]
+    full = [R.empty_cells(s, p) == 0 for p in (0, 1)]
+    if sum(leathers) + pending > taken or (sum(leathers) + pending < taken and not any(full)):
+        raise ValueError(
+            f"{sum(leathers)} leather patches placed and {pending} pending, but {taken} were taken from the "
+            f"track (the spaces up to {furthest})"
+        )
+    for p in (0, 1):
+        own = leathers[p] + (pending if top == p else 0)
+        reachable = sum(1 for x in layout_spaces if x <= pos[p])
+        if own > reachable:
+            raise ValueError(f"player {p} has {own} leather patches but passed only {reachable} leather spaces")
+    if pending and (ply < 1 or pos[top] <= pos[1 - top]):
+        raise ValueError(
+            f"a leather patch pending for player {top} on space {pos[top]}: it must have just passed the "
+            f"patch ahead of the other token (space {pos[1 - top]}), after at least one decision (ply {ply})"
+        )
+    bought = [[int(e[0]) for e in placements[p] if int(e[0]) >= 0] for p in (0, 1)]
+    time = [sum(PATCHES[x].time for x in bought[p]) for p in (0, 1)]
+    cost = [sum(PATCHES[x].cost for x in bought[p]) for p in (0, 1)]
+    low_ply = sum(len(b) for b in bought) + sum(leathers)
+    for p in (0, 1):
+        if pos[p] < R.FINAL_SPACE and pos[p] < time[p]:
+            raise ValueError(f"player {p} bought patches of time {time[p]} in all but is only on space {pos[p]}")
+        low_ply += int(time[p] < pos[p])
+        if pos[p] < R.FINAL_SPACE:
+            advanced_lo = advanced_hi = pos[p] - time[p]
+        else:
+            advanced_lo, advanced_hi = max(0, pos[p] - time[p]), pos[p] - len(bought[p])
+        marks = int((pos[p] >= R.INCOME_MARKS).sum())
+        lo = R.STARTING_BUTTONS + advanced_lo - cost[p]
+        hi = R.STARTING_BUTTONS + advanced_hi + marks * int(s[R.INCOME + p]) - cost[p]
+        if not lo <= int(s[R.BUTTONS + p]) <= hi:
+            raise ValueError(
+                f"player {p} has {int(s[R.BUTTONS + p])} buttons, but on space {pos[p]} with these patches "
+                f"(cost {cost[p]}, time {time[p]}, income {int(s[R.INCOME + p])}) it has {lo}..{hi}"
+            )
+    high_ply = pos[0] + pos[1] + sum(leathers)
+    if not low_ply <= ply <= high_ply:
+        raise ValueError(f"ply is {ply}, but the placements and positions need {low_ply}..{high_ply} decisions")
+    if ply > 0 and pos[top] == 0:
+        raise ValueError(f"top is player {top}, who moved last, but that token is still on space 0 (ply {ply})")
+    if len(circle) == NUM_PATCHES and circle[-1] != STARTING_PATCH:
+        raise ValueError(f"no patch was bought, so the circle still ends with the 1x2 patch {STARTING_PATCH}")
 
 
 def _has_square(lo: int, hi: int) -> bool:
@@ -222,6 +310,8 @@ def to_notation(state: GameState) -> str:
 
 
 def from_notation(text: str) -> GameState:
+    if not isinstance(text, str):
+        raise TypeError(f"from_notation takes the notation string, got {type(text).__name__}")
     fields = text.split()
     if len(fields) != 11:
         raise ValueError(f"notation has 11 space-separated fields, got {len(fields)} in {text!r}")

@@ -36,7 +36,8 @@ Options:
   with reward -1 and ``info["illegal_action"] = True``, ``info["reason"]`` saying why (the same
   outcome as the AEC ``env()``), which lets unmasked agents and the Gymnasium / SB3 checkers that
   sample unmasked actions run. ``"raise"`` raises ``IllegalActionError`` instead (the position is
-  unchanged), for code that must never send one.
+  unchanged), for code that must never send one. Anything but an integer in 0..2025 (a bool, a
+  float, an integer of any size out of range) is such an illegal action ("out of range").
 - ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"``.
 
 ``reset(seed=None, options=None)``: ``options`` may hold ``"circle"`` and ``"first_player"``

@@ -35,13 +35,16 @@ with ``g = games.game(i)`` rebuilds a dealt game for the single-game API.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
 from patchwork_env import vector_kernels as K
+from patchwork_env.actions import as_action_ids
 from patchwork_env.state import GameState, IllegalActionError
+from patchwork_env.validate import check_state_array, check_state_rows
 
 
 @dataclass
@@ -135,14 +138,19 @@ class VectorGames:
         """(layout index, leather bitmask) as the kernels take them."""
         return self._layout, self._leather
 
-    def set_state(self, i: int, state: GameState) -> None:
-        """Put a given position into game ``i`` (for tests and search)."""
-        self.states[i] = state.array()
-        self._refresh_row(i)
+    def set_state(self, i: int, state: GameState | npt.ArrayLike) -> None:
+        """Put a given position (a ``GameState``, or a raw state array, which is checked by
+        ``validate.check_state_array``) into game ``i`` (for tests and search)."""
+        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < self.num_games:
+            raise ValueError(f"game index must be an integer in 0..{self.num_games - 1}, got {i!r}")
+        self.states[i] = state.array() if isinstance(state, GameState) else check_state_array(state)
+        self._refresh_row(int(i))
 
     def refresh(self) -> None:
         """Recompute masks, counts and players to move after writing ``states`` directly (e.g.
-        copying many positions in at once for search)."""
+        copying many positions in at once for search). The rows are checked first
+        (``validate.check_state_rows``): a ValueError names the first invalid one."""
+        check_state_rows(self.states)
         self._k.refresh(self.states, self._to_move, self.masks, self.counts, self.current_player,
                         self.observations, False)  # fmt: skip
 
@@ -173,19 +181,13 @@ class VectorGames:
         return res
 
     def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        acts = np.asarray(actions)
-        if acts.shape != (self.num_games,) or not np.issubdtype(acts.dtype, np.integer):
-            raise ValueError(
-                f"actions must be an integer array of shape ({self.num_games},), got {acts.dtype} {acts.shape}"
-            )
-        if acts.dtype != np.int64:
-            acts = acts.astype(np.int64)
+        acts = as_action_ids(actions, self.num_games, allow_skip=not self.auto_reset)
         i = K.first_illegal(self.masks, self.counts, acts, not self.auto_reset)
         if i >= 0:
-            raise IllegalActionError(f"game {i}: {self._why_illegal(i, int(acts[i]))}")
+            raise IllegalActionError(f"game {i}: {self._why_illegal(i, np.asarray(actions)[i])}")
         return acts
 
-    def _why_illegal(self, i: int, action: int) -> str:
+    def _why_illegal(self, i: int, action: Any) -> str:
         try:
             self.game(i).step(action)
         except IllegalActionError as exc:

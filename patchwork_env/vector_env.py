@@ -31,7 +31,9 @@ Options (as ``SingleAgentEnv``):
 - ``reward``: ``"win"`` (+1 / -1 at the end) or ``"score"`` (final margin / 100 clipped to [-1, 1]).
 - ``illegal_action``: ``"raise"`` (default: ``IllegalActionError`` naming the game, and nothing
   changes) or ``"lose"`` (that game ends with -1 and ``final_info["illegal_action"]``; the other
-  games step normally), for unmasked agents.
+  games step normally), for unmasked agents. Out-of-range integers (any size, any integer dtype)
+  are illegal actions like the masked-out ones; an array of another dtype (bool, float, object)
+  raises ``IllegalActionError`` in both modes (``actions.as_action_ids``).
 - ``copy``: return copies of the observation and mask buffers (default), or the buffers
   themselves, which the next ``step`` overwrites (faster, for a trainer that copies them anyway).
 - ``parallel``: spread the batch kernels over the cores (see ``VectorGames``).
@@ -76,6 +78,7 @@ from gymnasium.vector.utils import batch_space
 
 from patchwork_env import rules as R
 from patchwork_env import vector_kernels as K
+from patchwork_env.actions import as_action_ids
 from patchwork_env.aec import check_leather_layout, check_reward_kind
 from patchwork_env.agent import Agent
 from patchwork_env.observation import OBS_DIM, observation_bounds
@@ -222,18 +225,13 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
 
     # --- internals -----------------------------------------------------------------------------
     def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        acts = np.asarray(actions)
-        if acts.shape != (self.num_envs,) or not np.issubdtype(acts.dtype, np.integer):
-            raise ValueError(
-                f"actions must be an integer array of shape ({self.num_envs},), got {acts.dtype} {acts.shape}"
-            )
-        acts = acts.astype(np.int64)  # a copy: illegal actions are overwritten below
+        acts = as_action_ids(actions, self.num_envs)  # a copy: illegal actions are overwritten below
         g = self.games
         i = K.first_illegal(g.masks, g.counts, acts, False)
         if i < 0:
             return acts
         if self.illegal_action == "raise":
-            raise IllegalActionError(f"game {i}: {g._why_illegal(i, int(acts[i]))}")
+            raise IllegalActionError(f"game {i}: {g._why_illegal(i, np.asarray(actions)[i])}")
         in_range = (acts >= 0) & (acts < R.NUM_ACTIONS)
         legal = in_range & g.masks[np.arange(self.num_envs), np.where(in_range, acts, 0)]
         self._illegal[:] = ~legal

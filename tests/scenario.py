@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from patchwork_env import GameState, encode_buy, new_game
+from patchwork_env import rules as R
 from patchwork_env.bitboard import cells_to_words
 
 # circle used by most scenarios: market is 9 (2x2, cost 6, time 5, 2 buttons), 1 (cost 1, time 3),
@@ -17,12 +18,24 @@ def start(first_player: int = 0, layout: str = "revised", circle: list[int] | No
     return new_game(circle=circle or CIRCLE, first_player=first_player, leather_layout=layout)
 
 
+_FIELDS = {"positions": R.POS, "buttons": R.BUTTONS, "top": R.TOP, "bonus_owner": R.BONUS,
+           "first_to_finish": R.FIRST53, "pending_leather": R.PENDING, "ply": R.PLY}  # fmt: skip
+
+
 def position(base: GameState | None = None, **overrides: Any) -> GameState:
-    """A fresh game (or ``base``) with some dict fields replaced, checked by ``from_dict``."""
-    data = (base or start()).to_dict()
+    """A fresh game (or ``base``) with some fields (names of ``to_dict``) overwritten in the raw
+    array. A rule scenario need not be reachable: ``from_dict`` and even ``GameState(array)``
+    would reject most (5 + 45 buttons on space 0, for one), so this adopts the array unchecked."""
+    arr = (base or start()).array().copy()
     for key, value in overrides.items():
-        data[key] = value
-    return GameState.from_dict(data)
+        if key == "leather_remaining":
+            arr[R.LEATHER] = sum(1 << space for space in value)
+        elif key in _FIELDS:
+            values = value if isinstance(value, list | tuple) else [value]
+            arr[_FIELDS[key] : _FIELDS[key] + len(values)] = [-1 if v is None else int(v) for v in values]
+        else:
+            raise KeyError(f"position() cannot override {key!r}")
+    return GameState._wrap(arr)
 
 
 def with_cells(state: GameState, player: int, cells: list[int] | range) -> GameState:
@@ -32,7 +45,7 @@ def with_cells(state: GameState, player: int, cells: list[int] | range) -> GameS
     lo, hi = cells_to_words(list(cells))
     arr[2 * player] |= lo
     arr[2 * player + 1] |= hi
-    return GameState(arr)
+    return GameState._wrap(arr)  # unchecked, like position()
 
 
 def cells_except(*free: int) -> list[int]:

@@ -170,7 +170,8 @@ def test_rewards_given_in_the_final_step_to_both() -> None:
     a, b = game.scores()
     assert e.rewards["player_0"] == pytest.approx(np.clip((a - b) / SCORE_REWARD_SCALE, -1, 1))
     assert e.rewards["player_0"] == -e.rewards["player_1"]
-    winner = AGENTS[game.winner or 0]
+    winner = game.winner
+    assert winner in (0, 1)
     for seat, agent in enumerate(AGENTS):
         assert e.infos[agent] == {
             "score": game.scores()[seat],
@@ -232,11 +233,16 @@ def test_env_ends_the_game_on_an_illegal_action() -> None:
     assert e.agents == []
 
 
-def test_env_rejects_out_of_range_actions() -> None:
-    e = env()
+@pytest.mark.parametrize("action", [R.NUM_ACTIONS, -1, 2**63, 10**30, -(10**30), True, np.True_, 1.0, np.float64(2),
+                                    "1", None, np.uint64(2**64 - 1)])  # fmt: skip
+@pytest.mark.parametrize("wrapped", [True, False])
+def test_env_rejects_out_of_range_actions(action: Any, wrapped: bool) -> None:
+    e = env() if wrapped else raw_env()
     e.reset(seed=0)
-    with pytest.raises(AssertionError, match="action space"):
-        e.step(R.NUM_ACTIONS)
+    before = e.unwrapped.game_state
+    with pytest.raises(IllegalActionError, match="out of range"):
+        e.step(action)
+    assert e.unwrapped.game_state == before and not any(e.terminations.values())
 
 
 # --- reset, options, state access ------------------------------------------------------------

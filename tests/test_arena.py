@@ -123,6 +123,18 @@ def test_wilson_interval_contains_the_win_rate_exactly() -> None:
             assert 0.0 <= low <= wins / games <= high <= 1.0
 
 
+def test_wilson_interval_has_its_nominal_coverage() -> None:
+    # the property that matters (and that clamping cannot fake): for a true rate q, the intervals of
+    # the possible outcomes contain q with probability close to 95% (exact binomial sums)
+    for games, q in [(50, 0.3), (100, 0.5), (200, 0.8), (400, 0.62)]:
+        coverage = sum(
+            math.comb(games, k) * q**k * (1 - q) ** (games - k)
+            for k in range(games + 1)
+            if wilson_interval(k, games)[0] <= q <= wilson_interval(k, games)[1]
+        )
+        assert 0.93 <= coverage <= 0.97, (games, q, coverage)
+
+
 def test_wilson_interval_known_values() -> None:
     assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
     assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)

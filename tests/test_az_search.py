@@ -13,7 +13,7 @@ from agents.az_selfplay import deal_states, play_games
 from agents.network import NetConfig, PatchworkNet
 from patchwork_env import rules as R
 from patchwork_env.state import GameState
-from tests.scenario import CIRCLE, cells_except, position, with_cells
+from tests.scenario import CIRCLE, cells_except, position, start, with_cells
 
 # P0 (at 51, behind) moves; P1 is at 53 with a full quilt and 8 points. Every line ends the game:
 # only buying the 1x5 patch (slot 2: 51 -> 52, P0 still behind) and THEN the 1x2 patch into the
@@ -26,13 +26,16 @@ DECOY = 648  # slot 1 (patch 1): a tie, lost
 
 def two_move_endgame() -> GameState:
     circle = [9, 1, 17, 0] + [p for p in CIRCLE if p not in (9, 1, 17, 0)]
-    s = position(positions=[51, 53], buttons=[10, 8], first_to_finish=1, top=1, leather_remaining=[], circle=circle)
+    arr = start().array().copy()
+    arr[R.CIRCLE : R.CIRCLE + len(circle)] = circle  # unreachable order (patch 0 fourth): adopted unchecked
+    base = GameState._wrap(arr)
+    s = position(base, positions=[51, 53], buttons=[10, 8], first_to_finish=1, top=1, leather_remaining=[])
     s = with_cells(s, 0, cells_except(0, 1, 2, 3, 4, 9, 10))
     return with_cells(s, 1, range(81))
 
 
 class MisleadingEvaluator:
-    """Prior 90% on the decoy move (uniform otherwise), value 0 everywhere: the search must find
+    """Prior 74% on the decoy move (logit +3, uniform otherwise), value 0 everywhere: the search must find
     the win from the finished games alone."""
 
     def __call__(
@@ -41,7 +44,7 @@ class MisleadingEvaluator:
         masks = np.zeros((len(states), R.NUM_ACTIONS), dtype=np.bool_)
         R.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
         logp = np.where(masks, 0.0, -1e9)
-        logp[masks[:, DECOY], DECOY] = 5.0
+        logp[masks[:, DECOY], DECOY] = 3.0
         return masks, logp, np.zeros(len(states))
 
 

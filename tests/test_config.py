@@ -106,3 +106,17 @@ def test_yaml_files_and_overrides(tmp_path: Path) -> None:
         parse_overrides(["num_games"])
     with pytest.raises(ConfigError, match=r"unknown key 'bogus' \(from the command line\)"):
         load_config(None, SelfPlayConfig, ["bogus=1"])
+
+
+def test_a_given_key_replaces_its_default_whole() -> None:
+    # OmegaConf merges mappings by default: a config naming one opponent must not keep the defaults'
+    cfg = from_dict(SelfPlayConfig, {"eval_opponents": {"greedy": 5}, "final_eval_opponents": ["greedy"]})
+    assert cfg.eval_opponents == {"greedy": 5}
+    assert cfg.final_eval_opponents == ["greedy"]
+
+
+def test_yaml_integers_for_float_keys_and_override_grammar() -> None:
+    cfg = load_config(None, SelfPlayConfig, ["time_limit_minutes=8", "eval_opponents={random: 3}", "run_name="])
+    assert isinstance(cfg.time_limit_minutes, float) and cfg.time_limit_minutes == 8.0
+    assert cfg.eval_opponents == {"random": 3}
+    assert cfg.run_name == ""

@@ -11,6 +11,8 @@ import pytest
 
 from agents.registry import make_agent
 from patchwork_env import new_game
+from patchwork_env.records import Player, read_records
+from patchwork_env.replay import replay_html
 from train import demo
 
 
@@ -58,6 +60,20 @@ def test_report_has_the_table_paths_and_commands(smoke_run: tuple[Path, Path]) -
     assert f"python -m train.play --opponent ppo:{checkpoint}" in text
     assert f"python -m train.selfplay --resume {folder / 'checkpoints' / 'latest.pt'}" in text
     assert "\npython -m train.demo --smoke --eval-games 2 seed=3\n" in text  # run again: a new folder
+
+
+def test_report_links_replays_of_the_games_against_greedy(smoke_run: tuple[Path, Path]) -> None:
+    folder, report = smoke_run
+    text = report.read_text()
+    records = read_records(folder / "games" / "demo-vs-greedy.jsonl")
+    assert len(records) == 2 and {r.meta["seat_a"] for r in records} == {0, 1}
+    for rec in records:
+        page = f"replay-vs-greedy-seat{rec.meta['seat_a']}.html"
+        assert f"[{page}]({page})" in text
+        assert (folder / page).read_text() == replay_html(rec)
+        assert rec.players[1 - rec.meta["seat_a"]] == Player("greedy", "greedy")
+    trainer_games = sorted((folder / "games").glob("eval-*.jsonl"))  # the trainer's periodic evaluations
+    assert trainer_games and all(read_records(path) for path in trainer_games)
     assert "![learning curve](learning_curve.png)" in text
 
 

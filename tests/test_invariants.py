@@ -69,7 +69,7 @@ def test_invariants_hold_in_every_position(games: list[list[tuple[GameState, int
         a, b = final.scores()
         assert final.winner == (0 if a > b else 1 if b > a else final.first_to_finish)
         plies.append(len(history) - 1)
-    # rules.md: about 42.8 plies per random game
+    # docs/rules.md: about 42.8 plies per random game
     assert 38 < float(np.mean(plies)) < 48
 
 

@@ -133,3 +133,15 @@ def test_bounds_follow_from_the_rules() -> None:
     b = R.OBS_PLANES_END
     assert high[b + SCALAR_INDEX["buttons_me"]] * 50 == pytest.approx(5 + 53 + 9 * 38)
     assert low[b + SCALAR_INDEX["score_me"]] * 50 == pytest.approx(-162)
+
+
+def test_an_all_zero_observation_is_in_the_space() -> None:
+    """Wrappers pad with zeros (SuperSuit's delay_observations, frame stacking): 0 must be allowed
+    everywhere (issue 12: to_leather's lower bound was 1/54)."""
+    from patchwork_env.aec import observation_space
+
+    space = observation_space()
+    zero = {"observation": np.zeros(R.OBS_DIM, dtype=np.float32), "action_mask": np.zeros(R.NUM_ACTIONS, np.int8)}
+    assert space.contains(zero)
+    low, _ = observation_bounds()
+    assert (low <= 0).all()

@@ -16,6 +16,7 @@ from patchwork_env.render import (
     render_rgb,
     render_svg,
 )
+from tests import scenario
 
 
 def random_game(seed: int) -> list[GameState]:
@@ -65,10 +66,17 @@ def test_rgb_shows_quilts_tokens_market_and_bonus() -> None:
     later = next(s for s in GAME if s.placements(0) and s.placements(0)[0][0] >= 0)
     first_patch = later.placements(0)[0][0]
     assert has_color(render_rgb(later), patch_color(first_patch))
-    with_bonus = [s for s in random_game(0) + random_game(1) + random_game(2) if s.bonus_owner is not None]
-    if with_bonus:
-        assert has_color(render_rgb(with_bonus[0]), BONUS_COLOR)
     assert not has_color(img, BONUS_COLOR)
+    assert has_color(render_rgb(_bonus_position()), BONUS_COLOR)
+
+
+def _bonus_position() -> GameState:
+    """Player 0 completes the top-left 7x7 square by buying patch 1 (XX/X.) into its last hole."""
+    hole = [0, 1, 9]
+    square = [r * 9 + c for r in range(7) for c in range(7) if r * 9 + c not in hole]
+    state = scenario.play(scenario.with_cells(scenario.start(), 0, square), scenario.buy(1, 0, 0, 0))
+    assert state.bonus_owner == 0
+    return state
 
 
 def test_placement_grid_matches_the_board() -> None:

@@ -11,6 +11,7 @@ import torch
 from agents import make_agent
 from agents.ppo_agent import load_ppo_agent
 from patchwork_env import SingleAgentEnv
+from patchwork_env.records import read_records
 from train.config import SB3Config, from_dict
 from train.sb3_maskable import main
 
@@ -45,6 +46,8 @@ def test_sb3_smoke_run_and_checkpoint_as_opponent(tmp_path: Path) -> None:
     assert (folder / "sb3_model.zip").is_file() and (folder / "learning_curve.png").is_file()
     assert 0.0 <= summary["last_eval"]["random"]["win_rate"] <= 1.0
     assert any(folder.glob("events.out.tfevents*"))
+    games = sorted(folder.glob("games/eval-*.jsonl"))  # two games against each opponent per evaluation
+    assert games and all(len(read_records(path)) == 2 for path in games)
 
     # the exported network is the policy's: same logits on an observation
     from sb3_contrib import MaskablePPO

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from patchwork_env import ADVANCE, GameState, new_game
-from tests.scenario import CIRCLE, buy, position, start
+from tests.scenario import CIRCLE, buy, play, start
 
 
 def test_seeded_games_are_reproducible_and_differ_by_seed() -> None:
@@ -70,8 +70,8 @@ def _dict(**changes: Any) -> dict[str, Any]:
         ({"top": 3}, "top must be an integer in 0..1"),
         ({"leather_layout": "x"}, "leather_layout must be one of"),
         ({"leather_remaining": [27]}, "not a leather space"),
-        ({"positions": [30, 0]}, "leather patch on space 26 should have been taken"),
-        ({"circle": [17, 17]}, "circle repeats a patch"),
+        ({"positions": [30, 0]}, r"with a token on space 30 exactly \[32, 38, 44, 50\] are left"),
+        ({"circle": [17, 17]}, "circle must hold distinct patch ids"),
         ({"circle": list(range(2, 33))}, r"patches \[0\] are neither in the circle nor on a quilt"),
         ({"placements": [[[1, 0, 0, 0], [2, 0, 0, 0]], []]}, "placed twice"),
         ({"placements": [[[1, 4, 0, 0]], []]}, "not a distinct orientation"),
@@ -105,9 +105,9 @@ def test_from_notation_errors(text: str, match: str) -> None:
 
 
 def test_notation_is_one_line_and_readable() -> None:
-    s = position(positions=[24, 25], top=1).step(ADVANCE)
+    s = play(start(), ADVANCE, ADVANCE, ADVANCE, buy(2, 0, 0, 0))
     text = s.to_notation()
-    assert "\n" not in text and text.startswith("R 26,25 7,5 0! - 32,38,44,50 - 9.1.17.")
+    assert "\n" not in text and text.startswith("R 3,3 8,0 1 - 26,32,38,44,50 - 2.3.4.")
     assert GameState.from_notation(text) == s
     assert eval(repr(s), {"GameState": GameState}) == s
 

@@ -25,7 +25,6 @@ The run folder layout is ``train.run_utils``'s (TensorBoard: ``selfplay/``, ``lo
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -44,6 +43,7 @@ from agents.network import PatchworkNet, count_parameters
 from agents.ppo_agent import save_checkpoint
 from patchwork_env import rules as R
 from train import run_utils as U
+from train.cli import Parser
 from train.config import AlphaZeroConfig, ConfigError, describe, load_config
 
 
@@ -178,7 +178,7 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m train.alphazero",
         description="AlphaZero-style training for Patchwork (see the module docstring).",
         epilog="Overrides: key=value after the options, e.g. sims=32 games_per_iteration=128.",

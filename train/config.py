@@ -1,9 +1,11 @@
 """Trainer configs: one dataclass per trainer, a docstring per field, YAML loading and validation.
 
-A config file is a flat YAML mapping of field names to values; ``key=value`` overrides (values
-parsed as YAML) apply on top. Anything malformed fails at start with a ``ConfigError`` that names
-the key: an unknown key (with the closest known ones), a value of the wrong type, an impossible
-value (a negative learning rate, a probability above 1, an unknown agent spec...).
+A config file is a flat YAML mapping of field names to values; ``key=value`` overrides apply on
+top. Loading, type checking and override parsing are OmegaConf's (structured configs: the
+dataclass is the schema); the value checks (``validate``) are ours. Anything malformed fails at
+start with a ``ConfigError`` that names the key: an unknown key (with the closest known ones), a
+value of the wrong type, an impossible value (a negative learning rate, a probability above 1, an
+unknown agent spec...).
 
 >>> cfg = load_config(None, SelfPlayConfig, ["num_games=8", "learning_rate=1e-3"])
 >>> cfg.num_games, cfg.learning_rate
@@ -21,20 +23,26 @@ import dataclasses
 import difflib
 import inspect
 import itertools
+import math
 import textwrap
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from agents.network import MAX_PRIOR_SCALE, NetConfig
+from train.cli import MAX_SEED
 
 
 class ConfigError(ValueError):
     """A config that cannot be used; the message names the offending key."""
+
+
+MAX_INT = 2**31 - 1  # no integer setting needs more; larger ones overflow torch and numpy conversions
 
 
 @dataclass
@@ -123,7 +131,7 @@ class CommonConfig:
         """Raise ``ConfigError`` naming the first impossible value."""
         for key in ("torch_threads", "channels", "blocks", "hidden", "head_features", "head_hidden", "eval_workers"):
             _positive(self, key)
-        _at_least(self, "seed", 0)
+        _between(self, "seed", 0, MAX_SEED)
         _at_least(self, "final_eval_pairs", 0)
         _above(self, "learning_rate", 0.0)
         _above(self, "reward_margin_scale", 0.0)
@@ -312,16 +320,18 @@ def _between(cfg: Any, key: str, low: float, high: float) -> None:
 
 
 def _check_spec(key: str, spec: str) -> None:
-    from agents.registry import AgentSpecError, parse_spec
+    """``spec`` must build (not only parse): bad values, missing or broken checkpoints fail here, at
+    load, before the run folder is written."""
+    from agents.registry import AgentSpecError, make_agent
 
     try:
-        parse_spec(spec)
+        make_agent(spec)
     except AgentSpecError as exc:
         first = str(exc).splitlines()[0]
         raise ConfigError(f"{key}: {first}") from None
 
 
-# --- loading -----------------------------------------------------------------------------------
+# --- loading (OmegaConf structured configs) --------------------------------------------------
 C = TypeVar("C", bound=CommonConfig)
 
 
@@ -329,85 +339,74 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
-def _coerce(key: str, value: Any, tp: Any) -> Any:
-    """``value`` checked against the annotation ``tp`` (ints are accepted as floats)."""
-    origin = typing.get_origin(tp)
-    wrong = ConfigError(f"{key} must be {_type_name(tp)}, got {type(value).__name__} {value!r}")
-    if origin in (typing.Union, types.UnionType):
-        for option in typing.get_args(tp):
-            try:
-                return _coerce(key, value, option)
-            except ConfigError:
-                pass
-        raise wrong
-    if tp is type(None):
-        if value is None:
-            return None
-        raise wrong
-    if origin is dict:
-        kt, vt = typing.get_args(tp)
-        if not isinstance(value, dict):
-            raise wrong
-        return {_coerce(f"{key} key", k, kt): _coerce(f"{key}[{k!r}]", v, vt) for k, v in value.items()}
-    if origin is list:
-        (it,) = typing.get_args(tp)
-        if not isinstance(value, list):
-            raise wrong
-        return [_coerce(f"{key}[{i}]", v, it) for i, v in enumerate(value)]
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise wrong
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise wrong
-    if tp is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # PyYAML reads 1e-3 (no dot) as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise wrong
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise wrong
-    raise TypeError(f"unsupported config type {tp!r} for {key}")  # pragma: no cover
+def _offending(data: dict[str, Any], full_key: str) -> Any:
+    """The value at OmegaConf's ``full_key`` (``a.b``) in the mapping the user gave."""
+    value: Any = data
+    for part in str(full_key).split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _check_numbers(cfg: CommonConfig) -> None:
+    """What OmegaConf lets through: NaN/inf floats, integers too large for torch and numpy."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        numbers = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+        for number in numbers:
+            if isinstance(number, float) and not math.isfinite(number):
+                raise ConfigError(f"{f.name} must be a finite number, got {value!r}")
+            if isinstance(number, int) and not isinstance(number, bool) and abs(number) > MAX_INT:
+                raise ConfigError(f"{f.name} must be an integer of magnitude <= {MAX_INT}, got {value!r}")
 
 
 def from_dict(cls: type[C], data: dict[str, Any], source: str = "the config") -> C:
-    """A validated ``cls`` from a mapping of field names to values."""
+    """A validated ``cls`` from a mapping of field names to values: OmegaConf checks the types
+    against the dataclass (each given key replaces the default whole, dicts included), then
+    ``validate`` checks the values."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must be a mapping of keys to values, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
-    values: dict[str, Any] = {}
+    schema = OmegaConf.structured(cls)
     for key, value in data.items():
         if key not in hints:
             close = difflib.get_close_matches(str(key), names, n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else f"; known keys: {', '.join(names)}"
             raise ConfigError(f"unknown key {key!r} ({source}){hint}")
-        values[key] = _coerce(key, value, hints[key])
-    cfg = cls(**values)
+        if hints[key] is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # YAML's 8 for a float key (OmegaConf no longer converts implicitly)
+        try:
+            setattr(schema, key, value)
+        except (OmegaConfBaseException, TypeError, ValueError) as exc:
+            full_key = str(getattr(exc, "full_key", "") or key)
+            bad = _offending(data, full_key)
+            inner = typing.get_args(hints[key])  # an entry of a dict or list: its own type
+            expected = _type_name(hints[key] if full_key == key or not inner else inner[-1])
+            entry = full_key if "." not in full_key else f"{key}[{full_key.split('.', 1)[1]!r}]"
+            raise ConfigError(f"{entry} must be {expected}, got {type(bad).__name__} {bad!r}") from None
+    cfg = typing.cast(C, OmegaConf.to_object(schema))
+    _check_numbers(cfg)
     cfg.validate()
     return cfg
 
 
+def _one_line(exc: Exception) -> str:
+    """A multi-line parser message on one line (command-line errors are one line)."""
+    return " ".join(str(exc).split())
+
+
 def parse_overrides(overrides: list[str]) -> dict[str, Any]:
-    """``["key=value", ...]`` to a mapping; values are parsed as YAML (``3``, ``1e-3``, ``true``...)."""
-    out: dict[str, Any] = {}
+    """``["key=value", ...]`` to a mapping, values parsed by OmegaConf's dotlist grammar (``3``,
+    ``1e-3``, ``true``, ``{greedy: 50}``...); ``key=`` gives the empty string."""
     for item in overrides:
-        key, eq, text = item.partition("=")
+        key, eq, _ = item.partition("=")
         if not eq or not key.strip():
             raise ConfigError(f"override {item!r} must look like key=value")
-        try:
-            out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"override {key.strip()}: cannot parse {text!r}: {exc}") from None
-    return out
+    try:
+        parsed = OmegaConf.to_container(OmegaConf.from_dotlist([o.strip() for o in overrides]))
+    except (OmegaConfBaseException, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot parse the overrides {overrides}: {_one_line(exc)}") from None
+    return {str(k): "" if v is None else v for k, v in typing.cast(dict[str, Any], parsed).items()}
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -415,14 +414,12 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise ConfigError(f"config file not found: {p}")
     try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
+        data = OmegaConf.to_container(OmegaConf.load(p))
+    except (OmegaConfBaseException, yaml.YAMLError) as exc:
+        raise ConfigError(f"{p} is not valid YAML: {_one_line(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p} must hold a mapping of keys to values, got {type(data).__name__}")
-    return data
+    return {str(k): v for k, v in data.items()}
 
 
 def load_config(path: str | Path | None, cls: type[C], overrides: list[str] | None = None) -> C:

@@ -14,8 +14,8 @@ Three steps, with progress shown throughout:
    ``random`` and ``greedy`` (``--opponents``), with 95% Wilson intervals and an Elo ladder:
    exactly what ``python -m train.evaluate`` prints for the same agents, games and seed;
 3. report: ``report.md`` in the run folder (config, training time, the win-rate table, the
-   learning curve, the files, and the commands to reproduce, continue, evaluate and play against
-   the agent), whose path is printed last.
+   learning curve, links to replays of its games against greedy, the files, and the commands to
+   reproduce, continue, evaluate and play against the agent), whose path is printed last.
 
 The trainer's own final evaluation is switched off (``final_eval_pairs=0``): step 2 replaces it.
 """
@@ -35,7 +35,10 @@ from typing import Any
 
 from agents.arena import PairResult, TournamentResult, round_robin
 from agents.registry import AgentSpecError, parse_spec
+from patchwork_env.records import write_records
+from patchwork_env.replay import write_replay
 from train import run_utils as U
+from train.cli import Parser
 from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
 from train.evaluate import format_table, plot_elo
 from train.selfplay import main as train_main
@@ -86,7 +89,7 @@ class Plan:
 
 # --- command line --------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m train.demo",
         description="Train a self-play PPO agent, evaluate it against random and greedy, write a report.",
         epilog="Overrides: key=value after the options change the config (python -m train.selfplay --help-config "
@@ -219,6 +222,22 @@ def learner_pairs(result: TournamentResult) -> list[PairResult]:
     return [p for p in result.pairs if p.a == result.agents[0]]
 
 
+def write_replays(folder: Path, result: TournamentResult) -> list[Path]:
+    """The trained agent's evaluation games against greedy (else its last opponent) as game
+    records, ``games/demo-vs-<opponent>.jsonl``, and the replay pages of the first deal's two games
+    (the agent in seat 0, then in seat 1): ``replay-vs-<opponent>-seat<k>.html``."""
+    pairs = learner_pairs(result)
+    pair = next((p for p in pairs if p.b == "greedy"), pairs[-1])
+    records = pair.game_records(specs=(pair.a, pair.b))
+    tag = U.eval_tag(pair.b)
+    (folder / "games").mkdir(exist_ok=True)
+    paths = [write_records(folder / "games" / f"demo-vs-{tag}.jsonl", records)]
+    for rec in records[:2]:
+        seat = rec.meta["seat_a"]
+        paths.append(write_replay(folder / f"replay-vs-{tag}-seat{seat}.html", rec))
+    return paths
+
+
 def _md_pair_rows(pairs: Sequence[PairResult]) -> list[str]:
     rows = [
         "| opponent | games | wins | win rate | 95% CI | mean score margin | deals won both / split / lost both |",
@@ -233,7 +252,8 @@ def _md_pair_rows(pairs: Sequence[PairResult]) -> list[str]:
 
 
 def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, result: TournamentResult,
-                eval_seconds: float, checkpoint: Path, resumable: Path) -> str:  # fmt: skip
+                eval_seconds: float, checkpoint: Path, resumable: Path,
+                replays: Sequence[Path] = ()) -> str:  # fmt: skip
     """The markdown report (paths relative to the run folder where they are links)."""
     cfg = plan.config
     folder = plan.folder
@@ -288,6 +308,17 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
             "Win rate of the periodic evaluations during training (paired arena games, 95% CI band):",
             "",
             "![learning curve](learning_curve.png)",
+            "",
+        ]
+    if replays:
+        records, *pages = replays
+        lines += [
+            "## Watch it play",
+            "",
+            "Replays of its first evaluation deal (open in a browser; arrow keys step through the game): "
+            + ", ".join(f"[{page.name}]({page.name})" for page in pages)
+            + f". Every evaluation game of that pair is in [`games/{records.name}`](games/{records.name}); "
+            f"`python -m train.replay {records} --game K -o game.html` shows game K.",
             "",
         ]
     lines += [
@@ -359,10 +390,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
     record |= {"seconds": eval_seconds, **result.to_dict()}
     (plan.folder / "demo_eval.json").write_text(json.dumps(record, indent=2) + "\n")
     plot_elo(result, plan.folder / "elo.png")
+    replays = write_replays(plan.folder, result)
 
     banner("3/3 report")
     report = plan.folder / "report.md"
-    report.write_text(report_text(plan, summary, train_seconds, result, eval_seconds, checkpoint, resumable))
+    report.write_text(report_text(plan, summary, train_seconds, result, eval_seconds, checkpoint, resumable, replays))
     for p in learner_pairs(result):
         ci = f"[{p.ci95_a[0]:.1%}, {p.ci95_a[1]:.1%}]"
         print(f"  vs {p.b:<10} win rate {p.win_rate_a:6.1%}  95% CI {ci}  ({p.games} games)")

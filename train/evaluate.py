@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -22,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from agents.arena import TournamentResult, round_robin
-from agents.registry import AgentSpecError, describe_agents, parse_spec
+from agents.registry import AgentSpecError, describe_agents, make_agent
+from patchwork_env.records import write_records
+from train.cli import MAX_SEED, Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m train.evaluate",
         description="Round robin of paired Patchwork games between agents, with win rates and an Elo ladder.",
         epilog=describe_agents(),
@@ -43,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     p.add_argument("--plot", type=Path, default=None, help="draw the Elo ladder into this image (png, svg, pdf)")
+    p.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write every game to DIR/<A>-vs-<B>.jsonl (one game per line, a deal's two games together); "
+        "python -m train.replay turns one into a page",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list", action="store_true", help="print the agent specs and exit")
     return p
@@ -54,22 +65,24 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error("--agents needs at least two agent specs, e.g. --agents greedy random")
     if len(set(a.strip() for a in args.agents)) != len(args.agents):
         parser.error(f"--agents must be distinct, got {args.agents}")
-    for spec in args.agents:
+    for spec in args.agents:  # built, not only parsed: bad values and checkpoints fail here
         try:
-            parse_spec(spec)
+            make_agent(spec)
         except AgentSpecError as exc:
-            parser.error(str(exc))
+            parser.error(f"--agents: {str(exc).splitlines()[0]}")
     if args.games < 2 or args.games % 2:
         parser.error(
             f"--games must be an even number >= 2 (each deal is played twice, seats swapped), got {args.games}"
         )
-    if args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.seed <= MAX_SEED:
+        parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None and not path.resolve().parent.is_dir():
             parser.error(f"{option}: the directory {path.resolve().parent} does not exist")
+    if args.records is not None and args.records.exists() and not args.records.is_dir():
+        parser.error(f"--records: {args.records} exists and is not a folder")
     if args.plot is not None and args.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
         parser.error(f"--plot must end in .png, .svg or .pdf, got {args.plot}")
 
@@ -141,7 +154,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.plot is not None:
         plot_elo(result, args.plot)
         print(f"wrote {args.plot}")
+    if args.records is not None:
+        for path in write_game_records(result, args.records):
+            print(f"wrote {path}")
     return out
+
+
+def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
+    """Every game of every pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for p in result.pairs:
+        name = re.sub(r"[^A-Za-z0-9.=_-]+", "_", f"{p.a}-vs-{p.b}").strip("_")
+        path = folder / f"{name}.jsonl"
+        if path in paths:  # two names that differ only in characters a file name cannot hold
+            path = folder / f"{name}-{len(paths)}.jsonl"
+        paths.append(write_records(path, p.game_records(specs=(p.a, p.b))))
+    return paths
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from patchwork_env.agent import Agent
 from patchwork_env.bitboard import orient
 from patchwork_env.patches import PATCHES
 from patchwork_env.state import GameState, IllegalActionError, new_game
+from train.cli import MAX_SEED, Parser
 
 HELP = """\
 moves:    advance            (or: a, pass) move just past the opponent, 1 button per space
@@ -244,7 +245,7 @@ def play(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m train.play",
         description="Play Patchwork in the terminal against an agent.",
         epilog=describe_agents(),
@@ -255,12 +256,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the deal and the opponent (default 0)")
     parser.add_argument("--layout", choices=sorted(R.LEATHER_LAYOUTS), default="revised", help="leather layout")
     args = parser.parse_args(argv)
-    if args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.seed <= MAX_SEED:
+        parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     try:
         agent = make_agent(args.opponent)
     except AgentSpecError as exc:
-        parser.error(str(exc))
+        parser.error(f"--opponent: {str(exc).splitlines()[0]}")
     try:
         play(agent, seat=args.seat, seed=args.seed, leather_layout=args.layout)
     except KeyboardInterrupt:

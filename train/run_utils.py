@@ -9,6 +9,8 @@ A run folder ``runs/<run_name>/`` holds::
     eval_history.json    every evaluation: minutes, update, steps, opponent, win rate, CI, margin
     learning_curve.png   win rate against each evaluation opponent over wall-clock minutes
     final_eval.json      the final evaluation (paired games against each final opponent)
+    games/               eval-<update>.jsonl (sb3: eval-<timesteps>.jsonl): two games per opponent of
+                         every evaluation, as game records (python -m train.replay shows them)
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ import torch
 
 from agents.network import PatchworkNet
 from agents.ppo_agent import PPOAgent
+from patchwork_env.records import write_records
 from train.config import CommonConfig, to_yaml
+
+RECORDED_GAMES = 2  # per opponent and evaluation: one deal, the learner in either seat
 
 
 def run_folder(cfg: CommonConfig, config_name: str, run_dir: str | None = None) -> Path:
@@ -48,10 +53,17 @@ def eval_tag(spec: str) -> str:
 
 
 def evaluate(
-    net: PatchworkNet, opponents: dict[str, int], seed: int, workers: int, progress: bool = False
+    net: PatchworkNet,
+    opponents: dict[str, int],
+    seed: int,
+    workers: int,
+    progress: bool = False,
+    records: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Paired arena games of a frozen copy of ``net`` (its most probable moves) against each
-    opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin, seconds."""
+    opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin, seconds. With
+    ``records``, the first deal's two games against each opponent are written to that file
+    (game records, ``python -m train.replay`` shows them)."""
     from agents.arena import play_pairs
 
     agent = PPOAgent(_frozen_copy(net), deterministic=True, name="learner")
@@ -67,6 +79,10 @@ def evaluate(
             "mean_margin": res.mean_margin_a,
             "seconds": time.perf_counter() - start,
         }
+        if records is not None:  # a new file per evaluation, every opponent's games in it
+            records.parent.mkdir(parents=True, exist_ok=True)
+            recs = res.game_records(specs=(None, spec), limit=RECORDED_GAMES)
+            write_records(records, recs, append=len(out) > 1)
     return out
 
 

@@ -22,7 +22,6 @@ format (``ppo:PATH`` works on them) and the learning curve. SB3 logs its own met
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -47,6 +46,7 @@ from agents.ppo_agent import PPOAgent, save_checkpoint
 from agents.registry import make_agent
 from agents.sb3_vec_env import SB3VecEnv
 from train import run_utils as U
+from train.cli import Parser
 from train.config import ConfigError, SB3Config, describe, load_config
 
 
@@ -189,7 +189,10 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
 
     def evaluate(self) -> None:
         was_training = self.net.training
-        self.latest_eval = U.evaluate(self.net, self.cfg.eval_opponents, self.cfg.seed + 10_000, self.cfg.eval_workers)
+        games = self.folder / "games" / f"eval-{self.num_timesteps:09d}.jsonl"  # two games per opponent
+        self.latest_eval = U.evaluate(
+            self.net, self.cfg.eval_opponents, self.cfg.seed + 10_000, self.cfg.eval_workers, records=games
+        )
         self.net.train(was_training)
         for spec, r in self.latest_eval.items():
             tag = U.eval_tag(spec)
@@ -271,6 +274,7 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
             cfg.seed + 10_000,
             cfg.eval_workers,
             progress=cfg.progress,
+            records=folder / "games" / "eval-final.jsonl",
         )
         minutes = (time.time() - start) / 60
         callback.history += [
@@ -299,7 +303,7 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m train.sb3_maskable",
         description="sb3-contrib MaskablePPO on Patchwork with the project's network and opponent pool.",
         epilog="Overrides: key=value after the options, e.g. total_timesteps=50000.",

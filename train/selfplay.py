@@ -36,7 +36,6 @@ the games in progress are not saved (fresh deals are dealt on resume).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -58,6 +57,7 @@ from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoi
 from patchwork_env import rules as R
 from patchwork_env.vector import VectorGames
 from train import run_utils as U
+from train.cli import Parser
 from train.config import ConfigError, SelfPlayConfig, describe, from_dict, load_config, parse_overrides, to_yaml
 
 
@@ -144,7 +144,8 @@ def main(
     def run_eval(pairs: dict[str, int], progress: bool = False, final: bool = False) -> dict[str, dict[str, Any]]:
         # periodic evaluations replay the same deals (comparable over time); the final one uses others
         seed = cfg.seed + (20_000 if final else 10_000)
-        results = U.evaluate(net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress)
+        games = folder / "games" / f"eval-{update:05d}{'-final' if final else ''}.jsonl"
+        results = U.evaluate(net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress, records=games)
         net.train()
         return results
 
@@ -406,7 +407,7 @@ def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) ->
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m train.selfplay",
         description="Batched self-play PPO for Patchwork (see the module docstring).",
         epilog="Overrides: key=value after the options, e.g. num_games=64 learning_rate=1e-3.",

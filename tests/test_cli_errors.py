@@ -1,0 +1,189 @@
+"""Every bad argument, spec or config value of a command line is one ``error: ...`` line on stderr
+and exit code 2 (never a traceback), found before anything is written; agent specs are built, not
+only parsed, and reject NaN and inf."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.registry import AgentSpecError, make_agent
+from train import evaluate, play, sb3_maskable, selfplay
+from train.cli import MAX_SEED
+from train.config import ConfigError, SB3Config, SelfPlayConfig, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def empty_checkpoint(tmp_path: Path) -> Path:
+    p = tmp_path / "empty.pt"
+    p.write_bytes(b"")
+    return p
+
+
+def _exit_code(main: Callable[[list[str]], Any], argv: list[str]) -> int:
+    try:
+        result = main(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 1
+    return int(result) if isinstance(result, int) else 0
+
+
+def _assert_one_error_line(capsys: pytest.CaptureFixture[str], code: int, *needles: str) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+# --- agent specs --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("mcts:c=nan", "finite"),
+        ("mcts:time=inf", "finite"),
+        ("greedy:temp=inf", "finite"),
+        ("greedy:temp=-inf", "finite"),
+        ("mcts:sims=-1", "sims must be >= 1"),
+        ("ppo:/no/such/file.pt", "not found"),
+    ],
+)
+def test_specs_that_cannot_be_built(spec: str, match: str) -> None:
+    with pytest.raises(AgentSpecError, match=match):
+        make_agent(spec)
+
+
+def test_an_empty_checkpoint_is_a_spec_error(empty_checkpoint: Path) -> None:
+    with pytest.raises(AgentSpecError, match="is not a PPO checkpoint"):
+        make_agent(f"ppo:{empty_checkpoint}")
+
+
+# --- configs ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("override", "match"),
+    [
+        ("learning_rate=.nan", "learning_rate must be a finite number"),
+        ("ent_coef=.inf", "ent_coef must be a finite number"),
+        ("gamma=-.inf", "gamma must be a finite number"),
+        ("ent_coef=1e400", "ent_coef must be a finite number"),
+        (f"seed={MAX_SEED + 1}", "seed must be"),
+        ("seed=-1", "seed must be in"),
+        ("num_games=100000000000", "magnitude"),
+        ('eval_opponents={"mcts:sims=-1": 2}', "eval_opponents: 'mcts:sims=-1'"),
+        ('final_eval_opponents=["greedy:temp=inf"]', "final_eval_opponents: greedy: parameter 'temp' must be a finite"),
+        ('final_eval_opponents=["ppo:/no/such.pt"]', "not found"),
+        ("eval_opponents={greedy: 3", "cannot parse"),
+    ],
+)
+def test_config_values_are_checked_at_load(override: str, match: str) -> None:
+    with pytest.raises(ConfigError, match=match) as info:
+        load_config(None, SelfPlayConfig, [override])
+    assert "\n" not in str(info.value)
+
+
+def test_teacher_and_checkpoints_are_built(empty_checkpoint: Path) -> None:
+    with pytest.raises(ConfigError, match=r"teacher: .* is not a PPO checkpoint"):
+        load_config(None, SelfPlayConfig, [f"teacher=ppo:{empty_checkpoint}", "prior_scale=1"])
+    with pytest.raises(ConfigError, match=r"eval_opponents: .* is not a PPO checkpoint"):
+        load_config(None, SB3Config, [f'eval_opponents={{"ppo:{empty_checkpoint}": 2}}'])
+
+
+def test_the_largest_seed_is_accepted_and_torch_takes_it() -> None:
+    import numpy as np
+    import torch
+
+    cfg = load_config(None, SelfPlayConfig, [f"seed={MAX_SEED}"])
+    torch.manual_seed(cfg.seed + 30_000)
+    np.random.RandomState(cfg.seed + 30_000)  # the legacy seeding SB3 uses takes < 2**32
+    assert math.isfinite(cfg.learning_rate)
+
+
+# --- command lines ------------------------------------------------------------------------------
+EVALUATE_BAD = [
+    ["--agents", "greedy"],
+    ["--agents", "greedy", "mcts:sims=-1"],
+    ["--agents", "greedy", "ppo:/no/such.pt"],
+    ["--agents", "random", "greedy:temp=inf"],
+    ["--agents", "random", "mcts:c=nan"],
+    ["--agents", "random", "bogus"],
+    ["--agents", "random", "greedy", "--games", "3"],
+    ["--agents", "random", "greedy", "--games", "x"],
+    ["--agents", "random", "greedy", "--seed", "-1"],
+    ["--agents", "random", "greedy", "--seed", str(MAX_SEED + 1)],
+    ["--agents", "random", "greedy", "--workers", "0"],
+    ["--agents", "random", "greedy", "--json", "/no/such/dir/x.json"],
+    ["--agents", "random", "greedy", "--plot", "elo.txt"],
+    ["--bogus"],
+]
+
+
+@pytest.mark.parametrize("argv", EVALUATE_BAD)
+def test_evaluate_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    _assert_one_error_line(capsys, _exit_code(evaluate.main, argv))
+
+
+def test_evaluate_rejects_an_empty_checkpoint(empty_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = _exit_code(evaluate.main, ["--agents", "random", f"ppo:{empty_checkpoint}"])
+    _assert_one_error_line(capsys, code, "is not a PPO checkpoint")
+
+
+PLAY_BAD = [
+    ["--opponent", "mcts:sims=-1"],
+    ["--opponent", "greedy:temp=inf"],
+    ["--opponent", "ppo:/no/such.pt"],
+    ["--opponent", "nope"],
+    ["--seat", "3"],
+    ["--seed", "-5"],
+    ["--layout", "x"],
+]
+
+
+@pytest.mark.parametrize("argv", PLAY_BAD)
+def test_play_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    _assert_one_error_line(capsys, _exit_code(play.main, argv))
+
+
+TRAINER_BAD = [
+    ["seed=-1"],
+    ["learning_rate=.nan"],
+    ["--config", "/no/such.yaml"],
+    ["--bogus"],
+    ['final_eval_opponents=["mcts:sims=0"]'],
+    ["eval_opponents={greedy: 3"],
+]
+
+
+@pytest.mark.parametrize("argv", TRAINER_BAD)
+@pytest.mark.parametrize("trainer", [selfplay.cli, sb3_maskable.cli])
+def test_trainer_errors_are_one_line_and_write_nothing(
+    trainer: Callable[[list[str]], int], argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    _assert_one_error_line(capsys, _exit_code(trainer, [*argv, "--run-dir", str(run_dir)]))
+    assert not run_dir.exists()
+
+
+def test_selfplay_resume_from_an_empty_checkpoint(empty_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _assert_one_error_line(capsys, _exit_code(selfplay.cli, ["--resume", str(empty_checkpoint)]), "not a PPO")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["train.evaluate", "--agents", "random", "mcts:sims=-1"], ["train.play", "--opponent", "greedy:temp=nan"]],
+)
+def test_a_real_process_exits_2_without_a_traceback(argv: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == proc.stderr.splitlines()[-1:]
