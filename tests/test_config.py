@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from train.config import (
+    AlphaZeroConfig,
     ConfigError,
     SB3Config,
     SelfPlayConfig,
@@ -26,19 +27,27 @@ SHIPPED = sorted(p.name for p in CONFIGS.glob("*.yaml"))
 
 
 def test_every_shipped_config_is_tested() -> None:
-    assert SHIPPED == ["quick.yaml", "quick_scratch.yaml", "sb3.yaml", "selfplay.yaml", "selfplay_scratch.yaml"]
+    assert SHIPPED == [
+        "alphazero.yaml",
+        "alphazero_smoke.yaml",
+        "quick.yaml",
+        "quick_scratch.yaml",
+        "sb3.yaml",
+        "selfplay.yaml",
+        "selfplay_scratch.yaml",
+    ]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_load(name: str) -> None:
-    cls = SB3Config if name.startswith("sb3") else SelfPlayConfig
+    cls = SB3Config if name.startswith("sb3") else AlphaZeroConfig if name.startswith("alphazero") else SelfPlayConfig
     cfg = load_config(CONFIGS / name, cls)
     assert isinstance(cfg, cls)
     # the resolved YAML round-trips to the same config
     assert from_dict(cls, __import__("yaml").safe_load(to_yaml(cfg))) == cfg
 
 
-@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config])
+@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config, AlphaZeroConfig])
 def test_every_field_has_a_docstring(cls: type) -> None:
     docs = field_docs(cls)
     missing = [f.name for f in dataclasses.fields(cls) if not docs.get(f.name)]
