@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml constraints.txt
 	# the pinned CPU build of torch must come first: anything else downloads gigabytes
 	$(PY) -m pip install --quiet torch==2.13.0
 	# constraints.txt keeps that torch while the extras install (torchrl, tianshou ask for torch too)
-	$(PY) -m pip install --quiet -e ".[train,dev,interop]" -c constraints.txt
+	$(PY) -m pip install --quiet -e ".[train,dev,interop,scale]" -c constraints.txt
 	# torchrl's wheel also installs its own top-level benchmarks/ folder (no __init__.py), which
 	# shadows this project's benchmarks package outside the repository root (the notebooks)
 	rm -rf $(VENV)/lib/python3*/site-packages/benchmarks

@@ -3,7 +3,9 @@
 their strength is ``agents.arena``."""
 
 from agents.registry import AGENT_SPECS, AgentSpecError, describe_agents, make_agent, parse_spec
-from patchwork_env.agent import Agent, BatchAgent, RandomAgent
+from patchwork_env.agent import Agent, BatchAgent, RandomAgent, register_agent_factory
+
+register_agent_factory(make_agent)  # the envs' opponent specs ("greedy", "mcts:sims=200") build here
 
 _LAZY = {
     "GreedyAgent": "agents.greedy",

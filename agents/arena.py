@@ -12,7 +12,8 @@ every pair plays the same deals.
 Workers. Games run in a ``multiprocessing`` pool (spawn start method; ``workers=None`` uses every
 core), one deal per task. Agents travel to each worker once, as spec strings or pickled objects;
 an agent object that cannot be pickled makes the arena play in-process. A worker limits torch to
-one thread (the processes already share out the cores).
+one thread (the processes already share out the cores). With ``backend=`` (``agents.ray_backend``)
+the same deals run as that backend's tasks instead (Ray: on a cluster), with identical results.
 
 Numbers per pair (``PairResult``): games, wins, win rate of A with a 95% Wilson score interval,
 mean score margin (A - B), mean scores, mean final empty cells, mean seconds per move of each
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.ray_backend import Backend
 from agents.registry import make_agent
 from agents.stats import Rating, fit_elo, wilson_interval
 from patchwork_env.agent import Agent
@@ -260,6 +262,13 @@ def _task(job: tuple[int, int, int, int, int]) -> tuple[int, list[GameRecord]]:
     return matchup, play_deal(_build(i), _build(j), seed, index)
 
 
+def _backend_task(refs: list[_Ref | None], job: tuple[int, int, int, int, int]) -> tuple[int, list[GameRecord]]:
+    """One deal on a backend's worker; the agents are rebuilt only when ``refs`` change."""
+    if refs != _WORKER_REFS:
+        _init_worker(refs)
+    return _task(job)
+
+
 def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
     """How to send ``agent`` to a worker (None if it cannot travel), the local object, its name."""
     if isinstance(agent, str):
@@ -286,6 +295,7 @@ def _run(
     seed: int,
     workers: int | None,
     progress: bool,
+    backend: Backend | None = None,
 ) -> tuple[list[str], list[list[GameRecord]]]:
     """Play ``num_pairs`` deals for each matchup (indices into ``agents``); returns the agents'
     names and each matchup's records ordered by deal (A in seat 0 first)."""
@@ -297,7 +307,10 @@ def _run(
     names = [name for _, _, name in resolved]
     jobs = [(m, i, j, seed, d) for m, (i, j) in enumerate(matchups) for d in range(num_pairs)]
     n_workers = resolve_workers(workers, len(jobs))
-    in_process = n_workers == 1 or any(ref is None for ref, _, _ in resolved)
+    refs = [ref for ref, _, _ in resolved]
+    if backend is not None and None in refs:
+        raise ValueError("every agent must be a spec string or picklable to play on a backend's workers")
+    in_process = backend is None and (n_workers == 1 or None in refs)
     by_matchup: list[dict[int, list[GameRecord]]] = [{} for _ in matchups]
     bar = _progress_bar(2 * len(jobs), progress)
     try:
@@ -305,9 +318,12 @@ def _run(
             for m, i, j, _, d in jobs:
                 by_matchup[m][d] = play_deal(resolved[i][1], resolved[j][1], seed, d)
                 bar(2)
+        elif backend is not None:
+            for m, recs in backend.map(_backend_task, refs, jobs):
+                by_matchup[m][recs[0].deal] = recs
+                bar(2)
         else:
             ctx = multiprocessing.get_context("spawn")
-            refs = [ref for ref, _, _ in resolved]
             with ctx.Pool(n_workers, initializer=_init_worker, initargs=(refs,)) as pool:
                 for m, recs in pool.imap_unordered(_task, jobs):
                     by_matchup[m][recs[0].deal] = recs
@@ -320,9 +336,9 @@ def _run(
 def _progress_bar(total: int, enabled: bool) -> Callable[..., None]:
     if not enabled:
         return lambda n, close=False: None
-    from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+    from agents.progress import progress_bar
 
-    bar = tqdm(total=total, unit="game", dynamic_ncols=True)
+    bar = progress_bar(total=total, unit="game", dynamic_ncols=True)
 
     def update(n: int, close: bool = False) -> None:
         if n:
@@ -341,9 +357,11 @@ def play_pairs(
     seed: int = 0,
     workers: int | None = None,
     progress: bool = False,
+    backend: Backend | None = None,
 ) -> PairResult:
-    """``num_pairs`` deals, each played twice with the seats swapped (``2 * num_pairs`` games)."""
-    names, (records,) = _run([agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress)
+    """``num_pairs`` deals, each played twice with the seats swapped (``2 * num_pairs`` games);
+    ``backend``: play them as its tasks (e.g. ``agents.ray_backend.RayBackend``) instead of ``workers``."""
+    names, (records,) = _run([agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend)
     return PairResult.from_records(names[0], names[1], seed, records)
 
 
@@ -354,6 +372,7 @@ def round_robin(
     workers: int | None = None,
     progress: bool = False,
     anchor: str = "random",
+    backend: Backend | None = None,
 ) -> TournamentResult:
     """Every pair of agents plays ``num_pairs`` deals (twice each, the same deals for every pair);
     the Elo ladder is anchored at the agent named ``anchor`` (else the first agent)."""
@@ -364,7 +383,7 @@ def round_robin(
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"agent names must be distinct in a round robin, repeated: {dupes}")
-    names, records = _run(specs, matchups, num_pairs, seed, workers, progress)
+    names, records = _run(specs, matchups, num_pairs, seed, workers, progress, backend)
     pairs = [
         PairResult.from_records(names[i], names[j], seed, recs) for (i, j), recs in zip(matchups, records, strict=True)
     ]

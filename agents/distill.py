@@ -39,6 +39,7 @@ import torch
 
 from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION, NUM_GROUPS, PatchworkNet, prior_for
+from agents.ray_backend import Backend
 from agents.registry import make_agent
 from patchwork_env import rules as R
 from patchwork_env.state import GameState
@@ -99,6 +100,7 @@ _TEACHER: dict[str, Any] = {}
 def _init_labeller(spec: str, seed: int) -> None:
     _TEACHER["agent"] = make_agent(spec)
     _TEACHER["seed"] = seed
+    _TEACHER["key"] = (spec, seed)
 
 
 def _init_worker(spec: str, seed: int) -> None:
@@ -117,16 +119,25 @@ def _label(job: tuple[int, IntArray]) -> int:
     return int(GROUP_OF_ACTION[agent.act(GameState._wrap(row.copy()), rng)])
 
 
+def _label_chunk(shared: tuple[str, int], jobs: list[tuple[int, IntArray]]) -> list[int]:
+    """A chunk of positions labelled on a backend's worker (the teacher is built once per worker)."""
+    if _TEACHER.get("key") != shared:
+        _init_labeller(*shared)
+    return [_label(job) for job in jobs]
+
+
 def teacher_groups(
     states: IntArray,
     teacher: str,
     seed: int = 0,
     workers: int = 1,
     progress: Callable[[int], None] | None = None,
+    backend: Backend | None = None,
 ) -> IntArray:
     """The group of the move ``teacher`` (an agent spec) makes in each position; the same labels
-    for any number of ``workers`` (processes; 1 labels in this process). ``progress(k)`` is called
-    as labels arrive."""
+    for any number of ``workers`` (processes; 1 labels in this process) and on a ``backend``
+    (``agents.ray_backend``: chunks of positions as its tasks, instead of ``workers``).
+    ``progress(k)`` is called as labels arrive."""
     make_agent(teacher)  # a bad spec fails here, with the registry's message
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -139,7 +150,11 @@ def teacher_groups(
         return np.zeros(0, dtype=np.int64)
     chunk = max(1, min(64, len(jobs) // (4 * workers)))
     labels: Iterator[int]
-    if workers == 1:
+    if backend is not None:
+        chunks = [jobs[k : k + chunk] for k in range(0, len(jobs), chunk)]
+        labels = (label for part in backend.map(_label_chunk, (teacher, seed), chunks) for label in part)
+        out = _collect(labels, len(jobs), chunk, progress)
+    elif workers == 1:
         _init_labeller(teacher, seed)
         labels = map(_label, jobs)
         out = _collect(labels, len(jobs), chunk, progress)

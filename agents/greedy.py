@@ -6,8 +6,8 @@ plays the best one (ties broken with the agent's generator). The value is an est
 score: button economy over the remaining income marks, time left, empty cells, holes that only a
 leather patch or the 1x2 patch can fill, the perimeter of the empty area (compact placement) and
 progress towards the 7x7 bonus; details and weights in ``agents.heuristic``. All positions come
-from the compiled rules; the whole choice runs in one numba call (0.2-0.4 ms per decision in the
-arena on this project's 2-core machine).
+from the compiled rules; the whole choice runs in one numba call (a fraction of a millisecond per
+decision: ``make bench`` measures it).
 """
 
 from __future__ import annotations

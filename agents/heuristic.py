@@ -19,8 +19,8 @@ player ``p`` is an estimate of p's final score::
 space), and more because time is what buying patches needs. The weights were tuned by playing
 variants against each other in the arena (see ``DEFAULT_WEIGHTS``).
 
-A quilt is read as nine 9-bit row masks: word 0 of the bitboard holds rows 0-6 (9 bits each) and
-word 1 rows 7-8 (layout in ``patchwork_env.bitboard``), so rows come out with a shift and a mask.
+A quilt is read as nine 9-bit row masks (``bitboard.row_masks``); the bit operations on them are
+``patchwork_env.bitboard``'s helpers (neighbours in a row, boundaries, cells in a column window).
 """
 
 from __future__ import annotations
@@ -33,6 +33,15 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
+from patchwork_env.bitboard import (
+    ROW_BITS,
+    bit_count,
+    count_in_columns,
+    row_boundaries,
+    row_masks,
+    with_left_neighbour,
+    with_right_neighbour,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,18 +61,8 @@ WEIGHT_NAMES = ("time", "isolated", "domino", "edge", "square", "leather")
 # x0.5 or x2 stayed within noise (42-55%), apart from dropping the perimeter term (27%)
 DEFAULT_WEIGHTS = np.array([2.0, 3.0, 1.0, 0.25, 0.1, 2.0], dtype=np.float64)
 
-ROW_BITS = 0x1FF  # one row of nine cells
 FINAL = R.FINAL_SPACE
 MARKS = R.INCOME_MARKS
-
-
-@_jit
-def _rows(lo: int, hi: int, out: IntArray) -> None:
-    """The nine covered-cell row masks of a quilt given as its two bitboard words."""
-    for r in range(7):
-        out[r] = (lo >> (9 * r)) & ROW_BITS
-    out[7] = hi & ROW_BITS
-    out[8] = (hi >> 9) & ROW_BITS
 
 
 @_jit
@@ -71,7 +70,7 @@ def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
     """``out[:5]`` = empty cells, isolated empty cells, cells in isolated 2-cell holes, empty-area
     perimeter (border counts as covered), covered cells of the best 7x7 square."""
     rows = np.empty(9, dtype=np.int64)
-    _rows(lo, hi, rows)
+    row_masks(lo, hi, rows)
     e = np.empty(11, dtype=np.int64)  # empty masks with a covered row above and below
     e[0] = 0
     e[10] = 0
@@ -83,27 +82,27 @@ def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
     one = np.zeros(11, dtype=np.int64)  # empty cells with exactly one empty neighbour
     for r in range(1, 10):
         x = e[r]
-        empty += R.popcount(x)
-        left = (x << 1) & ROW_BITS  # cell c has an empty left neighbour: bit c of (x << 1)
-        right = x >> 1
+        empty += bit_count(x)
+        left = with_left_neighbour(x)
+        right = with_right_neighbour(x)
         up = e[r - 1]
         down = e[r + 1]
-        isolated += R.popcount(x & ~(left | right | up | down))
+        isolated += bit_count(x & ~(left | right | up | down))
         any2 = (left & right) | (left & up) | (left & down) | (right & up) | (right & down) | (up & down)
         one[r] = x & (left | right | up | down) & ~any2
-        edges += R.popcount((x ^ (x << 1)) & 0x3FF)
+        edges += row_boundaries(x)
     for r in range(10):
-        edges += R.popcount(e[r] ^ e[r + 1])
+        edges += bit_count(e[r] ^ e[r + 1])
     domino = 0
     for r in range(1, 10):
-        domino += 2 * R.popcount(one[r] & (one[r] >> 1) & (e[r] >> 1))
-        domino += 2 * R.popcount(one[r] & one[r + 1])
+        domino += 2 * bit_count(one[r] & with_right_neighbour(one[r]) & with_right_neighbour(e[r]))
+        domino += 2 * bit_count(one[r] & one[r + 1])
     best = 0
     for r0 in range(3):
         for c0 in range(3):
             n = 0
             for r in range(r0, r0 + 7):
-                n += R.popcount((rows[r] >> c0) & 0x7F)
+                n += count_in_columns(rows[r], c0, 7)
             best = max(best, n)
     out[0] = empty
     out[1] = isolated

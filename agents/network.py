@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior
+from patchwork_env import observation
 from patchwork_env import rules as R
 from patchwork_env.bitboard import BOARD, CELLS, NUM_ORIENTATIONS, orient
 from patchwork_env.patches import NUM_PATCHES, PATCHES
@@ -113,9 +114,8 @@ class NetConfig:
 def _patch_templates() -> torch.Tensor:
     """(33, 29) identity features of every patch, exactly as the engine writes them."""
     circle = [*range(1, NUM_PATCHES), 0]
-    obs = np.zeros(R.OBS_DIM, dtype=np.float32)
-    R.observe_into(new_game(circle=circle, first_player=0).array(), 0, obs)
-    entries = obs[R.OBS_SCALARS_END :].reshape(NUM_PATCHES, R.CIRCLE_FEATURES)
+    obs = observation.observe(new_game(circle=circle, first_player=0), 0)
+    entries = observation.circle(obs)
     templates = np.zeros((NUM_PATCHES, len(_IDENTITY_FEATURES)), dtype=np.float32)
     for k, patch in enumerate(circle):
         templates[patch] = entries[k, _IDENTITY_FEATURES]
@@ -196,7 +196,7 @@ class PatchworkNet(nn.Module):
         self.register_buffer("border_touching", BORDER_TOUCHING, persistent=False)
         self.register_buffer("border_size", BORDER_SIZE, persistent=False)
         self.register_buffer("neighbours", NEIGHBOURS, persistent=False)
-        num_vector = R.OBS_DIM - R.OBS_PLANES_END
+        num_vector = observation.OBS_DIM - observation.OBS_PLANES_END
         self.embed = nn.Sequential(nn.Linear(num_vector, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
         self.stem = nn.Conv2d(R.N_PLANES, c, 3, padding=1)
         self.film = nn.Linear(h, c)
@@ -230,14 +230,13 @@ class PatchworkNet(nn.Module):
 
     def patch_ids(self, obs: torch.Tensor) -> torch.Tensor:
         """(B, 3) patch id in each market slot, matched from its circle features (any id if empty)."""
-        slots = obs[:, R.OBS_SCALARS_END : R.OBS_SCALARS_END + R.MARKET_SIZE * R.CIRCLE_FEATURES]
-        ident = slots.reshape(-1, R.MARKET_SIZE, R.CIRCLE_FEATURES)[:, :, _IDENTITY_FEATURES]
+        ident = observation.market(obs)[:, :, _IDENTITY_FEATURES]
         return (ident.unsqueeze(2) - self.templates).abs().sum(-1).argmin(-1)
 
     def _body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Embedding (B, H), trunk (B, C, 9, 9) and pooled features (B, 2C + H)."""
-        emb = self.embed(obs[:, R.OBS_PLANES_END :])
-        planes = obs[:, : R.OBS_PLANES_END].reshape(-1, R.N_PLANES, BOARD, BOARD)
+        emb = self.embed(observation.vector(obs))
+        planes = observation.planes(obs)
         trunk = self.blocks(F.relu(self.stem(planes) + self.film(emb)[:, :, None, None]))
         pooled = torch.cat([trunk.mean((2, 3)), trunk.amax((2, 3)), emb], dim=1)
         return emb, trunk, pooled
@@ -252,7 +251,7 @@ class PatchworkNet(nn.Module):
     ) -> torch.Tensor:
         """(M, 3) exact counts per placement (see ``NetConfig.geometry``), scaled to about [0, 1]."""
         b = obs.shape[0]
-        empty = 1.0 - obs[:, :CELLS]  # the own quilt is plane 0
+        empty = 1.0 - observation.own_quilt(obs)
         free_neighbours = F.conv2d(empty.view(b, 1, BOARD, BOARD), self.neighbours, padding=1).view(b, CELLS)
         pad = empty.new_zeros(b, 2)  # the padding and off-board rows: never empty
         empty_b = torch.cat([empty, pad], 1).reshape(-1)[border_index]  # (M, 12)
@@ -284,7 +283,6 @@ class PatchworkNet(nn.Module):
             )
         if prior is not None and prior.shape != (b, NUM_ACTIONS, NUM_FEATURES):
             raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}, {NUM_FEATURES}), got {tuple(prior.shape)}")
-        vec = obs[:, R.OBS_PLANES_END :]
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
         prior_logits = None
@@ -312,7 +310,7 @@ class PatchworkNet(nn.Module):
         summed = torch.cat([cover, border], dim=1)
         if cfg.geometry:
             summed = torch.cat([summed, self._geometry(obs, index[:, MAX_COVER:], patch, orientation)], dim=1)
-        slot_feats = vec[:, R.N_SCALARS : R.N_SCALARS + R.MARKET_SIZE * R.CIRCLE_FEATURES]
+        slot_feats = observation.market(obs)
         slot_in = torch.cat(
             [
                 emb.unsqueeze(1).expand(b, R.MARKET_SIZE, -1),

@@ -27,9 +27,7 @@ import numpy.typing as npt
 import torch
 
 from agents.network import NetConfig, PatchworkNet, prior_for, sample_actions
-from patchwork_env import rules as R
 from patchwork_env.agent import RandomAgent
-from patchwork_env.state import GameState
 
 SELF = -1
 RANDOM = -2
@@ -191,29 +189,3 @@ class OpponentPool:
             Snapshot(int(s["id"]), int(s["update"]), self._materialise(s["weights"])) for s in data["snapshots"]
         ]
 
-
-class PoolAgent:
-    """One pool opponent per game as an ``Agent``, for single-agent envs (the SB3 trainer): a new
-    opponent is drawn from ``pool`` whenever a new game starts (seen from the ply counter)."""
-
-    name = "pool"
-
-    def __init__(self, pool: OpponentPool, seed: int) -> None:
-        self.pool = pool
-        self.rng = np.random.default_rng(seed)
-        self.generator = torch.Generator().manual_seed(seed)
-        self.code: int | None = None
-        self._last_ply = -1
-        self._obs = np.zeros((1, R.OBS_DIM), dtype=np.float32)
-
-    def act(self, state: GameState, rng: np.random.Generator) -> int:
-        if self.code is None or state.ply < self._last_ply or (self.code >= 0 and self.code not in self.pool.ids()):
-            codes, _ = self.pool.draw(1, self.rng)
-            self.code = int(codes[0])
-            if self.code == SELF and self.pool.latest is None:
-                self.code = RANDOM
-        self._last_ply = state.ply
-        arr = state.array()[None, :]
-        R.observe_into(arr[0], state.current_player, self._obs[0])
-        mask = np.array(state.legal_action_mask())[None, :]
-        return int(self.pool.act(np.array([self.code]), arr, mask, self._obs, rng, self.generator)[0])

@@ -124,9 +124,13 @@ value is a number, so libraries that store infos in numeric buffers (Tianshou) c
 `raw_env.step` raises `patchwork_env.IllegalActionError` (a `ValueError` whose message says why).
 `env()` wraps `raw_env` like the classic environments (TerminateIllegalWrapper with -1, then
 `CheckActionWrapper` in the place of AssertOutOfBoundsWrapper, OrderEnforcingWrapper): a masked-out
-action ends the game with -1 for the offender and 0 for the other agent. Anything that is not an
-integer in 0..2025 (bools, floats, integers of any size out of range) raises `IllegalActionError`
-("out of range") in both, before the rules see it.
+action ends the game with -1 for the offender and 0 for the other agent (`illegal_action="lose"`,
+the default of every front-end); `env(illegal_action="raise")` leaves out the TerminateIllegalWrapper,
+so that it raises instead. Anything that is not an integer in 0..2025 (bools, floats, integers of any
+size out of range) raises `IllegalActionError` ("out of range") in both, before the rules see it.
+An action for an agent whose game is over raises `patchwork_env.edge.GameOverError` (an
+`IllegalActionError`); PettingZoo's dead step `step(None)` is the only step left then. These edges
+are decided once for every front-end in `patchwork_env.edge`.
 
 ### Options
 
@@ -138,8 +142,8 @@ patches on 26, 32, 38, 44, 50) or `"original"` (20, 26, 32, 44, 50); `reward="wi
 `reset(seed=None, options=None)`: a seed re-creates the environment's generator, from which the
 circle and the starting player are drawn; `reset()` without a seed continues that generator.
 `options` may fix the deal: `{"circle": [33 patch ids clockwise from the neutral token, ending
-with 0], "first_player": 0 or 1}`. Bad values raise `ValueError`; an unknown key only warns,
-because PettingZoo's own `api_test` resets with `options={"options": 1}`.
+with 0], "first_player": 0 or 1}`. Bad values raise `ValueError`; an unknown key only warns (in
+every front-end), because PettingZoo's own `api_test` resets with `options={"options": 1}`.
 
 ### The game underneath
 
@@ -157,12 +161,16 @@ fixed opponent moves inside `step`; for many games at once, `patchwork_env.vecto
 * v0, changes after patchwork_env 0.1.0: `infos[agent]["winner"]` is the winning seat (0 or 1), no longer the
   agent's name; the `to_leather` entries' lower bound is 0 (was 1/54), so an all-zero observation is
   in the space; out-of-range actions raise `IllegalActionError` in `env()` too (was `AssertionError`)
+* v0, changes after patchwork_env 0.1.0 (the edge policy): one edge policy for all front-ends
+  (`patchwork_env.edge`). Here: an action sent to a finished game raises `GameOverError` (was
+  PettingZoo's "only None" ValueError; still a `ValueError`); `env(illegal_action=...)` is new.
+  Elsewhere: `SingleAgentEnv` warns on unknown reset options (it raised); `PatchworkVectorEnv`
+  defaults to `illegal_action="lose"` (it raised) and accepts reset options like the others.
 """
 
 from __future__ import annotations
 
-import warnings
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -170,10 +178,12 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from patchwork_env import rules as R
+from patchwork_env import edge
 from patchwork_env.actions import as_action_id
-from patchwork_env.observation import OBS_DIM, observation_bounds
+from patchwork_env.edge import REWARD_KINDS, SCORE_REWARD_SCALE, IllegalActionMode, RewardKind, final_rewards
+from patchwork_env.observation import OBS_DIM, observation_bounds, observe_into
 from patchwork_env.render import RENDER_MODES, render_mode_output
+from patchwork_env.rules import NUM_ACTIONS, legal_mask_into
 from patchwork_env.state import GameState, new_game
 
 __all__ = [
@@ -189,48 +199,9 @@ __all__ = [
 
 AGENTS: tuple[str, str] = ("player_0", "player_1")
 _SEAT = {"player_0": 0, "player_1": 1}
-REWARD_KINDS = ("win", "score")
-SCORE_REWARD_SCALE = 100.0
 RESET_OPTIONS = ("circle", "first_player")
 
 Observation = dict[str, npt.NDArray[Any]]
-RewardKind = Literal["win", "score"]
-
-
-def final_rewards(state: GameState, reward: str) -> tuple[float, float]:
-    """The rewards of player 0 and player 1 for a finished game (see "Rewards" above)."""
-    if reward == "win":
-        return (1.0, -1.0) if state.winner == 0 else (-1.0, 1.0)
-    a, b = state.scores()
-    r = min(1.0, max(-1.0, (a - b) / SCORE_REWARD_SCALE))
-    return r, -r
-
-
-def check_reward_kind(reward: str) -> None:
-    if reward not in REWARD_KINDS:
-        raise ValueError(f"reward must be one of {REWARD_KINDS}, got {reward!r}")
-
-
-def check_leather_layout(layout: str) -> None:
-    if layout not in R.LEATHER_LAYOUTS:
-        raise ValueError(f"leather_layout must be one of {tuple(R.LEATHER_LAYOUTS)}, got {layout!r}")
-
-
-def read_reset_options(
-    options: dict[str, Any] | None, allowed: tuple[str, ...] = RESET_OPTIONS, *, strict: bool = False
-) -> dict[str, Any]:
-    """``options`` checked against ``allowed`` keys: an unknown key warns (raises if ``strict``)."""
-    if options is None:
-        return {}
-    if not isinstance(options, dict):
-        raise ValueError(f"options must be a dict with keys from {allowed}, got {type(options).__name__}")
-    unknown = sorted(str(k) for k in options if k not in allowed)
-    if unknown:
-        msg = f"unknown reset option(s) {unknown}: allowed keys are {allowed}"
-        if strict:
-            raise ValueError(msg)
-        warnings.warn(msg + " (ignored)", UserWarning, stacklevel=3)
-    return {k: v for k, v in options.items() if k in allowed}
 
 
 class CheckActionWrapper(wrappers.BaseWrapper):  # type: ignore[misc]
@@ -246,10 +217,13 @@ class CheckActionWrapper(wrappers.BaseWrapper):  # type: ignore[misc]
             super().step(as_action_id(action))
 
 
-def env(**kwargs: Any) -> AECEnv:
-    """The Patchwork AEC environment wrapped like PettingZoo's classic environments."""
+def env(illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION, **kwargs: Any) -> AECEnv:
+    """The Patchwork AEC environment wrapped like PettingZoo's classic environments;
+    ``illegal_action="raise"`` leaves out the ``TerminateIllegalWrapper`` (see "Illegal actions")."""
+    edge.check_illegal_action(illegal_action)
     e: AECEnv = raw_env(**kwargs)
-    e = wrappers.TerminateIllegalWrapper(e, illegal_reward=-1)
+    if illegal_action == "lose":
+        e = wrappers.TerminateIllegalWrapper(e, illegal_reward=edge.ILLEGAL_ACTION_REWARD)
     e = CheckActionWrapper(e)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
@@ -261,7 +235,7 @@ def observation_space() -> spaces.Dict:
     return spaces.Dict(
         {
             "observation": spaces.Box(low=low, high=high, shape=(OBS_DIM,), dtype=np.float32),
-            "action_mask": spaces.Box(low=0, high=1, shape=(R.NUM_ACTIONS,), dtype=np.int8),
+            "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
         }
     )
 
@@ -280,17 +254,13 @@ class raw_env(AECEnv):  # type: ignore[misc]
         self, leather_layout: str = "revised", reward: RewardKind = "win", render_mode: str | None = None
     ) -> None:
         super().__init__()
-        check_leather_layout(leather_layout)
-        check_reward_kind(reward)
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got {render_mode!r}")
-        self.leather_layout = leather_layout
-        self.reward_kind: str = reward
-        self.render_mode = render_mode
+        self.leather_layout = edge.check_leather_layout(leather_layout)
+        self.reward_kind = edge.check_reward_kind(reward)
+        self.render_mode = edge.check_render_mode(render_mode)
         self.possible_agents = list(AGENTS)
         self.agents = list(AGENTS)
         self.observation_spaces = {a: observation_space() for a in AGENTS}
-        self.action_spaces = {a: spaces.Discrete(R.NUM_ACTIONS) for a in AGENTS}
+        self.action_spaces: dict[str, spaces.Space[Any]] = {a: spaces.Discrete(NUM_ACTIONS) for a in AGENTS}
         low, high = observation_bounds()
         self.state_space = spaces.Box(low=low, high=high, shape=(OBS_DIM,), dtype=np.float32)
         self._rng = np.random.default_rng()
@@ -303,13 +273,13 @@ class raw_env(AECEnv):  # type: ignore[misc]
     def observation_space(self, agent: str) -> spaces.Dict:
         return self.observation_spaces[agent]  # type: ignore[no-any-return]
 
-    def action_space(self, agent: str) -> spaces.Discrete:
-        return self.action_spaces[agent]  # type: ignore[no-any-return]
+    def action_space(self, agent: str) -> spaces.Space[Any]:  # Discrete(2026); generic only in gymnasium < 1.3
+        return self.action_spaces[agent]
 
     # --- episodes ------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """A new deal: see "Options" in the module documentation."""
-        opts = read_reset_options(options)
+        opts = edge.read_reset_options(options, RESET_OPTIONS)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         game = new_game(
@@ -355,6 +325,8 @@ class raw_env(AECEnv):  # type: ignore[misc]
     def step(self, action: Any) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
+            if action is not None:  # PettingZoo's dead step takes None only
+                raise edge.game_over()
             self._was_dead_step(action)
             return
         game = self._game.step(action)  # IllegalActionError if illegal or out of range
@@ -388,10 +360,10 @@ class raw_env(AECEnv):  # type: ignore[misc]
         if cached is None:  # built once per position and seat, straight from the compiled rules
             s = self._game.array()
             obs = np.empty(OBS_DIM, dtype=np.float32)
-            R.observe_into(s, seat, obs)
-            mask = np.zeros(R.NUM_ACTIONS, dtype=np.int8)
+            observe_into(s, seat, obs)
+            mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
             if not self._over and agent == self.agent_selection:
-                R.legal_mask_into(s, mask)
+                legal_mask_into(s, mask)
             cached = {"observation": obs, "action_mask": mask}
             self._obs[seat] = cached
         return cached
@@ -400,7 +372,7 @@ class raw_env(AECEnv):  # type: ignore[misc]
         """The global view: the observation from player_0's seat. The game is one of perfect
         information, so this holds everything; the exact position is ``game_state``."""
         out = np.empty(OBS_DIM, dtype=np.float32)
-        R.observe_into(self._game.array(), 0, out)
+        observe_into(self._game.array(), 0, out)
         return out
 
     # --- rendering -----------------------------------------------------------------------------

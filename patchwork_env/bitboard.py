@@ -28,11 +28,14 @@ orientation, row, col)::
                                      648 actions)
     PL_CELLS                         covered cells, padded with -1 (8 columns: the largest
                                      patch has 8 cells)
-    DENSE[p, o * 81 + row * 9 + col] placement row, or -1 (off the board or not distinct)
+    PLACEMENT_ROW[p, o * 81 + row * 9 + col]
+                                     the placement's row in these tables, or -1 (off the board
+                                     or not distinct); ``DENSE`` is its old name
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -83,6 +86,54 @@ def words_to_board(lo: int, hi: int) -> BoolArray:
 
 def popcount(lo: int, hi: int) -> int:
     return int(lo).bit_count() + int(hi).bit_count()
+
+
+# --- compiled bit helpers (the rules, the state check and the heuristic use these) -------------
+ROW_BITS = (1 << BOARD) - 1  # 0x1FF: one row of nine cells as a 9-bit mask (bit c = column c)
+
+
+@numba.njit(cache=True, nogil=True)
+def bit_count(x: int) -> int:
+    """Set bits of one non-negative word."""
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def row_masks(lo: int, hi: int, out: IntArray) -> None:
+    """``out[r]`` = the covered cells of row ``r`` (0..8) as a 9-bit mask, from the two words."""
+    rows_in_word0 = WORD0_CELLS // BOARD  # 7
+    for r in range(rows_in_word0):
+        out[r] = (lo >> (BOARD * r)) & ROW_BITS
+    for r in range(rows_in_word0, BOARD):
+        out[r] = (hi >> (BOARD * (r - rows_in_word0))) & ROW_BITS
+
+
+@numba.njit(cache=True, nogil=True)
+def with_left_neighbour(row: int) -> int:
+    """Cells of a 9-bit row mask whose left neighbour (column c - 1) is in ``row``."""
+    return (row << 1) & ROW_BITS
+
+
+@numba.njit(cache=True, nogil=True)
+def with_right_neighbour(row: int) -> int:
+    """Cells of a 9-bit row mask whose right neighbour (column c + 1) is in ``row``."""
+    return row >> 1
+
+
+@numba.njit(cache=True, nogil=True)
+def row_boundaries(row: int) -> int:
+    """Boundaries along a row between a cell in ``row`` and one outside it or the border (0..10)."""
+    return bit_count((row ^ (row << 1)) & ((1 << (BOARD + 1)) - 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def count_in_columns(row: int, first: int, width: int) -> int:
+    """Cells of ``row`` in columns ``first .. first + width - 1``."""
+    return bit_count((row >> first) & ((1 << width) - 1))
 
 
 def orient(cells: Cells, o: int) -> Cells:
@@ -161,13 +212,14 @@ PL_LO: IntArray = _T["lo"]
 PL_HI: IntArray = _T["hi"]
 PL_OFFSET: IntArray = _T["offset"]
 PL_CELLS: IntArray = _T["cells"]
-DENSE: IntArray = _T["dense"]
+PLACEMENT_ROW: IntArray = _T["dense"]
+DENSE = PLACEMENT_ROW  # the old name
 SHAPE5: IntArray = _T["shape5"]
 BONUS_LO: IntArray = _T["bonus_lo"]
 BONUS_HI: IntArray = _T["bonus_hi"]
 NUM_PLACEMENTS = int(PL_START[-1])
 NUM_DISTINCT_ORIENTATIONS = int(sum((ORIENT_CANON[p] == np.arange(8)).sum() for p in range(NUM_PATCHES)))
-for _arr in (ORIENT_CANON, PL_START, PL_LO, PL_HI, PL_OFFSET, PL_CELLS, DENSE, SHAPE5, BONUS_LO, BONUS_HI):
+for _arr in (ORIENT_CANON, PL_START, PL_LO, PL_HI, PL_OFFSET, PL_CELLS, PLACEMENT_ROW, SHAPE5, BONUS_LO, BONUS_HI):
     _arr.setflags(write=False)
 
 if NUM_DISTINCT_ORIENTATIONS != 144 or NUM_PLACEMENTS != 7349:

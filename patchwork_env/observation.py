@@ -1,8 +1,10 @@
-"""The observation vector: its documented layout and named views into it.
+"""The observation: its layout, its normalisation, the compiled encoder and named views, in one place.
 
-``rules.observe_into`` writes the one observation of the project: a float32 vector of ``OBS_DIM``
-entries seen from one seat ("me" = the observer, "opp" = the other player). This module does not
-compute anything of its own; it names the parts of that vector and slices them::
+``observe_into`` (compiled, called by every front-end and the vector kernels) writes the one
+observation of the project: a float32 vector of ``OBS_DIM`` entries seen from one seat ("me" =
+the observer, "opp" = the other player). Every entry is ``quantity / divisor`` with the divisors
+of the tables below (``SCALARS``, ``CIRCLE_SCALES``), which the encoder reads; adding a feature
+means adding a row to a table and one line to the encoder, both here::
 
     index   0 .. 404     planes   (5, 9, 9)    cells, row-major per plane (see PLANE_NAMES)
           405 .. 428     scalars  (24,)        numbers of both players and the game (SCALARS)
@@ -23,32 +25,41 @@ views (no copy) when the input is contiguous:
 (5.0, 33.0)
 
 ``observation_table()`` renders the layout as the Markdown table of the environment's
-documentation page (``patchwork_env.aec``); a test keeps the two identical.
+documentation page (``patchwork_env.aec``); a test keeps the two identical. The views also slice
+torch tensors (``agents.network`` uses them).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
+from patchwork_env import rules
+from patchwork_env.bitboard import BOARD, CELLS, SHAPE5, SHAPE_BOX
 from patchwork_env.patches import NUM_PATCHES
 
 if TYPE_CHECKING:
     from patchwork_env.state import GameState
 
 FloatArray = npt.NDArray[np.float32]
+StateArray = npt.NDArray[np.int64]
 
-OBS_DIM = R.OBS_DIM
-N_PLANES = R.N_PLANES
-N_SCALARS = R.N_SCALARS
-CIRCLE_FEATURES = R.CIRCLE_FEATURES
-PLANES_SLICE = slice(0, R.OBS_PLANES_END)
-SCALARS_SLICE = slice(R.OBS_PLANES_END, R.OBS_SCALARS_END)
-CIRCLE_SLICE = slice(R.OBS_SCALARS_END, R.OBS_DIM)
-VECTOR_SLICE = slice(R.OBS_PLANES_END, R.OBS_DIM)
+# --- layout ----------------------------------------------------------------------------------
+N_PLANES = 5  # own quilt, opponent quilt, cells each market slot's patch could cover
+N_SCALARS = 24
+CIRCLE_FEATURES = 6 + SHAPE_BOX * SHAPE_BOX  # present, cost, time, buttons, area, affordable, 5x5 shape
+OBS_PLANES_END = N_PLANES * CELLS  # 405
+OBS_SCALARS_END = OBS_PLANES_END + N_SCALARS  # 429
+OBS_DIM = OBS_SCALARS_END + NUM_PATCHES * CIRCLE_FEATURES  # 1452
+COVER_START = 2 * CELLS  # planes 2..4: what each market slot's patch could cover (rules.market_pass)
+COVER_END = COVER_START + rules.MARKET_SIZE * CELLS
+PLANES_SLICE = slice(0, OBS_PLANES_END)
+SCALARS_SLICE = slice(OBS_PLANES_END, OBS_SCALARS_END)
+CIRCLE_SLICE = slice(OBS_SCALARS_END, OBS_DIM)
+VECTOR_SLICE = slice(OBS_PLANES_END, OBS_DIM)
+MARKET_SLICE = slice(OBS_SCALARS_END, OBS_SCALARS_END + rules.MARKET_SIZE * CIRCLE_FEATURES)
 
 PLANE_NAMES: tuple[str, ...] = ("quilt_me", "quilt_opp", "cover_slot0", "cover_slot1", "cover_slot2")
 PLANE_DESCRIPTIONS: tuple[str, ...] = (
@@ -60,10 +71,12 @@ PLANE_DESCRIPTIONS: tuple[str, ...] = (
 )
 
 # Upper bounds used for the observation space (derived from the rules, not observed):
-MAX_BUTTONS = R.STARTING_BUTTONS + R.FINAL_SPACE + len(R.INCOME_MARKS) * int(R.PATCH_BUTTONS.sum())  # 400
-MAX_INCOME = int(R.PATCH_BUTTONS.sum())  # 38
-MIN_SCORE = -2 * 81
-MAX_SCORE = MAX_BUTTONS + R.BONUS_POINTS
+MAX_BUTTONS = rules.STARTING_BUTTONS + rules.FINAL_SPACE + len(rules.INCOME_MARKS) * int(rules.PATCH_BUTTONS.sum())
+MAX_INCOME = int(rules.PATCH_BUTTONS.sum())  # 38
+MIN_SCORE = -2 * CELLS
+_MARKS = len(rules.INCOME_MARKS)  # 9
+_FAR = rules.FINAL_SPACE + 1  # to_leather when no leather patch is ahead
+MAX_SCORE = MAX_BUTTONS + rules.BONUS_POINTS  # MAX_BUTTONS = 400
 
 
 class Scalar(NamedTuple):
@@ -84,15 +97,15 @@ def _pair(name: str, scale: float, low: float, high: float, description: str) ->
 
 
 SCALARS: tuple[Scalar, ...] = (
-    *_pair("position", R.FINAL_SPACE, 0, R.FINAL_SPACE, "{who} time-track space"),
+    *_pair("position", rules.FINAL_SPACE, 0, rules.FINAL_SPACE, "{who} time-track space"),
     *_pair("buttons", 50, 0, MAX_BUTTONS, "{who} buttons"),
     *_pair("income", 20, 0, MAX_INCOME, "{who} income (button icons on the quilt)"),
     *_pair("to_income", 6, 0, 6, "spaces from {who} token to the next income mark (0 if none left)"),
-    *_pair("income_marks_left", 9, 0, 9, "income marks still ahead of {who} token"),
+    *_pair("income_marks_left", _MARKS, 0, _MARKS, "income marks still ahead of {who} token"),
     # the game never gives less than 1 here, but the space starts at 0 so that an all-zero observation
     # (a wrapper's padding or delayed first observation, e.g. SuperSuit's delay_observations) is in it
-    *_pair("to_leather", 54, 0, 54, "spaces from {who} token to the next leather patch (54 if none left)"),
-    *_pair("empty_cells", 81, 0, 81, "empty cells on {who} quilt"),
+    *_pair("to_leather", _FAR, 0, _FAR, "spaces from {who} token to the next leather patch (54 if none left)"),
+    *_pair("empty_cells", CELLS, 0, CELLS, "empty cells on {who} quilt"),
     *_pair("first_to_53", 1, 0, 1, "1 if {who} token reached space 53 first (the tie-break)"),
     *_pair(
         "score", 50, MIN_SCORE, MAX_SCORE, "{who} score if the game ended now (buttons + 7 bonus - 2 per empty cell)"
@@ -115,7 +128,7 @@ CIRCLE_FEATURE_NAMES: tuple[str, ...] = (
     "affordable",
     *(f"shape_r{r}c{c}" for r in range(5) for c in range(5)),
 )
-CIRCLE_SCALES: tuple[float, ...] = (1, 10, 6, 3, 8, 1, *([1] * 25))
+CIRCLE_SCALES: tuple[float, ...] = (1, 10, 6, 3, 8, 1, *([1] * SHAPE_BOX * SHAPE_BOX))
 CIRCLE_DESCRIPTIONS: tuple[str, ...] = (
     "1 if a patch is at this circle position (positions 0..2 are the market)",
     "its cost in buttons",
@@ -127,7 +140,102 @@ CIRCLE_DESCRIPTIONS: tuple[str, ...] = (
 )
 
 if len(SCALARS) != N_SCALARS or len(CIRCLE_FEATURE_NAMES) != CIRCLE_FEATURES or len(PLANE_NAMES) != N_PLANES:
-    raise ValueError("the observation layout here no longer matches rules.observe_into: update observation.py")
+    raise ValueError("the observation tables no longer match the layout: update observation.py")
+
+# the divisors as the encoder reads them (float64: quantities are divided in float64, then stored)
+_SCALAR_SCALES = np.array([s.scale for s in SCALARS], dtype=np.float64)
+_CIRCLE_SCALES = np.array(CIRCLE_SCALES, dtype=np.float64)
+# index of each "me" scalar (its "opp" twin follows it) and of the game scalars, in SCALARS
+_POSITION, _BUTTONS, _INCOME, _TO_INCOME, _MARKS_LEFT, _TO_LEATHER, _EMPTY, _FIRST53, _SCORE = (
+    SCALAR_INDEX[f"{name}_me"]
+    for name in (
+        "position", "buttons", "income", "to_income", "income_marks_left", "to_leather", "empty_cells",
+        "first_to_53", "score",
+    )
+)  # fmt: skip
+_BONUS_UNCLAIMED, _BONUS_ME, _BONUS_OPP, _TO_MOVE, _MUST_PLACE, _CIRCLE_SIZE = (
+    SCALAR_INDEX[name]
+    for name in ("bonus_unclaimed", "bonus_me", "bonus_opp", "to_move", "must_place_leather", "circle_size")
+)
+_PRESENT, _COST, _TIME, _ICONS, _AREA, _AFFORDABLE, _SHAPE = range(7)  # offsets in a circle entry
+
+
+# --- the encoder (compiled) ------------------------------------------------------------------
+@rules.jit
+def _write_scalar(out: FloatArray, i: int, quantity: float) -> None:
+    out[OBS_PLANES_END + i] = quantity / _SCALAR_SCALES[i]
+
+
+@rules.jit
+def _observe_public(s: StateArray, me: int, out: FloatArray) -> None:
+    """Everything of the observation but the market cover planes (which stay zero)."""
+    you = 1 - me
+    out[:] = 0.0
+    rules.write_cells(s[rules.QUILT + 2 * me], s[rules.QUILT + 2 * me + 1], out, 0)
+    rules.write_cells(s[rules.QUILT + 2 * you], s[rules.QUILT + 2 * you + 1], out, CELLS)
+    for k, p in enumerate((me, you)):
+        pos = s[rules.POS + p]
+        marks_left = rules.income_marks_ahead(pos)
+        _write_scalar(out, _POSITION + k, pos)
+        _write_scalar(out, _BUTTONS + k, s[rules.BUTTONS + p])
+        _write_scalar(out, _INCOME + k, s[rules.INCOME + p])
+        _write_scalar(out, _TO_INCOME + k, rules.spaces_to_next_income(pos) if marks_left else 0)
+        _write_scalar(out, _MARKS_LEFT + k, marks_left)
+        _write_scalar(out, _TO_LEATHER + k, rules.spaces_to_next_leather(s, pos))
+        _write_scalar(out, _EMPTY + k, rules.empty_cells(s, p))
+        _write_scalar(out, _FIRST53 + k, 1.0 if s[rules.FIRST53] == p else 0.0)
+        _write_scalar(out, _SCORE + k, rules.score(s, p))
+    _write_scalar(out, _BONUS_UNCLAIMED, 1.0 if s[rules.BONUS] < 0 else 0.0)
+    _write_scalar(out, _BONUS_ME, 1.0 if s[rules.BONUS] == me else 0.0)
+    _write_scalar(out, _BONUS_OPP, 1.0 if s[rules.BONUS] == you else 0.0)
+    to_move = (not rules.is_terminal(s)) and rules.current_player(s) == me
+    _write_scalar(out, _TO_MOVE, 1.0 if to_move else 0.0)
+    _write_scalar(out, _MUST_PLACE, 1.0 if to_move and s[rules.PENDING] else 0.0)
+    n = s[rules.NCIRCLE]
+    _write_scalar(out, _CIRCLE_SIZE, n)
+    buttons = s[rules.BUTTONS + me]
+    for k in range(n):
+        patch = s[rules.CIRCLE + k]
+        base = OBS_SCALARS_END + k * CIRCLE_FEATURES
+        out[base + _PRESENT] = 1.0 / _CIRCLE_SCALES[_PRESENT]
+        out[base + _COST] = rules.PATCH_COST[patch] / _CIRCLE_SCALES[_COST]
+        out[base + _TIME] = rules.PATCH_TIME[patch] / _CIRCLE_SCALES[_TIME]
+        out[base + _ICONS] = rules.PATCH_BUTTONS[patch] / _CIRCLE_SCALES[_ICONS]
+        out[base + _AREA] = rules.PATCH_AREA[patch] / _CIRCLE_SCALES[_AREA]
+        out[base + _AFFORDABLE] = (1.0 if rules.PATCH_COST[patch] <= buttons else 0.0) / _CIRCLE_SCALES[_AFFORDABLE]
+        for j in range(SHAPE_BOX * SHAPE_BOX):
+            out[base + _SHAPE + j] = SHAPE5[patch, j] / _CIRCLE_SCALES[_SHAPE + j]
+
+
+@rules.jit
+def observe_into(s: StateArray, me: int, out: FloatArray) -> None:
+    """Write the observation of seat ``me`` (own numbers first) into ``out`` (OBS_DIM,)."""
+    _observe_public(s, me, out)
+    rules.market_pass(s, me, np.empty(0, dtype=np.bool_), False, out[COVER_START:COVER_END], True)
+
+
+@rules.jit
+def legal_mask_and_observe_into(s: StateArray, mask: npt.NDArray[Any], obs: FloatArray) -> int:
+    """``rules.legal_mask_into`` and ``observe_into`` from the seat of the player to move, sharing
+    one pass over the market placements; returns the number of legal actions."""
+    mask[:] = 0
+    player = rules.current_player(s)
+    _observe_public(s, player, obs)
+    cover = obs[COVER_START:COVER_END]
+    if rules.is_terminal(s):
+        rules.market_pass(s, player, mask, False, cover, True)
+        return 0
+    if s[rules.PENDING]:
+        rules.market_pass(s, player, mask, False, cover, True)
+        return rules.leather_placements(s, player, mask)
+    mask[rules.ADVANCE] = 1
+    return 1 + rules.market_pass(s, player, mask, True, cover, True)
+
+
+@rules.jit
+def observe_batch(states: StateArray, seats: npt.NDArray[np.int64], out: FloatArray) -> None:
+    for i in range(states.shape[0]):
+        observe_into(states[i], seats[i], out[i])
 
 
 def observation_bounds() -> tuple[FloatArray, FloatArray]:
@@ -141,34 +249,51 @@ def observation_bounds() -> tuple[FloatArray, FloatArray]:
 
 
 # --- views -----------------------------------------------------------------------------------
-def _check(obs: npt.NDArray[Any]) -> None:
-    if obs.shape[-1:] != (OBS_DIM,):
-        raise ValueError(f"an observation has shape (..., {OBS_DIM}), got {obs.shape}")
+# The views take and return numpy arrays or torch tensors alike (``View``: the same type back).
+View = TypeVar("View")
 
 
-def planes(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def _check(obs: Any) -> Any:
+    if tuple(obs.shape[-1:]) != (OBS_DIM,):
+        raise ValueError(f"an observation has shape (..., {OBS_DIM}), got {tuple(obs.shape)}")
+    return obs
+
+
+def planes(obs: View) -> View:
     """``(..., N_PLANES, 9, 9)``: the spatial part, for convolutional networks."""
-    _check(obs)
-    return obs[..., PLANES_SLICE].reshape(*obs.shape[:-1], N_PLANES, 9, 9)
+    x = _check(obs)
+    return cast(View, x[..., PLANES_SLICE].reshape(*x.shape[:-1], N_PLANES, BOARD, BOARD))
 
 
-def scalars(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def scalars(obs: View) -> View:
     """``(..., N_SCALARS)``: the scalar entries, in the order of ``SCALARS``."""
-    _check(obs)
-    return obs[..., SCALARS_SLICE]
+    x = _check(obs)
+    return cast(View, x[..., SCALARS_SLICE])
 
 
-def circle(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
+def circle(obs: View) -> View:
     """``(..., 33, CIRCLE_FEATURES)``: one row per circle position, clockwise from the token."""
-    _check(obs)
-    return obs[..., CIRCLE_SLICE].reshape(*obs.shape[:-1], NUM_PATCHES, CIRCLE_FEATURES)
+    x = _check(obs)
+    return cast(View, x[..., CIRCLE_SLICE].reshape(*x.shape[:-1], NUM_PATCHES, CIRCLE_FEATURES))
 
 
-def vector(obs: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``(..., OBS_DIM - 405)``: everything but the planes (scalars then circle), for a dense branch
+def vector(obs: View) -> View:
+    """``(..., OBS_DIM - OBS_PLANES_END)``: everything but the planes (scalars then circle), for a dense branch
     beside a convolutional one. The whole ``obs`` is the flat vector view."""
-    _check(obs)
-    return obs[..., VECTOR_SLICE]
+    x = _check(obs)
+    return cast(View, x[..., VECTOR_SLICE])
+
+
+def market(obs: View) -> View:
+    """``(..., MARKET_SIZE, CIRCLE_FEATURES)``: the circle entries of the three patches on offer."""
+    x = _check(obs)
+    return cast(View, x[..., MARKET_SLICE].reshape(*x.shape[:-1], rules.MARKET_SIZE, CIRCLE_FEATURES))
+
+
+def own_quilt(obs: View) -> View:
+    """``(..., CELLS)``: 1 where the observer's quilt is covered (plane 0, flat)."""
+    x = _check(obs)
+    return cast(View, x[..., :CELLS])
 
 
 class ObservationViews(NamedTuple):
@@ -191,12 +316,12 @@ def decode_scalars(obs: npt.NDArray[Any]) -> dict[str, float]:
 
 
 def observe(state: GameState, seat: int, out: FloatArray | None = None) -> FloatArray:
-    """The observation of ``seat`` (0 or 1) in ``state``, written by ``rules.observe_into``."""
+    """The observation of ``seat`` (0 or 1) in ``state``, written by ``observe_into``."""
     if seat not in (0, 1):
         raise ValueError(f"seat must be 0 or 1, got {seat!r}")
     if out is None:
         out = np.empty(OBS_DIM, dtype=np.float32)
-    R.observe_into(state.array(), seat, out)
+    observe_into(state.array(), seat, out)
     return out
 
 
@@ -210,7 +335,7 @@ def observation_table() -> str:
     Each entry holds ``quantity / divisor``."""
     rows = ["| Index | Name | Quantity | Divisor |", "|---|---|---|---|"]
     for k, (name, text) in enumerate(zip(PLANE_NAMES, PLANE_DESCRIPTIONS, strict=True)):
-        rows.append(f"| {k * 81}..{k * 81 + 80} | `{name}` (9x9) | {text} | 1 |")
+        rows.append(f"| {k * CELLS}..{k * CELLS + CELLS - 1} | `{name}` (9x9) | {text} | 1 |")
     for i, s in enumerate(SCALARS):
         rows.append(f"| {SCALARS_SLICE.start + i} | `{s.name}` | {s.description} | {_num(s.scale)} |")
     c0 = CIRCLE_SLICE.start

@@ -41,23 +41,27 @@ from patchwork_env.bitboard import (
     BONUS_HI,
     BONUS_LO,
     CELLS,
-    DENSE,
     NUM_PLACEMENTS,
     ORIENT_CANON,
     PL_HI,
     PL_LO,
     PL_OFFSET,
     PL_START,
-    SHAPE5,
+    PLACEMENT_ROW,
     WORD0_CELLS,
 )
+from patchwork_env.bitboard import bit_count as popcount
 from patchwork_env.patches import NUM_PATCHES, PATCHES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _jit(fn: F) -> F:
+def jit(fn: F) -> F:
+    """numba's ``njit`` as every compiled function of the engine uses it (cached, GIL released)."""
     return cast(F, numba.njit(cache=True, nogil=True)(fn))
+
+
+_jit = jit
 
 
 # --- game constants -------------------------------------------------------------------------
@@ -113,13 +117,22 @@ E_OFF_BOARD = 8
 E_OVERLAP = 9
 E_OUT_OF_RANGE = 10
 
-# --- observation layout ----------------------------------------------------------------------
-N_PLANES = 5  # own quilt, opponent quilt, cells each market slot's patch could cover
-N_SCALARS = 24
-CIRCLE_FEATURES = 6 + 25  # present, cost, time, buttons, area, affordable, 5x5 shape
-OBS_PLANES_END = N_PLANES * CELLS
-OBS_SCALARS_END = OBS_PLANES_END + N_SCALARS
-OBS_DIM = OBS_SCALARS_END + NUM_PATCHES * CIRCLE_FEATURES
+# The observation (its layout, divisors and encoder) lives in ``patchwork_env.observation``; the
+# names it had here resolve there (``__getattr__`` below), so ``rules.observe_into`` still works.
+_MOVED_TO_OBSERVATION = frozenset(
+    {
+        "N_PLANES", "N_SCALARS", "CIRCLE_FEATURES", "OBS_PLANES_END", "OBS_SCALARS_END", "OBS_DIM",
+        "observe_into", "legal_mask_and_observe_into", "observe_batch",
+    }
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_OBSERVATION:
+        from patchwork_env import observation
+
+        return getattr(observation, name)
+    raise AttributeError(f"module 'patchwork_env.rules' has no attribute {name!r}")
 
 
 # --- small helpers -----------------------------------------------------------------------------
@@ -138,15 +151,6 @@ def current_player(s: npt.NDArray[np.int64]) -> int:
 @_jit
 def is_terminal(s: npt.NDArray[np.int64]) -> bool:
     return bool(s[POS] == FINAL_SPACE and s[POS + 1] == FINAL_SPACE and s[PENDING] == 0)
-
-
-@_jit
-def popcount(x: int) -> int:
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
 
 
 @_jit
@@ -213,7 +217,9 @@ def _move(s: npt.NDArray[np.int64], player: int, new: int) -> None:
 
 
 @_jit
-def _place_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
+def lay_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
+    """Sew a leather patch onto ``cell`` of ``player``'s quilt and log it; E_CELL_TAKEN (and ``s``
+    untouched) if the cell is covered. The one writer of leather placements."""
     w = QUILT + 2 * player
     if cell < WORD0_CELLS:
         bit = np.int64(1) << cell
@@ -226,6 +232,29 @@ def _place_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
             return E_CELL_TAKEN
         s[w + 1] |= bit
     _log(s, player, LEATHER_PLACEMENT + cell)
+    return OK
+
+
+@_jit
+def lay_patch(s: npt.NDArray[np.int64], player: int, patch: int, row: int) -> int:
+    """Sew ``patch`` in placement ``row`` (``bitboard.PL_*``) onto ``player``'s quilt: its cells,
+    its button icons (income) and the log; E_OVERLAP (and ``s`` untouched) if it overlaps. The one
+    writer of bought patches on a quilt."""
+    w = QUILT + 2 * player
+    if (s[w] & PL_LO[row]) != 0 or (s[w + 1] & PL_HI[row]) != 0:
+        return E_OVERLAP
+    s[w] |= PL_LO[row]
+    s[w + 1] |= PL_HI[row]
+    s[INCOME + player] += PATCH_BUTTONS[patch]
+    _log(s, player, row)
+    return OK
+
+
+@_jit
+def _place_leather(s: npt.NDArray[np.int64], player: int, cell: int) -> int:
+    err = lay_leather(s, player, cell)
+    if err != OK:
+        return err
     s[PENDING] = 0
     _claim_bonus(s, player)
     return OK
@@ -244,12 +273,12 @@ def _buy(s: npt.NDArray[np.int64], player: int, action: int) -> int:
         return E_CANNOT_AFFORD
     if ORIENT_CANON[patch, o] != o:
         return E_DUPLICATE
-    row = DENSE[patch, offset]
+    row = PLACEMENT_ROW[patch, offset]
     if row < 0:
         return E_OFF_BOARD
-    w = QUILT + 2 * player
-    if (s[w] & PL_LO[row]) != 0 or (s[w + 1] & PL_HI[row]) != 0:
-        return E_OVERLAP
+    err = lay_patch(s, player, patch, row)
+    if err != OK:
+        return err
     # the neutral token moves to the bought patch: the skipped patches go behind it
     skipped = s[CIRCLE : CIRCLE + slot].copy()
     for k in range(slot + 1, n):
@@ -259,10 +288,6 @@ def _buy(s: npt.NDArray[np.int64], player: int, action: int) -> int:
     s[CIRCLE + n - 1] = -1
     s[NCIRCLE] = n - 1
     s[BUTTONS + player] -= PATCH_COST[patch]
-    s[w] |= PL_LO[row]
-    s[w + 1] |= PL_HI[row]
-    s[INCOME + player] += PATCH_BUTTONS[patch]
-    _log(s, player, row)
     _claim_bonus(s, player)
     _move(s, player, min(s[POS + player] + PATCH_TIME[patch], FINAL_SPACE))
     return OK
@@ -297,7 +322,7 @@ def step_into(s: npt.NDArray[np.int64], action: int) -> int:
 
 # --- legal actions ---------------------------------------------------------------------------
 @_jit
-def _leather_mask(s: npt.NDArray[np.int64], player: int, out: npt.NDArray[Any]) -> int:
+def leather_placements(s: npt.NDArray[np.int64], player: int, out: npt.NDArray[Any]) -> int:
     """Mark every empty cell of ``player``'s quilt as a leather placement; return the count."""
     lo = s[QUILT + 2 * player]
     hi = s[QUILT + 2 * player + 1]
@@ -314,17 +339,18 @@ def _leather_mask(s: npt.NDArray[np.int64], player: int, out: npt.NDArray[Any]) 
 
 
 @_jit
-def _market(
+def market_pass(
     s: npt.NDArray[np.int64],
     player: int,
     mask: npt.NDArray[Any],
     set_mask: bool,
-    obs: npt.NDArray[np.float32],
+    cover: npt.NDArray[np.float32],
     set_cover: bool,
 ) -> int:
     """One pass over the placements of each market patch on ``player``'s quilt: mark the buys
     ``player`` can afford in ``mask`` (if ``set_mask``) and write the cells each patch could cover
-    into the observation's planes 2..4 (if ``set_cover``). Returns the number of buys marked."""
+    into ``cover`` (one 81-cell plane per slot; the observation's cover planes) if ``set_cover``.
+    Returns the number of buys marked."""
     lo = s[QUILT + 2 * player]
     hi = s[QUILT + 2 * player + 1]
     buttons = s[BUTTONS + player]
@@ -345,7 +371,7 @@ def _market(
                 cover_lo |= PL_LO[i]
                 cover_hi |= PL_HI[i]
         if set_cover:
-            _write_quilt(cover_lo, cover_hi, obs, (2 + slot) * CELLS)
+            write_cells(cover_lo, cover_hi, cover, slot * CELLS)
     return count
 
 
@@ -357,14 +383,15 @@ def legal_mask_into(s: npt.NDArray[np.int64], out: npt.NDArray[Any]) -> int:
         return 0
     player = current_player(s)
     if s[PENDING]:
-        return _leather_mask(s, player, out)
+        return leather_placements(s, player, out)
     out[ADVANCE] = 1
-    return 1 + _market(s, player, out, True, np.empty(0, dtype=np.float32), False)
+    return 1 + market_pass(s, player, out, True, np.empty(0, dtype=np.float32), False)
 
 
-# --- observation -----------------------------------------------------------------------------
+# --- what the observation reads --------------------------------------------------------------
 @_jit
-def _write_quilt(lo: int, hi: int, out: npt.NDArray[np.float32], base: int) -> None:
+def write_cells(lo: int, hi: int, out: npt.NDArray[np.float32], base: int) -> None:
+    """``out[base + cell] = 1.0`` for the cells set in the bitboard words (lo, hi), 0.0 elsewhere."""
     for cell in range(WORD0_CELLS):
         out[base + cell] = (lo >> cell) & 1
     for cell in range(WORD0_CELLS, CELLS):
@@ -372,8 +399,8 @@ def _write_quilt(lo: int, hi: int, out: npt.NDArray[np.float32], base: int) -> N
 
 
 @_jit
-def _next_above(s: npt.NDArray[np.int64], position: int) -> int:
-    """Distance from ``position`` to the next leather patch ahead, 54 if none is left."""
+def spaces_to_next_leather(s: npt.NDArray[np.int64], position: int) -> int:
+    """Distance from ``position`` to the next leather patch ahead, ``FINAL_SPACE + 1`` if none is left."""
     for space in range(position + 1, FINAL_SPACE + 1):
         if (s[LEATHER] >> space) & 1:
             return space - position
@@ -381,94 +408,29 @@ def _next_above(s: npt.NDArray[np.int64], position: int) -> int:
 
 
 @_jit
-def _observe_public(s: npt.NDArray[np.int64], me: int, out: npt.NDArray[np.float32]) -> None:
-    """Everything of the observation but the market cover planes (which stay zero)."""
-    you = 1 - me
-    out[:] = 0.0
-    _write_quilt(s[QUILT + 2 * me], s[QUILT + 2 * me + 1], out, 0)
-    _write_quilt(s[QUILT + 2 * you], s[QUILT + 2 * you + 1], out, CELLS)
-    n = s[NCIRCLE]
-    b = OBS_PLANES_END
-    for k, p in enumerate((me, you)):
-        pos = s[POS + p]
-        marks_left = 0
-        next_mark = FINAL_SPACE + 1
-        for m in INCOME_MARKS:
-            if m > pos:
-                marks_left += 1
-                next_mark = min(next_mark, m)
-        out[b + 0 + k] = pos / FINAL_SPACE
-        out[b + 2 + k] = s[BUTTONS + p] / 50.0
-        out[b + 4 + k] = s[INCOME + p] / 20.0
-        out[b + 6 + k] = (next_mark - pos) / 6.0 if marks_left else 0.0
-        out[b + 8 + k] = marks_left / 9.0
-        out[b + 10 + k] = _next_above(s, pos) / (FINAL_SPACE + 1.0)
-        out[b + 12 + k] = empty_cells(s, p) / CELLS
-        out[b + 14 + k] = 1.0 if s[FIRST53] == p else 0.0
-        out[b + 16 + k] = score(s, p) / 50.0
-    out[b + 18] = 1.0 if s[BONUS] < 0 else 0.0
-    out[b + 19] = 1.0 if s[BONUS] == me else 0.0
-    out[b + 20] = 1.0 if s[BONUS] == you else 0.0
-    to_move = (not is_terminal(s)) and current_player(s) == me
-    out[b + 21] = 1.0 if to_move else 0.0
-    out[b + 22] = 1.0 if to_move and s[PENDING] else 0.0
-    out[b + 23] = n / NUM_PATCHES
-    c = OBS_SCALARS_END
-    buttons = s[BUTTONS + me]
-    for k in range(n):
-        patch = s[CIRCLE + k]
-        base = c + k * CIRCLE_FEATURES
-        out[base + 0] = 1.0
-        out[base + 1] = PATCH_COST[patch] / 10.0
-        out[base + 2] = PATCH_TIME[patch] / 6.0
-        out[base + 3] = PATCH_BUTTONS[patch] / 3.0
-        out[base + 4] = PATCH_AREA[patch] / 8.0
-        out[base + 5] = 1.0 if PATCH_COST[patch] <= buttons else 0.0
-        for j in range(25):
-            out[base + 6 + j] = SHAPE5[patch, j]
+def income_marks_ahead(position: int) -> int:
+    """Income marks still ahead of a token on ``position``."""
+    count = 0
+    for m in INCOME_MARKS:
+        if m > position:
+            count += 1
+    return count
 
 
 @_jit
-def observe_into(s: npt.NDArray[np.int64], me: int, out: npt.NDArray[np.float32]) -> None:
-    """Write the observation of seat ``me`` (own numbers first) into ``out`` (OBS_DIM,)."""
-    _observe_public(s, me, out)
-    _market(s, me, np.empty(0, dtype=np.bool_), False, out, True)
-
-
-@_jit
-def legal_mask_and_observe_into(s: npt.NDArray[np.int64], mask: npt.NDArray[Any], obs: npt.NDArray[np.float32]) -> int:
-    """``legal_mask_into`` and ``observe_into`` from the seat of the player to move, sharing one
-    pass over the market placements; returns the number of legal actions."""
-    mask[:] = 0
-    player = current_player(s)
-    _observe_public(s, player, obs)
-    if is_terminal(s):
-        _market(s, player, mask, False, obs, True)
-        return 0
-    if s[PENDING]:
-        _market(s, player, mask, False, obs, True)
-        return _leather_mask(s, player, mask)
-    mask[ADVANCE] = 1
-    return 1 + _market(s, player, mask, True, obs, True)
+def spaces_to_next_income(position: int) -> int:
+    """Distance to the next income mark ahead (``FINAL_SPACE + 1 - position`` if none is left)."""
+    for m in INCOME_MARKS:
+        if m > position:
+            return int(m - position)
+    return FINAL_SPACE + 1 - position
 
 
 # --- batched entry points (the vector engine) ----------------------------------------------
 @_jit
-def step_batch(states: npt.NDArray[np.int64], actions: npt.NDArray[np.int64], errors: npt.NDArray[np.int64]) -> None:
-    for i in range(states.shape[0]):
-        errors[i] = step_into(states[i], actions[i])
-
-
-@_jit
 def legal_mask_batch(states: npt.NDArray[np.int64], out: npt.NDArray[Any], counts: npt.NDArray[np.int64]) -> None:
     for i in range(states.shape[0]):
         counts[i] = legal_mask_into(states[i], out[i])
-
-
-@_jit
-def observe_batch(states: npt.NDArray[np.int64], seats: npt.NDArray[np.int64], out: npt.NDArray[np.float32]) -> None:
-    for i in range(states.shape[0]):
-        observe_into(states[i], seats[i], out[i])
 
 
 @_jit
@@ -497,6 +459,31 @@ def new_state_into(
         s[CIRCLE + k] = circle[k] if k < circle.shape[0] else -1
     for k in range(2 * MAX_PLACED):
         s[LOG + k] = -1
+
+
+def set_position(
+    s: npt.NDArray[np.int64],
+    positions: tuple[int, int],
+    buttons: tuple[int, int],
+    pending: bool,
+    bonus_owner: int,
+    first_to_finish: int,
+    ply: int,
+) -> None:
+    """Set the fields of a position that neither the deal (``new_state_into``) nor the quilts
+    (``lay_patch``, ``lay_leather``) determine: tokens, buttons, a pending leather patch, the bonus
+    tile's owner (-1: none), the first to reach the last space (-1: none), decisions taken. For
+    rebuilding a described position (``serialize``); play changes them through ``step_into``."""
+    s[POS], s[POS + 1] = positions
+    s[BUTTONS], s[BUTTONS + 1] = buttons
+    s[PENDING] = int(pending)
+    s[BONUS] = bonus_owner
+    s[FIRST53] = first_to_finish
+    s[PLY] = ply
+
+
+def placed_count(s: npt.NDArray[np.int64], player: int) -> int:
+    return int(s[NPLACED + player])
 
 
 def leather_mask(layout: str) -> int:

@@ -15,22 +15,32 @@ Notation (space-separated fields, like chess FEN)::
     | positions
     leather layout: R revised, O original
 
-Quilts, income and the player to move are derived, never stored, so they cannot disagree.
+Quilts, income and the player to move are derived, never stored, so they cannot disagree. The
+array is built through the rules' own writers (``rules.new_state_into`` deals the circle,
+``rules.lay_patch`` / ``rules.lay_leather`` sew every placement, ``rules.set_position`` sets the
+rest); this module writes no state field itself. It works on arrays and never imports
+``GameState``: ``GameState.from_dict`` / ``from_notation`` wrap what ``array_from_dict`` /
+``array_from_notation`` build.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
-from patchwork_env.bitboard import BONUS_HI, BONUS_LO, DENSE, ORIENT_CANON, PL_HI, PL_LO
+from patchwork_env.bitboard import BOARD, BONUS_HI, BONUS_LO, CELLS, NUM_ORIENTATIONS, ORIENT_CANON, PLACEMENT_ROW
+from patchwork_env.edge import check_leather_layout
 from patchwork_env.observation import MAX_BUTTONS
 from patchwork_env.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
-from patchwork_env.state import GameState
 from patchwork_env.validate import MAX_PLY, check_state_array
+
+if TYPE_CHECKING:
+    from patchwork_env.state import GameState
+
+IntArray = npt.NDArray[np.int64]
 
 _KEYS = (
     "leather_layout",
@@ -95,19 +105,18 @@ def _optional_player(data: dict[str, Any], key: str) -> int:
     return _int(data, key, 0, 1)
 
 
-def state_from_dict(data: dict[str, Any]) -> GameState:
-    """Rebuild a state; ValueError naming the first inconsistency found. Only states the rules can
-    reach are accepted (as far as the checks derived from the rules can tell, listed in
-    ``_check_reachable``); the result also passes ``validate.check_state_array``."""
+def array_from_dict(data: dict[str, Any]) -> IntArray:
+    """Rebuild a state array (for ``GameState.from_dict``); ValueError naming the first
+    inconsistency found. Only states the rules can reach are accepted (as far as the checks derived
+    from the rules can tell, listed in ``_check_reachable``); the result also passes
+    ``validate.check_state_array``."""
     if not isinstance(data, dict):
         raise ValueError(f"a state dict is expected, got {type(data).__name__}")
     missing = [k for k in _KEYS if k not in data]
     unknown = [k for k in data if k not in _KEYS]
     if missing or unknown:
         raise ValueError(f"state dict: missing keys {missing}, unknown keys {unknown}")
-    layout = data["leather_layout"]
-    if not isinstance(layout, str) or layout not in R.LEATHER_LAYOUTS:
-        raise ValueError(f"leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {layout!r}")
+    layout = check_leather_layout(data["leather_layout"])
     positions = _pair(data, "positions", 0, R.FINAL_SPACE)
     buttons = _pair(data, "buttons", 0, MAX_BUTTONS)
     top = _int(data, "top", 0, 1)
@@ -122,8 +131,6 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
         raise ValueError(f"circle must hold distinct patch ids 0..{NUM_PATCHES - 1}, got {circle}")
     remaining = _int_list(data["leather_remaining"], "leather_remaining")
 
-    s = np.zeros(R.STATE_LEN, dtype=np.int64)
-    R.new_state_into(s, np.array(circle, dtype=np.int64), top, R.LAYOUT_NAMES.index(layout), 0)
     layout_spaces = R.LEATHER_LAYOUTS[layout]
     leather_mask = 0
     for space in remaining:
@@ -132,7 +139,8 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
                 f"leather_remaining: {space!r} is not a leather space of the {layout} layout {layout_spaces}"
             )
         leather_mask |= 1 << space
-    s[R.LEATHER] = leather_mask
+    s = np.zeros(R.STATE_LEN, dtype=np.int64)
+    R.new_state_into(s, np.array(circle, dtype=np.int64), top, R.LAYOUT_NAMES.index(layout), leather_mask)
 
     placements = data["placements"]
     if not isinstance(placements, list | tuple) or len(placements) != 2:
@@ -141,52 +149,40 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
     for player, entries in enumerate(placements):
         if not isinstance(entries, list | tuple):
             raise ValueError(f"placements of player {player} must be a list, got {entries!r}")
-        w = 2 * player
         for entry in entries:
             if not isinstance(entry, list | tuple) or len(entry) != 4 or not all(_is_int(x) for x in entry):
                 raise ValueError(
                     f"placement {entry!r} of player {player} must be 4 integers [patch, orientation, row, col]"
                 )
             patch, o, row, col = (int(x) for x in entry)
+            if R.placed_count(s, player) >= R.MAX_PLACED:
+                raise ValueError(f"player {player} has more than {R.MAX_PLACED} placements")
             if patch == -1:
-                if not (o == 0 and 0 <= row < 9 and 0 <= col < 9):
+                if not (o == 0 and 0 <= row < BOARD and 0 <= col < BOARD):
                     raise ValueError(
                         f"leather placement {entry!r} of player {player} must be [-1, 0, row 0..8, col 0..8]"
                     )
-                cell = row * 9 + col
-                lo, hi = (1 << cell, 0) if cell < 63 else (0, 1 << (cell - 63))
-                log_entry = R.LEATHER_PLACEMENT + cell
+                err = R.lay_leather(s, player, row * BOARD + col)
             else:
                 if not 0 <= patch < NUM_PATCHES:
                     raise ValueError(f"placement {entry!r} of player {player}: no patch {patch}")
                 if patch in bought:
                     raise ValueError(f"patch {patch} is placed twice, or placed and still in the circle")
                 bought.add(patch)
-                if not (0 <= o < 8 and 0 <= row < 9 and 0 <= col < 9) or ORIENT_CANON[patch, o] != o:
+                on_board = 0 <= o < NUM_ORIENTATIONS and 0 <= row < BOARD and 0 <= col < BOARD
+                if not on_board or ORIENT_CANON[patch, o] != o:
                     raise ValueError(f"placement {entry!r} of player {player}: not a distinct orientation on the board")
-                log_entry = int(DENSE[patch, o * 81 + row * 9 + col])
-                if log_entry < 0:
+                placement = int(PLACEMENT_ROW[patch, o * CELLS + row * BOARD + col])
+                if placement < 0:
                     raise ValueError(f"placement {entry!r} of player {player} leaves the board")
-                lo, hi = int(PL_LO[log_entry]), int(PL_HI[log_entry])
-                s[R.INCOME + player] += PATCHES[patch].buttons
-            if (int(s[w]) & lo) or (int(s[w + 1]) & hi):
+                err = R.lay_patch(s, player, patch, placement)
+            if err != R.OK:
                 raise ValueError(f"placement {entry!r} of player {player} overlaps an earlier one")
-            if int(s[R.NPLACED + player]) >= R.MAX_PLACED:
-                raise ValueError(f"player {player} has more than {R.MAX_PLACED} placements")
-            s[w] |= lo
-            s[w + 1] |= hi
-            s[R.LOG + player * R.MAX_PLACED + s[R.NPLACED + player]] = log_entry
-            s[R.NPLACED + player] += 1
     if len(bought) != NUM_PATCHES:
         lost = sorted(set(range(NUM_PATCHES)) - bought)
         raise ValueError(f"patches {lost} are neither in the circle nor on a quilt")
 
-    s[R.POS], s[R.POS + 1] = positions
-    s[R.BUTTONS], s[R.BUTTONS + 1] = buttons
-    s[R.PENDING] = int(pending)
-    s[R.BONUS] = bonus
-    s[R.FIRST53] = first
-    s[R.PLY] = ply
+    R.set_position(s, positions, buttons, pending, bonus, first, ply)
     squares = [_has_square(int(s[2 * p]), int(s[2 * p + 1])) for p in (0, 1)]
     if bonus >= 0 and not squares[bonus]:
         raise ValueError(f"bonus_owner is {bonus} but that quilt has no covered 7x7 square")
@@ -198,7 +194,7 @@ def state_from_dict(data: dict[str, Any]) -> GameState:
     if pending and R.empty_cells(s, top) == 0:
         raise ValueError(f"a leather patch is pending for player {top}, whose quilt is full")
     _check_reachable(s, placements, circle)
-    return GameState._wrap(check_state_array(s))
+    return check_state_array(s)
 
 
 def _check_reachable(s: npt.NDArray[np.int64], placements: Any, circle: list[int]) -> None:
@@ -309,7 +305,9 @@ def to_notation(state: GameState) -> str:
     )
 
 
-def from_notation(text: str) -> GameState:
+def array_from_notation(text: str) -> IntArray:
+    """Rebuild a state array from its notation (for ``GameState.from_notation``), checked as
+    ``array_from_dict`` checks a dict."""
     if not isinstance(text, str):
         raise TypeError(f"from_notation takes the notation string, got {type(text).__name__}")
     fields = text.split()
@@ -345,4 +343,4 @@ def from_notation(text: str) -> GameState:
         }
     except (KeyError, ValueError, IndexError) as exc:
         raise ValueError(f"cannot read notation {text!r}: {exc}") from None
-    return state_from_dict(data)
+    return array_from_dict(data)

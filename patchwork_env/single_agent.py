@@ -24,7 +24,8 @@ is over.
 Options:
 
 - ``opponent``: ``"random"``; any agent spec string of the project's ``agents`` package
-  (``"greedy"``, ``"mcts:sims=200"``..., resolved by ``agents.make_agent``); an agent object with
+  (``"greedy"``, ``"mcts:sims=200"``..., built by the factory the ``agents`` package registers,
+  ``patchwork_env.agent.resolve_opponent``); an agent object with
   ``act(state, rng) -> action``; or a callable ``(GameState) -> action``. The opponent draws
   from its own generator, derived from the seed given to ``reset``. ``set_opponent`` swaps it
   between episodes (e.g. to refresh a self-play snapshot).
@@ -37,11 +38,14 @@ Options:
   outcome as the AEC ``env()``), which lets unmasked agents and the Gymnasium / SB3 checkers that
   sample unmasked actions run. ``"raise"`` raises ``IllegalActionError`` instead (the position is
   unchanged), for code that must never send one. Anything but an integer in 0..2025 (a bool, a
-  float, an integer of any size out of range) is such an illegal action ("out of range").
+  float, an integer of any size out of range) is such an illegal action ("out of range"). The same
+  modes and default in every front-end (``patchwork_env.edge``).
 - ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"``.
 
 ``reset(seed=None, options=None)``: ``options`` may hold ``"circle"`` and ``"first_player"``
-(as in the AEC env) and ``"seat"`` (this episode's seat); any other key raises ``ValueError``.
+(as in the AEC env) and ``"seat"`` (this episode's seat); an unknown key warns and is ignored, as in
+every front-end (``patchwork_env.edge``). ``step`` after the end of an episode raises
+``edge.GameOverError`` (an ``IllegalActionError`` and a ``RuntimeError``).
 The seed fixes the deal, the learner's seat and the opponent's generator, so a seeded episode
 replays exactly for the same actions.
 
@@ -53,63 +57,24 @@ the same episode (the opponent's generator included) as long as the opponent can
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 
-from patchwork_env import rules as R
-from patchwork_env.aec import check_leather_layout, check_reward_kind, final_rewards, read_reset_options
-from patchwork_env.agent import Agent, RandomAgent
+from patchwork_env import edge
+from patchwork_env.agent import Opponent, resolve_opponent
+from patchwork_env.edge import ILLEGAL_ACTION_MODES, IllegalActionMode, RewardKind
 from patchwork_env.observation import OBS_DIM, observation_bounds, observe
 from patchwork_env.render import RENDER_MODES, render_mode_output
+from patchwork_env.rules import NUM_ACTIONS
 from patchwork_env.state import GameState, IllegalActionError, new_game
 
-__all__ = ["ILLEGAL_ACTION_MODES", "SingleAgentEnv", "resolve_opponent"]
+__all__ = ["ILLEGAL_ACTION_MODES", "RESET_OPTIONS", "SingleAgentEnv", "resolve_opponent"]
 
-ILLEGAL_ACTION_MODES = ("lose", "raise")
 RESET_OPTIONS = ("circle", "first_player", "seat")
-Opponent = str | Agent | Callable[[GameState], Any]
-
-
-class _CallableAgent:
-    """An agent around a function ``(GameState) -> action``."""
-
-    def __init__(self, fn: Callable[[GameState], Any]) -> None:
-        self.fn = fn
-        self.name = getattr(fn, "__name__", type(fn).__name__)
-
-    def act(self, state: GameState, rng: np.random.Generator) -> int:
-        return int(self.fn(state))
-
-
-def resolve_opponent(opponent: Opponent) -> Agent:
-    """An ``Agent`` from a spec string, an agent object or a callable ``(GameState) -> action``."""
-    if isinstance(opponent, str):
-        if opponent.strip().lower() == "random":
-            return RandomAgent()
-        try:
-            agents = importlib.import_module("agents")
-        except ImportError as exc:
-            raise ValueError(
-                f"opponent {opponent!r}: specs other than 'random' are built by the project's 'agents' package, "
-                f"which cannot be imported ({exc}); pass an agent object or a callable instead"
-            ) from exc
-        agent: Agent = agents.make_agent(opponent)
-        return agent
-    act = getattr(opponent, "act", None)
-    if callable(act):
-        return opponent  # type: ignore[return-value]
-    if callable(opponent):
-        return _CallableAgent(opponent)
-    raise TypeError(
-        "opponent must be an agent spec string (e.g. 'random'), an object with act(state, rng) -> action, "
-        f"or a callable (GameState) -> action; got {type(opponent).__name__}"
-    )
 
 
 class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
@@ -121,28 +86,20 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
         self,
         opponent: Opponent = "random",
         seat: int | None = None,
-        reward: Literal["win", "score"] = "win",
+        reward: RewardKind = "win",
         leather_layout: str = "revised",
-        illegal_action: Literal["lose", "raise"] = "lose",
+        illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION,
         render_mode: str | None = None,
     ) -> None:
-        if seat is not None and seat not in (0, 1):
-            raise ValueError(f"seat must be 0, 1 or None (drawn every episode), got {seat!r}")
-        check_reward_kind(reward)
-        check_leather_layout(leather_layout)
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"render_mode must be None or one of {RENDER_MODES}, got {render_mode!r}")
+        self.fixed_seat = edge.check_seat(seat)
+        self.reward_kind = edge.check_reward_kind(reward)
+        self.leather_layout = edge.check_leather_layout(leather_layout)
+        self.illegal_action = edge.check_illegal_action(illegal_action)
+        self.render_mode = edge.check_render_mode(render_mode)
         self.opponent = resolve_opponent(opponent)
-        self.fixed_seat = seat
-        self.reward_kind: str = reward
-        self.leather_layout = leather_layout
-        self.illegal_action = illegal_action
-        self.render_mode = render_mode
         low, high = observation_bounds()
         self.observation_space = spaces.Box(low=low, high=high, shape=(OBS_DIM,), dtype=np.float32)
-        self.action_space = spaces.Discrete(R.NUM_ACTIONS)
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
         self._opponent_rng: np.random.Generator | None = None
         self._game: GameState | None = None
         self._seat = 0
@@ -168,7 +125,7 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
     def action_masks(self) -> npt.NDArray[np.bool_]:
         """Bool (2026,): the learner's legal actions now (all False once the game is over)."""
         if self._over:
-            return np.zeros(R.NUM_ACTIONS, dtype=np.bool_)
+            return np.zeros(NUM_ACTIONS, dtype=np.bool_)
         return self.game_state.legal_action_mask().copy()
 
     # --- the episode ---------------------------------------------------------------------------
@@ -176,17 +133,13 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
         super().reset(seed=seed)
-        opts = read_reset_options(options, RESET_OPTIONS, strict=True)
+        opts = edge.read_reset_options(options, RESET_OPTIONS)
         if seed is not None:
             self._opponent_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         elif self._opponent_rng is None:
             self._opponent_rng = np.random.default_rng(self.np_random.integers(2**63))
-        seat = opts.get("seat", self.fixed_seat)
-        if seat is None:
-            seat = int(self.np_random.integers(2))
-        elif seat not in (0, 1):
-            raise ValueError(f"option 'seat' must be 0 or 1, got {seat!r}")
-        self._seat = int(seat)
+        seat = edge.check_seat(opts["seat"], "option 'seat'", allow_none=False) if "seat" in opts else self.fixed_seat
+        self._seat = int(self.np_random.integers(2)) if seat is None else seat
         game = new_game(
             self.np_random,
             circle=opts.get("circle"),
@@ -202,7 +155,7 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
     def step(self, action: Any) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
         game = self.game_state
         if self._over:
-            raise RuntimeError("the episode is over: call reset() before step()")
+            raise edge.game_over("the episode")
         try:
             game = game.step(action)
         except IllegalActionError as exc:
@@ -211,11 +164,11 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
             self._over = True
             info = self._info()
             info.update(illegal_action=True, reason=str(exc))
-            return self._observation(), -1.0, True, False, info
+            return self._observation(), edge.ILLEGAL_ACTION_REWARD, True, False, info
         game = self._opponent_moves(game)
         self._game = game
         self._over = game.is_terminal
-        reward = final_rewards(game, self.reward_kind)[self._seat] if self._over else 0.0
+        reward = edge.final_rewards(game, self.reward_kind)[self._seat] if self._over else 0.0
         if self.render_mode == "human":
             self.render()
         return self._observation(), reward, self._over, False, self._info()
@@ -238,7 +191,7 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
 
     def _info(self) -> dict[str, Any]:
         game = self.game_state
-        mask = np.zeros(R.NUM_ACTIONS, dtype=np.int8) if self._over else game.legal_action_mask().astype(np.int8)
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8) if self._over else game.legal_action_mask().astype(np.int8)
         info: dict[str, Any] = {"action_mask": mask, "seat": self._seat}
         if game.is_terminal:
             scores = game.scores()

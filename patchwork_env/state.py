@@ -19,8 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
+from patchwork_env import serialize
 from patchwork_env.actions import Action, IllegalActionError, as_action_id, decode_action
 from patchwork_env.bitboard import ORIENT_CANON, PL_OFFSET, PL_START, popcount, words_to_board
+from patchwork_env.edge import GameOverError, check_leather_layout
 from patchwork_env.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
 from patchwork_env.validate import check_state_array, state_from_bytes
 
@@ -76,7 +78,7 @@ class GameState:
         new = self._s.copy()
         err = R.step_into(new, a)
         if err:
-            raise IllegalActionError(self._explain(a, err))
+            raise (GameOverError if err == R.E_GAME_OVER else IllegalActionError)(self._explain(a, err))
         return GameState._wrap(new)
 
     def legal_action_mask(self) -> npt.NDArray[np.bool_]:
@@ -219,26 +221,20 @@ class GameState:
         return (_from_bytes, (self._s.tobytes(),))
 
     def to_dict(self) -> dict[str, Any]:
-        from patchwork_env.serialize import state_to_dict
-
-        return state_to_dict(self)
+        return serialize.state_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GameState:
-        from patchwork_env.serialize import state_from_dict
-
-        return state_from_dict(data)
+        """The position a dict describes, if the rules can reach it (else a ValueError saying why)."""
+        return cls._wrap(serialize.array_from_dict(data))
 
     def to_notation(self) -> str:
-        from patchwork_env.serialize import to_notation
-
-        return to_notation(self)
+        return serialize.to_notation(self)
 
     @classmethod
     def from_notation(cls, text: str) -> GameState:
-        from patchwork_env.serialize import from_notation
-
-        return from_notation(text)
+        """The position a notation line describes (checked as ``from_dict`` checks a dict)."""
+        return cls._wrap(serialize.array_from_notation(text))
 
     def __str__(self) -> str:
         from patchwork_env.render import render_text
@@ -309,8 +305,7 @@ def new_game(
     """A new game. The circle (33 patch ids clockwise from the neutral token, ending with the 1x2
     patch 0) and the first player are drawn from ``numpy.random.default_rng(seed)`` unless given:
     first the circle (a permutation of 1..32, then 0), then the first player."""
-    if leather_layout not in R.LEATHER_LAYOUTS:
-        raise ValueError(f"leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {leather_layout!r}")
+    check_leather_layout(leather_layout)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if circle is None:
         order = rng.permutation(np.arange(1, NUM_PATCHES, dtype=np.int64))

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules as R
-from patchwork_env.bitboard import CELLS, PL_START, WORD0_CELLS
+from patchwork_env.bitboard import CELLS, PL_START, WORD0_CELLS, bit_count
 from patchwork_env.observation import MAX_INCOME
 from patchwork_env.patches import NUM_PATCHES
 
@@ -77,15 +77,6 @@ _FIELDS: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 (_OK, _Q0, _Q1, _POS, _BUT, _INC, _TOP, _BON, _PEN, _LEA, _F53, _LAY, _NC, _PLY, _CIR, _NP, _LOG, _PAT,
  _NLE) = range(len(_FIELDS))  # fmt: skip
-
-
-@numba.njit(cache=True, nogil=True)
-def _popcount(x: int) -> int:
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
 
 
 @numba.njit(cache=True, nogil=True)
@@ -150,17 +141,17 @@ def _state_error(s: IntArray, placement_patch: IntArray, layout_masks: IntArray)
                 return _LOG, base + k
         if income != s[R.INCOME + p]:
             return _INC, R.INCOME + p
-    to_place = s[R.NCIRCLE] + s[R.PENDING] + _popcount(s[R.LEATHER])
+    to_place = s[R.NCIRCLE] + s[R.PENDING] + bit_count(s[R.LEATHER])
     for p in range(2):
         if s[R.NPLACED + p] + to_place > R.MAX_PLACED:
             return _PAT, R.NPLACED + p
-    if leathers + s[R.PENDING] + _popcount(s[R.LEATHER]) > NUM_LEATHER:
+    if leathers + s[R.PENDING] + bit_count(s[R.LEATHER]) > NUM_LEATHER:
         return _NLE, R.LEATHER
     if not s[R.NPLACED] + s[R.NPLACED + 1] <= s[R.PLY] <= s[R.POS] + s[R.POS + 1] + leathers:
         return _PLY, R.PLY
     if s[R.PENDING]:
         top = s[R.TOP]
-        if _popcount(s[R.QUILT + 2 * top]) + _popcount(s[R.QUILT + 2 * top + 1]) == CELLS:
+        if bit_count(s[R.QUILT + 2 * top]) + bit_count(s[R.QUILT + 2 * top + 1]) == CELLS:
             return _PEN, R.PENDING
     first = s[R.FIRST53]
     if (first >= 0) != (furthest == R.FINAL_SPACE) or (first >= 0 and s[R.POS + first] != R.FINAL_SPACE):

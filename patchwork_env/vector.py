@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
-from patchwork_env import vector_kernels as K
+from patchwork_env import rules, vector_kernels
 from patchwork_env.actions import as_action_ids
+from patchwork_env.edge import check_leather_layout
+from patchwork_env.observation import OBS_DIM
 from patchwork_env.state import GameState, IllegalActionError
 from patchwork_env.validate import check_state_array, check_state_rows
 
@@ -79,20 +80,18 @@ class VectorGames:
     ) -> None:
         if isinstance(num_games, bool) or not isinstance(num_games, int | np.integer) or num_games < 1:
             raise ValueError(f"num_games must be a positive integer, got {num_games!r}")
-        if leather_layout not in R.LEATHER_LAYOUTS:
-            raise ValueError(f"leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {leather_layout!r}")
+        check_leather_layout(leather_layout)
         n = int(num_games)
         self.num_games = n
         self.auto_reset = auto_reset
         self.leather_layout = leather_layout
-        self._layout = R.LAYOUT_NAMES.index(leather_layout)
-        self._leather = R.leather_mask(leather_layout)
-        self._k = K.kernels_for(parallel)
-        self.states = np.zeros((n, R.STATE_LEN), dtype=np.int64)
-        self.masks = np.zeros((n, R.NUM_ACTIONS), dtype=np.bool_)
+        self.deal = vector_kernels.Deal(rules.LAYOUT_NAMES.index(leather_layout), rules.leather_mask(leather_layout))
+        self._k = vector_kernels.kernels_for(parallel)
+        self.states = np.zeros((n, rules.STATE_LEN), dtype=np.int64)
+        self.masks = np.zeros((n, rules.NUM_ACTIONS), dtype=np.bool_)
         self.counts = np.zeros(n, dtype=np.int64)
         self.current_player = np.zeros(n, dtype=np.int64)
-        self.observations = np.zeros((n, R.OBS_DIM), dtype=np.float32)
+        self.observations = np.zeros((n, OBS_DIM), dtype=np.float32)
         self._errors = np.zeros(n, dtype=np.int64)
         self._actions = np.zeros(n, dtype=np.int64)
         self._to_move = np.full(n, -1, dtype=np.int64)
@@ -105,6 +104,14 @@ class VectorGames:
         )
         self.deal_streams = np.zeros(n, dtype=np.uint64)
         self.play_streams = np.zeros(n, dtype=np.uint64)
+        self.batch = vector_kernels.Batch(self.states, self.masks, self.counts, self.current_player, self.observations,
+                                          self.deal_streams, self.play_streams)  # fmt: skip
+        res = self._result
+        results = vector_kernels.SelfPlayResults(res.done, res.winner, res.scores, res.plies, res.actor, self._errors)
+        # the drivers take plain tuples of these (``vector_kernels.Fields``): built once
+        self._batch_fields = tuple(self.batch)
+        self._deal_fields = tuple(self.deal)
+        self._results_fields = tuple(results)
         self.reset(seed)
         self._seeded = True
 
@@ -119,24 +126,18 @@ class VectorGames:
         the current streams."""
         if seed is not None or not getattr(self, "_seeded", False):
             self.seed_streams(seed)
-        self._k.deal_all(self.states, self.deal_streams, self._layout, self._leather, self.masks, self.counts,
-                         self.current_player)  # fmt: skip
+        self._k.deal_all(self._batch_fields, self._deal_fields)
 
     def seed_streams(self, seed: int | None) -> None:
         """Re-seed every game's deal and play streams from ``seed`` (no deal)."""
-        words = K.seed_streams(seed, 2 * self.num_games)
+        words = vector_kernels.seed_streams(seed, 2 * self.num_games)
         self.deal_streams[:] = words[: self.num_games]
         self.play_streams[:] = words[self.num_games :]
 
     @property
-    def kernels(self) -> K.Kernels:
+    def kernels(self) -> vector_kernels.Kernels:
         """The compiled batch kernels this batch uses (serial or parallel)."""
         return self._k
-
-    @property
-    def layout_code(self) -> tuple[int, int]:
-        """(layout index, leather bitmask) as the kernels take them."""
-        return self._layout, self._leather
 
     def set_state(self, i: int, state: GameState | npt.ArrayLike) -> None:
         """Put a given position (a ``GameState``, or a raw state array, which is checked by
@@ -151,8 +152,7 @@ class VectorGames:
         copying many positions in at once for search). The rows are checked first
         (``validate.check_state_rows``): a ValueError names the first invalid one."""
         check_state_rows(self.states)
-        self._k.refresh(self.states, self._to_move, self.masks, self.counts, self.current_player,
-                        self.observations, False)  # fmt: skip
+        self._k.refresh(self._batch_fields, self._to_move, False)
 
     def game(self, i: int) -> GameState:
         """Game ``i`` as an (immutable) ``GameState``."""
@@ -160,8 +160,8 @@ class VectorGames:
 
     def _refresh_row(self, i: int) -> None:
         s = self.states[i]
-        self.counts[i] = R.legal_mask_into(s, self.masks[i])
-        self.current_player[i] = R.current_player(s)
+        self.counts[i] = rules.legal_mask_into(s, self.masks[i])
+        self.current_player[i] = rules.current_player(s)
 
     # --- stepping -----------------------------------------------------------------------------
     def step(self, actions: npt.ArrayLike, *, observe: bool = False) -> StepResult:
@@ -170,19 +170,16 @@ class VectorGames:
         ``observe=True`` also rewrites ``observations`` (each game from its new acting seat) in
         the same compiled call, which is cheaper than a separate ``observe()``."""
         acts = self._check_actions(actions)
-        res = self._result
         self._k.selfplay_step(
-            self.states, acts, self.deal_streams, self._layout, self._leather, self.auto_reset, self.masks,
-            self.counts, self.current_player, self.observations, observe, res.done, res.winner, res.scores,
-            res.plies, res.actor, self._errors,
-        )  # fmt: skip
+            self._batch_fields, acts, self._deal_fields, self.auto_reset, observe, self._results_fields
+        )
         if self._errors.any():  # pragma: no cover - the mask check above makes this unreachable
             raise RuntimeError(f"rules rejected a masked-in action: errors {np.flatnonzero(self._errors)}")
-        return res
+        return self._result
 
     def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
         acts = as_action_ids(actions, self.num_games, allow_skip=not self.auto_reset)
-        i = K.first_illegal(self.masks, self.counts, acts, not self.auto_reset)
+        i = vector_kernels.first_illegal(self.masks, self.counts, acts, not self.auto_reset)
         if i >= 0:
             raise IllegalActionError(f"game {i}: {self._why_illegal(i, np.asarray(actions)[i])}")
         return acts
@@ -208,7 +205,7 @@ class VectorGames:
             seats = np.asarray(seats, dtype=np.int64)
             if seats.shape != (self.num_games,) or not np.isin(seats, (0, 1)).all():
                 raise ValueError(f"seats must be {self.num_games} values in {{0, 1}}, got {seats!r}")
-        self._k.observe(self.states, seats, self.current_player, self.observations)
+        self._k.observe(self._batch_fields, seats)
         return self.observations
 
     def nbytes_per_game(self) -> int:

@@ -29,11 +29,11 @@ Options (as ``SingleAgentEnv``):
   game, the slow fallback). ``set_opponent`` swaps it (e.g. to refresh a self-play snapshot).
 - ``seat``: 0, 1, or ``None`` to draw the learner's seat in every episode of every game.
 - ``reward``: ``"win"`` (+1 / -1 at the end) or ``"score"`` (final margin / 100 clipped to [-1, 1]).
-- ``illegal_action``: ``"raise"`` (default: ``IllegalActionError`` naming the game, and nothing
-  changes) or ``"lose"`` (that game ends with -1 and ``final_info["illegal_action"]``; the other
-  games step normally), for unmasked agents. Out-of-range integers (any size, any integer dtype)
-  are illegal actions like the masked-out ones; an array of another dtype (bool, float, object)
-  raises ``IllegalActionError`` in both modes (``actions.as_action_ids``).
+- ``illegal_action``: ``"lose"`` (default, as in every front-end: that game ends with -1 and
+  ``final_info["illegal_action"]``; the other games step normally), for unmasked agents, or
+  ``"raise"`` (``IllegalActionError`` naming the game, and nothing changes). Out-of-range integers
+  (any size, any integer dtype) are illegal actions like the masked-out ones; an array of another
+  dtype (bool, float, object) raises ``IllegalActionError`` in both modes (``actions.as_action_ids``).
 - ``copy``: return copies of the observation and mask buffers (default), or the buffers
   themselves, which the next ``step`` overwrites (faster, for a trainer that copies them anyway).
 - ``parallel``: spread the batch kernels over the cores (see ``VectorGames``).
@@ -49,6 +49,10 @@ Gymnasium's ``SyncVectorEnv`` builds them.
 Episodes never truncate. Every step's ``infos`` also holds ``"action_mask"`` ((num_envs, 2026)
 int8, for ``action_space.sample(mask=...)``) and ``"seat"``; ``action_masks()`` returns the same
 as bool, for sb3-contrib's ``MaskablePPO``.
+
+``reset(seed=None, options=None)``: ``options`` may hold ``"seat"`` (the learner's seat in this
+episode of every game); ``"circle"`` and ``"first_player"`` are refused (each game deals from its
+own stream); an unknown key warns and is ignored, as in every front-end (``patchwork_env.edge``).
 
 Seeds: ``reset(seed=s)`` re-seeds the per-game streams of the deals, the learner seats and the
 random opponent (``VectorGames``), and the generator handed to agent opponents; ``reset()``
@@ -67,7 +71,7 @@ Using it for training:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -76,17 +80,18 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from patchwork_env import rules as R
-from patchwork_env import vector_kernels as K
+from patchwork_env import edge, vector_kernels
 from patchwork_env.actions import as_action_ids
-from patchwork_env.aec import check_leather_layout, check_reward_kind
-from patchwork_env.agent import Agent
+from patchwork_env.agent import Agent, Opponent, is_random_spec, resolve_opponent
+from patchwork_env.edge import IllegalActionMode, RewardKind
 from patchwork_env.observation import OBS_DIM, observation_bounds
-from patchwork_env.single_agent import ILLEGAL_ACTION_MODES, Opponent, resolve_opponent
+from patchwork_env.rules import NUM_ACTIONS
 from patchwork_env.state import GameState, IllegalActionError
 from patchwork_env.vector import VectorGames
 
-__all__ = ["PatchworkVectorEnv"]
+__all__ = ["RESET_OPTIONS", "PatchworkVectorEnv"]
+
+RESET_OPTIONS = ("seat", "circle", "first_player")  # the last two are refused with a reason
 
 ObsArray = npt.NDArray[np.float32]
 
@@ -101,19 +106,16 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         num_envs: int,
         opponent: Opponent = "random",
         seat: int | None = None,
-        reward: Literal["win", "score"] = "win",
+        reward: RewardKind = "win",
         leather_layout: str = "revised",
-        illegal_action: Literal["raise", "lose"] = "raise",
+        illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION,
         seed: int | None = None,
         copy: bool = True,
         parallel: bool = False,
     ) -> None:
-        if seat is not None and seat not in (0, 1):
-            raise ValueError(f"seat must be 0, 1 or None (drawn every episode), got {seat!r}")
-        check_reward_kind(reward)
-        check_leather_layout(leather_layout)
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
+        seat = edge.check_seat(seat)
+        edge.check_reward_kind(reward)
+        edge.check_illegal_action(illegal_action)
         self.games = VectorGames(num_envs, seed, leather_layout=leather_layout, auto_reset=False, parallel=parallel)
         n = self.games.num_games
         self.num_envs = n
@@ -124,7 +126,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         self.render_mode = None
         low, high = observation_bounds()
         self.single_observation_space = spaces.Box(low=low, high=high, shape=(OBS_DIM,), dtype=np.float32)
-        self.single_action_space = spaces.Discrete(R.NUM_ACTIONS)
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
         self.set_opponent(opponent)
@@ -141,32 +143,45 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         self._illegal = np.zeros(n, dtype=np.bool_)
         self._mask_copy: npt.NDArray[np.bool_] | None = None
         self._started = False
+        # the kernels' views: the games' arrays with this env's observations (from the learner's seat)
+        # as plain tuples (``vector_kernels.Fields``), as the drivers take them
+        self._batch = tuple(self.games.batch._replace(obs=self.observations))
+        learners = vector_kernels.Learners(self.seats, self._rewards, self._terminated, self._results,
+                                           self.final_observations, self._errors)  # fmt: skip
+        self._learners = tuple(learners)
+        self._deal = tuple(self.games.deal)
 
     # --- configuration -------------------------------------------------------------------------
     def set_opponent(self, opponent: Opponent) -> None:
         """Replace the opponent (takes effect at once; normally between rollouts)."""
-        self._random_opponent = isinstance(opponent, str) and opponent.strip().lower() == "random"
+        self._random_opponent = is_random_spec(opponent)
         self.opponent: Agent | None = None if self._random_opponent else resolve_opponent(opponent)
 
     @property
     def _seat_mode(self) -> int:
-        return K.RANDOM_SEAT if self.fixed_seat is None else self.fixed_seat
+        return vector_kernels.RANDOM_SEAT if self.fixed_seat is None else self.fixed_seat
 
     # --- the Gymnasium API ---------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsArray, dict[str, Any]]:
-        """A new episode in every game (``options`` is not supported: pass ``None``)."""
+        """A new episode in every game (``options``: see the module docs)."""
         super().reset(seed=seed)
-        if options:
-            raise ValueError(f"PatchworkVectorEnv.reset takes no options, got {sorted(options)}")
+        opts = edge.read_reset_options(options, RESET_OPTIONS)
+        refused = sorted(k for k in ("circle", "first_player") if k in opts)
+        if refused:
+            raise ValueError(
+                f"PatchworkVectorEnv.reset cannot take {refused}: each game deals from its own stream "
+                "(only 'seat' is accepted)"
+            )
+        seat_mode = self._seat_mode
+        if "seat" in opts:
+            seat_mode = int(edge.check_seat(opts["seat"], "option 'seat'", allow_none=False))  # type: ignore[arg-type]
         g = self.games
         if seed is not None:
             g.seed_streams(seed)
             self._opponent_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        layout, leather = g.layout_code
-        g.kernels.env_start(g.states, self.seats, self._seat_mode, g.deal_streams, g.play_streams, layout, leather,
-                            self._random_opponent, g.masks, g.counts, g.current_player, self.observations)  # fmt: skip
+        g.kernels.env_start(self._batch, self._learners, seat_mode, self._deal, self._random_opponent)
         if not self._random_opponent:
             self._opponent_moves()
             self._refresh_view()
@@ -183,22 +198,16 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         acts = self._check_actions(actions)
         g = self.games
         k = g.kernels
-        layout, leather = g.layout_code
-        rm = K.REWARD_MODES.index(self.reward_kind)
+        rm = edge.REWARD_KINDS.index(self.reward_kind)
         if self._illegal.any():
-            rows = np.flatnonzero(self._illegal)
-            k.env_forfeit(g.states, rows, self.seats, self._seat_mode, g.deal_streams, g.play_streams, layout,
-                          leather, self._random_opponent, g.masks, g.counts, g.current_player, self.observations,
-                          self._rewards, self._terminated, self._results, self.final_observations)  # fmt: skip
+            k.env_forfeit(self._batch, np.flatnonzero(self._illegal), self._learners, self._seat_mode, self._deal,
+                          self._random_opponent)  # fmt: skip
         if self._random_opponent:
-            k.env_step_random(g.states, acts, self.seats, self._seat_mode, g.deal_streams, g.play_streams, layout,
-                              leather, rm, g.masks, g.counts, g.current_player, self.observations, self._rewards,
-                              self._terminated, self._results, self.final_observations, self._errors)  # fmt: skip
+            k.env_step_random(self._batch, acts, self._learners, self._seat_mode, self._deal, rm)
         else:
             k.env_learner_step(g.states, acts, self._errors)
             self._opponent_moves()
-            k.env_finish(g.states, acts, self.seats, self._seat_mode, g.deal_streams, layout, leather, rm,
-                         self._rewards, self._terminated, self._results, self.final_observations)  # fmt: skip
+            k.env_finish(self._batch, acts, self._learners, self._seat_mode, self._deal, rm)
             if self._terminated.any():
                 self._opponent_moves()  # the opponent's opening moves in the new episodes
             self._refresh_view()
@@ -227,12 +236,12 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
     def _check_actions(self, actions: npt.ArrayLike) -> npt.NDArray[np.int64]:
         acts = as_action_ids(actions, self.num_envs)  # a copy: illegal actions are overwritten below
         g = self.games
-        i = K.first_illegal(g.masks, g.counts, acts, False)
+        i = vector_kernels.first_illegal(g.masks, g.counts, acts, False)
         if i < 0:
             return acts
         if self.illegal_action == "raise":
             raise IllegalActionError(f"game {i}: {g._why_illegal(i, np.asarray(actions)[i])}")
-        in_range = (acts >= 0) & (acts < R.NUM_ACTIONS)
+        in_range = (acts >= 0) & (acts < NUM_ACTIONS)
         legal = in_range & g.masks[np.arange(self.num_envs), np.where(in_range, acts, 0)]
         self._illegal[:] = ~legal
         acts[~legal] = -1  # the kernels skip these games: env_forfeit handles them
@@ -258,7 +267,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
             if acts.shape != rows.shape or not np.issubdtype(acts.dtype, np.integer):
                 raise ValueError(f"the opponent returned {acts.dtype} {acts.shape} actions for {rows.size} games")
             acts = acts.astype(np.int64, copy=False)
-            in_range = (acts >= 0) & (acts < R.NUM_ACTIONS)
+            in_range = (acts >= 0) & (acts < NUM_ACTIONS)
             bad = ~(in_range & g.masks[rows, np.where(in_range, acts, 0)])
             if bad.any():
                 j = int(np.flatnonzero(bad)[0])
@@ -269,7 +278,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
 
     def _refresh_view(self) -> None:
         g = self.games
-        g.kernels.refresh(g.states, self.seats, g.masks, g.counts, g.current_player, self.observations, True)
+        g.kernels.refresh(self._batch, self.seats, True)
 
     def _obs(self) -> ObsArray:
         return self.observations.copy() if self.copy else self.observations

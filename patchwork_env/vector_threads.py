@@ -88,7 +88,7 @@ class _Pool:
                 lo, hi = chunks[self._next]
                 self._next += 1
             try:
-                fn(*[a[lo:hi] if isinstance(a, np.ndarray) else a for a in args])
+                fn(*[rows(a, lo, hi) for a in args])
             except BaseException as exc:  # re-raised on the calling thread
                 self._error = exc
             with self._finished:
@@ -111,11 +111,28 @@ def plan(n: int) -> list[tuple[int, int]]:
     return [(int(bounds[j]), int(bounds[j + 1])) for j in range(count)]
 
 
+def rows(buffers: Any, lo: int, hi: int) -> Any:
+    """Rows ``lo:hi`` of an array, or of every array in a tuple of buffers (other values as they are)."""
+    if isinstance(buffers, np.ndarray):
+        return buffers[lo:hi]
+    if isinstance(buffers, tuple):
+        sliced = [rows(x, lo, hi) for x in buffers]
+        return type(buffers)(*sliced) if hasattr(buffers, "_fields") else tuple(sliced)
+    return buffers
+
+
+def num_rows(buffers: Any) -> int:
+    """Games in an array or in a tuple of buffers (the length of its first array)."""
+    first = buffers if isinstance(buffers, np.ndarray) else buffers[0]
+    return int(first.shape[0])
+
+
 def chunked(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` (a driver whose array arguments all have one row per game) run over row chunks."""
+    """``fn`` (a driver whose array arguments, and the arrays of its buffers NamedTuples, all have
+    one row per game) run over row chunks."""
 
     def call(*args: Any) -> None:
-        chunks = plan(args[0].shape[0])
+        chunks = plan(num_rows(args[0]))
         if len(chunks) < 2 or not _POOL.run(fn, args, chunks):
             fn(*args)
 

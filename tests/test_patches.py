@@ -11,7 +11,6 @@ import pytest
 from patchwork_env import ADVANCE, NUM_ACTIONS, decode_action, encode_buy, encode_leather, parse_action
 from patchwork_env.actions import action_to_str
 from patchwork_env.bitboard import (
-    DENSE,
     NUM_DISTINCT_ORIENTATIONS,
     NUM_PLACEMENTS,
     ORIENT_CANON,
@@ -20,6 +19,7 @@ from patchwork_env.bitboard import (
     PL_LO,
     PL_OFFSET,
     PL_START,
+    PLACEMENT_ROW,
     cells_to_words,
     orient,
 )
@@ -70,7 +70,7 @@ def test_placement_rows_agree_with_their_cells_and_offsets() -> None:
         cells = [int(c) for c in PL_CELLS[i] if c >= 0]
         assert cells_to_words(cells) == (int(PL_LO[i]), int(PL_HI[i]))
         patch = int(np.searchsorted(PL_START, i, side="right")) - 1
-        assert DENSE[patch, PL_OFFSET[i]] == i
+        assert PLACEMENT_ROW[patch, PL_OFFSET[i]] == i
         assert len(cells) == PATCHES[patch].area
 
 

@@ -49,13 +49,12 @@ def test_quit_and_end_of_input_leave_without_a_crash() -> None:
 
 
 def test_short_forms_of_moves() -> None:
-    s = new_game(0)
-    assert read_move("a", s) == read_move("advance", s) == read_move(" PASS ", s)
-    assert read_move("s1 o4 r5c3", s) == encode_buy(1, 4, 5, 3)
-    assert read_move("buy s1 o4 r5 c3", s) == encode_buy(1, 4, 5, 3)
-    assert action_to_str(read_move("r2c7", s)) == "leather r2c7"
+    assert read_move("a") == read_move("advance") == read_move(" PASS ")
+    assert read_move("s1 o4 r5c3") == encode_buy(1, 4, 5, 3)
+    assert read_move("buy s1 o4 r5 c3") == encode_buy(1, 4, 5, 3)
+    assert action_to_str(read_move("r2c7")) == "leather r2c7"
     with pytest.raises(ValueError, match="cannot read"):
-        read_move("s1 o4", s)
+        read_move("s1 o4")
 
 
 def test_positions_are_listed_compactly() -> None:

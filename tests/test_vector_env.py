@@ -11,7 +11,6 @@ from gymnasium.vector import AutoresetMode
 
 from patchwork_env import IllegalActionError
 from patchwork_env import rules as R
-from patchwork_env import vector_kernels as K
 from patchwork_env.aec import SCORE_REWARD_SCALE, final_rewards
 from patchwork_env.agent import RandomAgent
 from patchwork_env.observation import observe
@@ -74,7 +73,6 @@ def test_spaces_and_metadata() -> None:
     assert envs.observation_space.shape == (3, R.OBS_DIM)
     assert envs.action_space.shape == (3,)
     assert int(envs.single_action_space.n) == R.NUM_ACTIONS  # type: ignore[attr-defined]
-    assert K.SCORE_REWARD_SCALE == SCORE_REWARD_SCALE
     with pytest.raises(RuntimeError, match="reset"):
         envs.step(np.zeros(3, dtype=np.int64))
 
@@ -166,7 +164,7 @@ def test_reset_without_seed_continues_the_streams() -> None:
 
 
 def test_illegal_action_raises_and_changes_nothing() -> None:
-    envs = PatchworkVectorEnv(3, seed=0)
+    envs = PatchworkVectorEnv(3, seed=0, illegal_action="raise")
     envs.reset(seed=0)
     states = envs.games.states.copy()
     actions = random_legal(envs.action_masks(), np.random.default_rng(0))
@@ -212,8 +210,18 @@ def test_bad_arguments() -> None:
         PatchworkVectorEnv(2, reward="points")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="illegal_action"):
         PatchworkVectorEnv(2, illegal_action="ignore")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="options"):
-        PatchworkVectorEnv(2).reset(options={"seat": 0})
+    with pytest.raises(ValueError, match=r"cannot take \['circle'\]"):
+        PatchworkVectorEnv(2).reset(options={"circle": [*range(1, 33), 0]})
+    with pytest.raises(ValueError, match="option 'seat' must be 0 or 1"):
+        PatchworkVectorEnv(2).reset(options={"seat": 2})
+
+
+def test_reset_option_seat_is_this_episodes_seat() -> None:
+    envs = PatchworkVectorEnv(4, seed=0, seat=0)
+    _, infos = envs.reset(seed=0, options={"seat": 1})
+    assert (infos["seat"] == 1).all()
+    _, infos = envs.reset(seed=0)
+    assert (infos["seat"] == 0).all()
 
 
 def test_parallel_env_matches_serial_env() -> None:

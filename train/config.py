@@ -545,3 +545,77 @@ class AlphaZeroConfig(CommonConfig):
             raise ConfigError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
         if self.init_checkpoint and not Path(self.init_checkpoint).is_file():
             raise ConfigError(f"init_checkpoint: no such file {self.init_checkpoint!r}")
+
+
+@dataclass
+class RLlibConfig(CommonConfig):
+    """RLlib PPO (new API stack), multi-agent self-play on the AEC env (``train.rllib_selfplay``).
+
+    From ``CommonConfig``: the network keys, ``learning_rate``, ``gamma``, ``gae_lambda``,
+    ``ent_coef``, ``vf_coef``, ``max_grad_norm``, the opponent weights (``random_weight``,
+    ``greedy_weight``, ``snapshot_weight``; ``pool_size`` frozen past copies) and the evaluation
+    keys. ``reward_margin_weight`` and ``reward_margin_scale`` are not used: see ``reward``."""
+
+    reward: str = "score"
+    """The AEC env's final reward: "win" (+1/-1) or "score" (score margin / 100, clipped to [-1, 1])."""
+    num_env_runners: int = 1
+    """RLlib EnvRunner actors that sample games (one CPU each, anywhere on the Ray cluster); 0 samples
+    in the trainer's own process."""
+    num_envs_per_env_runner: int = 8
+    """Games each EnvRunner steps side by side (one batched forward pass per step)."""
+    num_cpus_per_env_runner: int = 1
+    """CPUs Ray reserves for each EnvRunner."""
+    num_cpus_for_main_process: int = 1
+    """CPUs Ray reserves for the trainer's process, which also holds the (single, local) learner."""
+    train_batch_size: int = 4000
+    """Env steps (decisions of both seats) sampled per training iteration."""
+    minibatch_size: int = 500
+    """PPO minibatch (learner decisions)."""
+    num_epochs: int = 2
+    """Passes over each iteration's batch."""
+    clip_param: float = 0.2
+    """PPO ratio clip."""
+    total_iterations: int = 100
+    """Training iterations (sample + PPO update) in the whole run."""
+    time_limit_minutes: float = 0.0
+    """Stop early (checkpoint, then the final evaluation) after this much training; 0: no limit."""
+    latest_prob: float = 0.5
+    """Share of games where the learner plays both seats; the others put a pool opponent in one seat
+    (greedy, random or a frozen past copy, by the weights), the learner's seat drawn per game."""
+    snapshot_every: int = 5
+    """Iterations between copies of the learner into the frozen pool (oldest slot replaced)."""
+    eval_every: int = 5
+    """Iterations between arena evaluations (and at the end); 0: only at the end."""
+    checkpoint_every: int = 10
+    """Iterations between checkpoints (final.pt and RLlib's own checkpoint at the end)."""
+    init_checkpoint: str = ""
+    """A checkpoint of this project (e.g. ``train.selfplay``'s ``final.pt``) whose network starts the
+    learner and the frozen pool; its network settings must equal the config's. Empty: a fresh network."""
+
+    def validate(self) -> None:
+        super().validate()
+        if self.init_checkpoint and not Path(self.init_checkpoint).is_file():
+            raise ConfigError(f"init_checkpoint: no such file {self.init_checkpoint!r}")
+        if self.reward not in ("win", "score"):
+            raise ConfigError(f"reward must be 'win' or 'score', got {self.reward!r}")
+        _at_least(self, "num_env_runners", 0)
+        for key in (
+            "num_envs_per_env_runner",
+            "num_cpus_per_env_runner",
+            "num_cpus_for_main_process",
+            "train_batch_size",
+            "minibatch_size",
+            "num_epochs",
+            "snapshot_every",
+            "checkpoint_every",
+        ):
+            _positive(self, key)
+        _at_least(self, "total_iterations", 0)
+        _at_least(self, "eval_every", 0)
+        _at_least(self, "time_limit_minutes", 0.0)
+        _above(self, "clip_param", 0.0)
+        _between(self, "latest_prob", 0.0, 1.0)
+        if self.minibatch_size > self.train_batch_size:
+            raise ConfigError(
+                f"minibatch_size ({self.minibatch_size}) must be at most train_batch_size ({self.train_batch_size})"
+            )

@@ -9,6 +9,10 @@ The Elo ladder is anchored at ``random`` = 0 when it takes part (else at the fir
 95% intervals from the Fisher information; win rates carry 95% Wilson score intervals (see
 ``agents.stats``). ``--workers`` defaults to every core. ``python -m train.evaluate --list``
 prints the agent specs and their parameters.
+
+``--backend ray`` plays the games as Ray tasks (``agents.ray_backend``; needs the ``scale`` extra):
+on a local Ray runtime started by the command, or with ``--address auto`` / ``HOST:PORT`` (or
+``RAY_ADDRESS``) on a running cluster. The results are the same as with the local backend.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.arena import TournamentResult, round_robin
+from agents.ray_backend import BACKENDS, RayBackend, import_ray
 from agents.registry import AgentSpecError, describe_agents, make_agent
 from patchwork_env.records import write_records
 from train.cli import MAX_SEED, Parser
@@ -43,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="games per pair of agents, even: each deal is played twice with seats swapped (default 100)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents' generators (default 0)")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="processes (default: every core); with --backend ray: local CPUs"
+    )
+    p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
+    p.add_argument("--address", default=None, help="--backend ray: a Ray cluster (auto or HOST:PORT); default local")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
     p.add_argument("--plot", type=Path, default=None, help="draw the Elo ladder into this image (png, svg, pdf)")
     p.add_argument(
@@ -78,6 +87,13 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
+    if args.address is not None and args.backend != "ray":
+        parser.error("--address needs --backend ray")
+    if args.backend == "ray":
+        try:
+            import_ray()
+        except ImportError as exc:
+            parser.error(str(exc))
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None and not path.resolve().parent.is_dir():
             parser.error(f"{option}: the directory {path.resolve().parent} does not exist")
@@ -131,13 +147,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         return {}
     check_args(parser, args)
     t0 = time.perf_counter()
-    result = round_robin(
-        [a.strip() for a in args.agents],
-        num_pairs=args.games // 2,
-        seed=args.seed,
-        workers=args.workers,
-        progress=not args.no_progress,
-    )
+    backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
+    try:
+        if backend is not None:
+            try:
+                backend.start()
+            except ConnectionError as exc:
+                parser.error(str(exc))
+        result = round_robin(
+            [a.strip() for a in args.agents],
+            num_pairs=args.games // 2,
+            seed=args.seed,
+            workers=args.workers,
+            progress=not args.no_progress,
+            backend=backend,
+        )
+    finally:
+        if backend is not None:
+            backend.close()
     seconds = time.perf_counter() - t0
     print(format_table(result))
     print(f"\n{args.games} games per pair, seed {args.seed}, {seconds:.0f} s")

@@ -51,7 +51,7 @@ _SHORT_BUY = re.compile(r"^\s*s\d+\s+o\d+\s+r\d+\s*c\d+\s*$", re.IGNORECASE)
 _SHORT_CELL = re.compile(r"^\s*r\d+\s*c\d+\s*$", re.IGNORECASE)
 
 
-def read_move(text: str, state: GameState) -> int:
+def read_move(text: str) -> int:
     """The action a player typed, accepting short forms; ValueError with a hint if unreadable."""
     t = text.strip().lower()
     if t in ("a", "adv", "pass"):
@@ -228,7 +228,7 @@ def play(
                 say(f"'moves' takes a market slot such as s0, s1 or s2, got {arg!r}")
             continue
         try:
-            action = read_move(text, state)
+            action = read_move(text)
             state = state.step(action)
         except IllegalActionError as exc:
             say(f"not legal: {exc}. Type 'moves' to see what you can do.")

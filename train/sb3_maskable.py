@@ -37,12 +37,12 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 from torch import nn
-from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
 from agents.network import NetConfig, PatchworkNet
 from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
 from agents.ppo import final_rewards
 from agents.ppo_agent import PPOAgent, save_checkpoint
+from agents.progress import progress_bar
 from agents.registry import make_agent
 from agents.sb3_vec_env import SB3VecEnv
 from train import run_utils as U
@@ -151,7 +151,9 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
         return net
 
     def _on_training_start(self) -> None:
-        self.bar = tqdm(total=self.cfg.total_timesteps, unit="dec", dynamic_ncols=True, disable=not self.cfg.progress)
+        self.bar = progress_bar(
+            total=self.cfg.total_timesteps, unit="dec", dynamic_ncols=True, disable=not self.cfg.progress
+        )
 
     def _on_rollout_start(self) -> None:
         self.pool.set_latest(self.net)

@@ -1,0 +1,271 @@
+"""The one edge policy (``patchwork_env.edge``), pinned for every front-end: GameState, the AEC env,
+SingleAgentEnv and the vector env (over VectorGames)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from patchwork_env import GameState, IllegalActionError, SingleAgentEnv, agent, edge, env, new_game, raw_env
+from patchwork_env.vector import VectorGames
+from patchwork_env.vector_env import PatchworkVectorEnv
+
+PACKAGE = Path(edge.__file__).parent
+LAYOUT_MESSAGE = "leather_layout must be one of ('revised', 'original'), got 'x'"
+
+
+def _illegal(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(~mask.astype(bool))[0])
+
+
+# --- constructors: the leather layout, the reward, the illegal-action mode -----------------------
+CONSTRUCTORS: dict[str, Callable[..., Any]] = {
+    "GameState": lambda **kw: new_game(0, **kw),
+    "VectorGames": lambda **kw: VectorGames(2, 0, **kw),
+    "aec": lambda **kw: env(**kw),
+    "single": lambda **kw: SingleAgentEnv(**kw),
+    "vector": lambda **kw: PatchworkVectorEnv(2, **kw),
+}
+
+
+@pytest.mark.parametrize("front", CONSTRUCTORS)
+def test_leather_layout_checked_with_one_message(front: str) -> None:
+    with pytest.raises(ValueError) as info:
+        CONSTRUCTORS[front](leather_layout="x")
+    assert str(info.value) == LAYOUT_MESSAGE
+
+
+@pytest.mark.parametrize("front", ["aec", "single", "vector"])
+def test_reward_and_illegal_action_checked_with_one_message(front: str) -> None:
+    with pytest.raises(ValueError) as info:
+        CONSTRUCTORS[front](reward="points")
+    assert str(info.value) == "reward must be one of ('win', 'score'), got 'points'"
+    with pytest.raises(ValueError) as info:
+        CONSTRUCTORS[front](illegal_action="ignore")
+    assert str(info.value) == "illegal_action must be one of ('lose', 'raise'), got 'ignore'"
+
+
+@pytest.mark.parametrize("front", [env, SingleAgentEnv, PatchworkVectorEnv])
+def test_one_default_for_illegal_actions(front: Callable[..., Any]) -> None:
+    assert inspect.signature(front).parameters["illegal_action"].default == edge.DEFAULT_ILLEGAL_ACTION == "lose"
+
+
+# --- reset options ----------------------------------------------------------------------------
+RESETTERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "aec": lambda options: env().reset(seed=0, options=options),
+    "single": lambda options: SingleAgentEnv().reset(seed=0, options=options),
+    "vector": lambda options: PatchworkVectorEnv(2).reset(seed=0, options=options),
+}
+
+
+@pytest.mark.parametrize("front", RESETTERS)
+def test_unknown_reset_option_warns_and_is_ignored(front: str) -> None:
+    with pytest.warns(UserWarning, match=r"unknown reset option\(s\) \['bogus'\]: allowed keys are"):
+        RESETTERS[front]({"bogus": 1})
+
+
+@pytest.mark.parametrize("front", RESETTERS)
+def test_reset_options_must_be_a_dict(front: str) -> None:
+    with pytest.raises(ValueError, match="options must be a dict"):
+        RESETTERS[front]([("seat", 0)])  # type: ignore[arg-type]
+
+
+# --- illegal actions: "lose" ends the offender's episode with -1, "raise" changes nothing ---------
+def _aec_illegal(mode: str) -> tuple[float, bool]:
+    e = env(illegal_action=mode)
+    e.reset(seed=0)
+    agent_name = e.agent_selection
+    e.step(_illegal(e.observe(agent_name)["action_mask"]))
+    return float(e.rewards[agent_name]), bool(e.terminations[agent_name])
+
+
+def _single_illegal(mode: str) -> tuple[float, bool]:
+    e = SingleAgentEnv(illegal_action=mode)  # type: ignore[arg-type]
+    _, info = e.reset(seed=0)
+    _, reward, terminated, _, _ = e.step(_illegal(info["action_mask"]))
+    return float(reward), bool(terminated)
+
+
+def _vector_illegal(mode: str) -> tuple[float, bool]:
+    e = PatchworkVectorEnv(2, illegal_action=mode)  # type: ignore[arg-type]
+    e.reset(seed=0)
+    masks = e.action_masks()
+    actions = np.array([_illegal(masks[0]), int(np.flatnonzero(masks[1])[0])])
+    _, rewards, terminated, _, _ = e.step(actions)
+    assert not terminated[1]
+    return float(rewards[0]), bool(terminated[0])
+
+
+ILLEGAL: dict[str, Callable[[str], tuple[float, bool]]] = {
+    "aec": _aec_illegal,
+    "single": _single_illegal,
+    "vector": _vector_illegal,
+}
+
+
+@pytest.mark.parametrize("front", ILLEGAL)
+def test_illegal_action_lose_mode(front: str) -> None:
+    assert ILLEGAL[front]("lose") == (edge.ILLEGAL_ACTION_REWARD, True)
+
+
+@pytest.mark.parametrize("front", [*ILLEGAL, "GameState"])
+def test_illegal_action_raise_mode(front: str) -> None:
+    if front == "GameState":  # the rules layer always raises
+        s = new_game(0)
+        with pytest.raises(IllegalActionError):
+            s.step(_illegal(s.legal_action_mask()))
+        return
+    with pytest.raises(IllegalActionError):
+        ILLEGAL[front]("raise")
+
+
+# --- a finished game --------------------------------------------------------------------------
+def _finished_game() -> GameState:
+    s, rng = new_game(3), np.random.default_rng(3)
+    while not s.is_terminal:
+        s = s.step(int(rng.choice(s.legal_actions())))
+    return s
+
+
+def _gamestate_after_end() -> None:
+    _finished_game().step(2025)
+
+
+def _aec_after_end() -> None:
+    e = env()
+    e.reset(seed=3)
+    rng = np.random.default_rng(3)
+    while not e.terminations[e.agent_selection]:
+        e.step(int(rng.choice(np.flatnonzero(e.observe(e.agent_selection)["action_mask"]))))
+    e.step(2025)
+
+
+def _single_after_end() -> None:
+    e = SingleAgentEnv()
+    _, info = e.reset(seed=3)
+    rng = np.random.default_rng(3)
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, info = e.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+    e.step(2025)
+
+
+@pytest.mark.parametrize("after_end", [_gamestate_after_end, _aec_after_end, _single_after_end])
+def test_stepping_a_finished_game_raises_game_over(after_end: Callable[[], None]) -> None:
+    with pytest.raises(edge.GameOverError, match="is over") as info:
+        after_end()
+    assert isinstance(info.value, IllegalActionError) and isinstance(info.value, RuntimeError)
+
+
+def test_the_aec_dead_step_still_takes_none() -> None:
+    e = raw_env()
+    e.set_state(new_game(3))
+    rng = np.random.default_rng(3)
+    while not e.terminations[e.agent_selection]:
+        e.step(int(rng.choice(np.flatnonzero(e.observe(e.agent_selection)["action_mask"]))))
+    e.step(None)
+    e.step(None)
+    assert e.agents == []
+
+
+def test_a_batch_skips_its_finished_games() -> None:
+    games = VectorGames(1, 0, auto_reset=False)
+    games.set_state(0, _finished_game())
+    before = games.states.copy()
+    result = games.step(np.array([-1]))
+    assert result.actor[0] == -1 and np.array_equal(before, games.states)
+
+
+# --- the final reward -------------------------------------------------------------------------
+@pytest.mark.parametrize("reward", edge.REWARD_KINDS)
+def test_final_rewards_of_the_engine_and_the_kernels_agree(reward: str) -> None:
+    s = _finished_game()
+    a, b = s.scores()
+    r0, r1 = edge.final_rewards(s, reward)
+    mode = edge.REWARD_KINDS.index(reward)
+    assert (r0, r1) == (edge.final_reward(s.winner == 0, a - b, mode), edge.final_reward(s.winner == 1, b - a, mode))
+    if reward == "win":
+        assert {r0, r1} == {1.0, -1.0} and (r0 == 1.0) == (s.winner == 0)
+    else:
+        assert r0 == pytest.approx(np.clip((a - b) / edge.SCORE_REWARD_SCALE, -1, 1)) and r1 == -r0
+
+
+@pytest.mark.parametrize("reward", edge.REWARD_KINDS)
+def test_vector_env_rewards_are_the_edge_reward(reward: str) -> None:
+    e = PatchworkVectorEnv(8, reward=reward, seed=1)  # type: ignore[arg-type]
+    e.reset(seed=1)
+    rng = np.random.default_rng(1)
+    seen = 0
+    while seen < 4:
+        masks = e.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        _, rewards, terminated, _, infos = e.step(actions)
+        for i in np.flatnonzero(terminated):
+            f = infos["final_info"]
+            margin = float(f["score"][i] - f["opponent_score"][i])
+            expected = edge.final_reward(bool(f["won"][i]), margin, edge.REWARD_KINDS.index(reward))
+            assert rewards[i] == pytest.approx(expected)
+            seen += 1
+
+
+# --- structure: thin shells, no sideways imports, no `agents` ------------------------------------
+def _imports(module: str) -> set[str]:
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    names = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    return names | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+
+
+@pytest.mark.parametrize("module", ["single_agent", "vector_env", "vector", "state"])
+def test_no_sideways_imports_between_env_shells(module: str) -> None:
+    assert not _imports(module) & {"patchwork_env.aec", "patchwork_env.single_agent"}
+
+
+def _in_a_fresh_process(*lines: str) -> None:
+    subprocess.run([sys.executable, "-c", "\n".join(lines)], check=True)
+
+
+def test_the_package_never_imports_agents() -> None:
+    _in_a_fresh_process(
+        "import sys, patchwork_env, patchwork_env.vector_env, patchwork_env.edge",
+        "patchwork_env.SingleAgentEnv(opponent='random')",
+        "assert 'agents' not in sys.modules, 'patchwork_env imported agents'",
+    )
+    for path in PACKAGE.glob("*.py"):
+        assert not {m for m in _imports(path.stem) if m.split(".")[0] == "agents"}, path
+
+
+def test_a_spec_works_without_importing_agents_first() -> None:
+    """The installed project's entry point registers the agents package's factory on first use."""
+    _in_a_fresh_process(
+        "import patchwork_env",
+        "env = patchwork_env.SingleAgentEnv(opponent='greedy')",
+        "assert type(env.opponent).__name__ == 'GreedyAgent', env.opponent",
+    )
+
+
+def test_opponent_specs_resolve_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents  # registers its factory
+
+    built = agent.resolve_opponent("greedy")
+    assert built.name == "greedy" and type(built).__name__ == "GreedyAgent"
+    calls: list[str] = []
+    monkeypatch.setattr(agent, "_factories", {})
+    agent.register_agent_factory(lambda spec: calls.append(spec) or agents.RandomAgent())  # type: ignore[func-returns-value]
+    agent.resolve_opponent("anything:x=1")
+    assert calls == ["anything:x=1"]
+
+
+def test_without_a_factory_a_spec_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(agent, "_factories", {})
+    monkeypatch.setattr(agent.metadata, "entry_points", lambda group: [])
+    with pytest.raises(ValueError, match="'greedy': specs other than 'random' are built by a registered agent factory"):
+        SingleAgentEnv(opponent="greedy")
+    assert isinstance(agent.resolve_opponent("random"), agent.RandomAgent)

@@ -1,0 +1,318 @@
+"""Multi-agent self-play PPO with Ray RLlib (new API stack) on the AEC env: one machine or a cluster.
+
+    python -m train.rllib_selfplay --config configs/rllib_smoke.yaml          # a minute or two
+    python -m train.rllib_selfplay --config configs/rllib.yaml                 # local Ray runtime
+    python -m train.rllib_selfplay --config configs/rllib.yaml --address auto  # a running cluster
+    python -m train.rllib_selfplay --help-config
+
+The env is ``patchwork_env.env`` through RLlib's ``PettingZooEnv`` (``agents.rllib_module``). Both
+seats map to modules through the policy mapping: in ``latest_prob`` of the games the learning
+module ``learner`` plays both seats (one shared policy, both seats' decisions trained); in the
+others it plays one seat (drawn per game) against an opponent drawn by the config's weights:
+``greedy``, ``random`` (fixed ``AgentRLModule``s) or one of ``pool_size`` frozen past copies of the
+learner (``snapshot_0``..., refreshed round robin every ``snapshot_every`` iterations; they start
+as copies of the initial network). Only ``learner`` is trained. The learner module is
+``PatchworkRLModule``: the project's network with the action mask inside it.
+
+Ray: without ``--address`` the command starts a local Ray runtime (and stops it at the end); with
+``--address auto`` / ``HOST:PORT`` or ``RAY_ADDRESS`` it joins a cluster, where the
+``num_env_runners`` EnvRunners sample on any node and the learner stays in this process.
+
+The run folder (``train.run_utils``) gets ``checkpoints/final.pt`` in the project's format (plays
+as ``ppo:PATH`` in the arena, ``train.play`` and as a ``SingleAgentEnv`` opponent),
+``checkpoints/rllib/`` (RLlib's own checkpoint: ``Algorithm.from_checkpoint`` resumes from it),
+TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_history.json``,
+``learning_curve.png`` and ``final_eval.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import numbers
+import random
+import statistics
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from torch.utils.tensorboard import SummaryWriter
+
+from agents.network import PatchworkNet
+from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
+from agents.ray_backend import import_ray, init_ray
+from train import run_utils as U
+from train.cli import Parser
+from train.config import ConfigError, RLlibConfig, describe, load_config
+
+LEARNER = "learner"
+ENV_NAME = "patchwork_aec"
+SEATS = ("player_0", "player_1")
+
+
+def opponent_ids(cfg: RLlibConfig) -> tuple[list[str], list[float]]:
+    """The opponents' module ids and their drawing weights (a frozen copy's weight is shared)."""
+    ids, weights = [], []
+    for module, weight in (("random", cfg.random_weight), ("greedy", cfg.greedy_weight)):
+        if weight > 0:
+            ids.append(module)
+            weights.append(weight)
+    if cfg.snapshot_weight > 0:
+        ids += [f"snapshot_{k}" for k in range(cfg.pool_size)]
+        weights += [cfg.snapshot_weight / cfg.pool_size] * cfg.pool_size
+    return ids, weights
+
+
+def map_agent(
+    agent_id: str, episode: Any, *, latest_prob: float, opponents: list[str], weights: list[float], **_: Any
+) -> str:
+    """The module that plays ``agent_id`` in ``episode``: drawn from the episode's id, so both
+    seats of a game see the same draw."""
+    rng = random.Random(zlib.crc32(str(episode.id_).encode()))
+    if rng.random() < latest_prob:
+        return LEARNER
+    learner_seat = SEATS[rng.randrange(2)]
+    return LEARNER if agent_id == learner_seat else rng.choices(opponents, weights)[0]
+
+
+def build_algorithm(cfg: RLlibConfig) -> Any:
+    """The PPO ``Algorithm`` for ``cfg`` (Ray must be running)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.tune.registry import register_env
+
+    from agents.rllib_module import AgentRLModule, PatchworkRLModule, make_multi_agent_env
+
+    register_env(ENV_NAME, make_multi_agent_env)
+    opponents, weights = opponent_ids(cfg)
+    net_spec = RLModuleSpec(module_class=PatchworkRLModule, model_config={"net": cfg.net_config().to_dict()})
+    specs = {LEARNER: net_spec}
+    for module in opponents:
+        if module.startswith("snapshot_"):
+            specs[module] = net_spec
+        else:
+            specs[module] = RLModuleSpec(module_class=AgentRLModule, model_config={"spec": module, "seed": cfg.seed})
+    mapping = functools.partial(map_agent, latest_prob=cfg.latest_prob, opponents=opponents, weights=weights)
+    config = (
+        PPOConfig()  # type: ignore[no-untyped-call]
+        .environment(ENV_NAME, env_config={"reward": cfg.reward})
+        .env_runners(
+            num_env_runners=cfg.num_env_runners,
+            num_envs_per_env_runner=cfg.num_envs_per_env_runner,
+            num_cpus_per_env_runner=cfg.num_cpus_per_env_runner,
+        )
+        .resources(num_cpus_for_main_process=cfg.num_cpus_for_main_process)
+        .learners(num_learners=0)
+        .multi_agent(policies=set(specs), policy_mapping_fn=mapping, policies_to_train=[LEARNER])
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .training(
+            lr=cfg.learning_rate,
+            gamma=cfg.gamma,
+            lambda_=cfg.gae_lambda,
+            entropy_coeff=cfg.ent_coef,
+            vf_loss_coeff=cfg.vf_coef,
+            grad_clip=cfg.max_grad_norm,
+            clip_param=cfg.clip_param,
+            train_batch_size_per_learner=cfg.train_batch_size,
+            minibatch_size=cfg.minibatch_size,
+            num_epochs=cfg.num_epochs,
+            use_kl_loss=False,
+        )
+        .debugging(seed=cfg.seed)
+    )
+    algo: Any = config.build_algo()
+    if cfg.init_checkpoint:
+        algo.learner_group.set_weights({LEARNER: module_state(initial_net(cfg))})
+    state = algo.learner_group.get_weights([LEARNER])[LEARNER]
+    snapshots = [m for m in opponents if m.startswith("snapshot_")]
+    algo.learner_group.set_weights({m: state for m in snapshots})  # the pool starts as copies of the start
+    algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, policies=[LEARNER, *snapshots])
+    return algo
+
+
+def initial_net(cfg: RLlibConfig) -> PatchworkNet:
+    """The network of ``cfg.init_checkpoint``, checked against the config's network settings."""
+    net = net_from_checkpoint(read_checkpoint(cfg.init_checkpoint), cfg.init_checkpoint)
+    if net.config != cfg.net_config():
+        raise ConfigError(
+            f"init_checkpoint {cfg.init_checkpoint} holds the network {net.config.to_dict()}, "
+            f"the config asks for {cfg.net_config().to_dict()}"
+        )
+    return net
+
+
+def module_state(net: PatchworkNet) -> dict[str, Any]:
+    """``net``'s weights as a ``PatchworkRLModule`` state (its ``net.`` attribute)."""
+    return {f"net.{k}": v.detach().numpy() for k, v in net.state_dict().items()}
+
+
+def learner_net(algo: Any, cfg: RLlibConfig) -> PatchworkNet:
+    """The learner's current network as the project's ``PatchworkNet``."""
+    from agents.rllib_module import net_state_dict
+
+    net = PatchworkNet(cfg.net_config())
+    net.load_state_dict(net_state_dict(algo.learner_group.get_weights([LEARNER])[LEARNER]))
+    return net.eval()
+
+
+def throughput(result: dict[str, Any]) -> dict[str, float]:
+    """Lifetime counters of one ``algo.train()`` result: env steps, learner decisions, games."""
+    from ray.rllib.utils.metrics import (
+        ENV_RUNNER_RESULTS,
+        NUM_ENV_STEPS_SAMPLED_LIFETIME,
+        NUM_EPISODES_LIFETIME,
+        NUM_MODULE_STEPS_SAMPLED_LIFETIME,
+    )
+
+    runners = result.get(ENV_RUNNER_RESULTS, {})
+    return {
+        "env_steps": float(runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)),
+        "learner_decisions": float(runners.get(NUM_MODULE_STEPS_SAMPLED_LIFETIME, {}).get(LEARNER, 0)),
+        "games": float(runners.get(NUM_EPISODES_LIFETIME, 0)),
+    }
+
+
+def main(
+    cfg: RLlibConfig, run_dir: str | None = None, config_name: str = "rllib", address: str | None = None
+) -> dict[str, Any]:
+    if cfg.init_checkpoint:
+        initial_net(cfg)  # a checkpoint that does not fit fails before anything starts
+    started = init_ray(address)  # a cluster that cannot be joined leaves no run folder
+    try:
+        folder = U.run_folder(cfg, config_name, run_dir)
+        U.save_config(cfg, folder)
+        U.set_threads(cfg.torch_threads)
+        return train(cfg, folder)
+    finally:
+        if started:
+            import_ray().shutdown()
+
+
+def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
+    algo = build_algorithm(cfg)
+    writer = SummaryWriter(str(folder))
+    ckpt_dir = folder / "checkpoints"
+    history: list[dict[str, Any]] = []
+    snapshots = [m for m in opponent_ids(cfg)[0] if m.startswith("snapshot_")]
+    t0 = time.time()
+    train_seconds = 0.0  # in algo.train() alone (sampling + update), for throughput
+    counts = {"env_steps": 0.0, "learner_decisions": 0.0, "games": 0.0}
+    iteration = 0
+    sampling: list[float] = []  # env steps per second of sampling alone, per iteration
+
+    def evaluate(opponents: dict[str, int], final: bool = False) -> dict[str, dict[str, Any]]:
+        seed = cfg.seed + (20_000 if final else 10_000 + iteration)  # fresh deals for the final one
+        results = U.evaluate(learner_net(algo, cfg), opponents, seed, cfg.eval_workers, progress=final and cfg.progress)
+        U.log_eval(writer, results, int(counts["env_steps"]), prefix="eval_final" if final else "eval")
+        for spec, r in results.items():
+            entry = {"opponent": spec, "update": iteration, "global_step": int(counts["env_steps"])}
+            history.append({**entry, "minutes": (time.time() - t0) / 60, **({"final": True} if final else {}), **r})
+        U.write_history(history, folder)
+        U.plot_learning_curve(history, folder / "learning_curve.png", f"RLlib self-play PPO ({folder.name})")
+        return results
+
+    stopped_early = False
+    while iteration < cfg.total_iterations:
+        start = time.time()
+        result = algo.train()
+        train_seconds += time.time() - start
+        iteration += 1
+        previous, counts = counts, throughput(result)
+        step = int(counts["env_steps"])
+        timers = result.get("timers", {})  # RLlib's own (smoothed) seconds per iteration
+        if timers.get("env_runner_sampling_timer"):
+            sampling.append((counts["env_steps"] - previous["env_steps"]) / timers["env_runner_sampling_timer"])
+            writer.add_scalar("charts/sampling_env_steps_per_second", sampling[-1], step)
+        if timers.get("learner_update_timer"):
+            writer.add_scalar("charts/update_seconds", timers["learner_update_timer"], step)
+        writer.add_scalar("charts/env_steps_per_second", counts["env_steps"] / train_seconds, step)
+        writer.add_scalar("charts/learner_decisions_per_second", counts["learner_decisions"] / train_seconds, step)
+        writer.add_scalar("charts/games", counts["games"], step)
+        learner_stats = result.get("learners", {}).get(LEARNER, {})
+        for key in ("policy_loss", "vf_loss", "entropy", "vf_explained_var"):
+            if isinstance(learner_stats.get(key), numbers.Real):
+                writer.add_scalar(f"losses/{key}", float(learner_stats[key]), step)
+        print(
+            f"iteration {iteration}: {step:,} env steps, {int(counts['learner_decisions']):,} learner decisions, "
+            f"{counts['env_steps'] / train_seconds:,.0f} env steps/s",
+            flush=True,
+        )
+        if snapshots and iteration % cfg.snapshot_every == 0:
+            slot = snapshots[(iteration // cfg.snapshot_every - 1) % len(snapshots)]
+            algo.learner_group.set_weights({slot: algo.learner_group.get_weights([LEARNER])[LEARNER]})
+            algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, policies=[slot])
+        if iteration % cfg.checkpoint_every == 0:
+            save_checkpoint(ckpt_dir / "final.pt", learner_net(algo, cfg))
+        if cfg.eval_every and iteration % cfg.eval_every == 0:
+            evaluate(cfg.eval_opponents)
+        if cfg.time_limit_minutes and time.time() - t0 >= 60 * cfg.time_limit_minutes:
+            stopped_early = iteration < cfg.total_iterations
+            break
+    training_minutes = (time.time() - t0) / 60
+    save_checkpoint(ckpt_dir / "final.pt", learner_net(algo, cfg))
+    algo.save_to_path(str((ckpt_dir / "rllib").resolve()))
+    final = {}
+    if cfg.final_eval_pairs > 0:
+        final = evaluate({spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}, final=True)
+    writer.close()
+    algo.stop()
+    summary = {
+        "run_folder": str(folder),
+        "checkpoint": str(ckpt_dir / "final.pt"),
+        "rllib_checkpoint": str(ckpt_dir / "rllib"),
+        "iterations": iteration,
+        "training_minutes": training_minutes,
+        "stopped_early": stopped_early,
+        "env_steps": int(counts["env_steps"]),
+        "learner_decisions": int(counts["learner_decisions"]),
+        "games": int(counts["games"]),
+        "env_steps_per_second": counts["env_steps"] / max(train_seconds, 1e-9),
+        "learner_decisions_per_second": counts["learner_decisions"] / max(train_seconds, 1e-9),
+        "sampling_env_steps_per_second_median": statistics.median(sampling) if sampling else None,
+        "final_eval": final,
+    }
+    (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
+    for spec, r in final.items():
+        print(
+            f"  vs {spec:<14} win rate {r['win_rate']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
+            f"({r['games']} games, mean margin {r['mean_margin']:+.1f})"
+        )
+    print(f"run folder: {folder}  ({(time.time() - t0) / 60:.1f} minutes)")
+    return summary
+
+
+def cli(argv: list[str] | None = None) -> int:
+    parser = Parser(
+        prog="python -m train.rllib_selfplay",
+        description="Multi-agent self-play PPO with Ray RLlib (see the module docstring).",
+        epilog="Overrides: key=value after the options, e.g. num_env_runners=2 total_iterations=50.",
+    )
+    parser.add_argument("--config", help="YAML config (configs/rllib.yaml, configs/rllib_smoke.yaml)")
+    parser.add_argument("--address", help="a Ray cluster to join (auto or HOST:PORT); default: a local runtime")
+    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
+    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
+    parser.add_argument("overrides", nargs="*", help="key=value")
+    args = parser.parse_args(argv)
+    if args.help_config:
+        print(describe(RLlibConfig))
+        return 0
+    try:
+        import_ray()
+        cfg = load_config(args.config, RLlibConfig, args.overrides)
+    except (ConfigError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = Path(args.config).stem if args.config else "rllib"
+    try:
+        main(cfg, run_dir=args.run_dir, config_name=name, address=args.address)
+    except (ConnectionError, ConfigError) as exc:  # joining the cluster, init_checkpoint: before any training
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
