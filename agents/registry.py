@@ -110,6 +110,31 @@ def _ppo(path: str) -> Agent:
     return agent
 
 
+def _az(sims: int | None, time: float | None, path: str, **search: Any) -> Agent:
+    from agents.az_agent import make_az_agent
+
+    if sims is None:
+        sims = 100 if time is None else 16  # with time: the first move's plan, then measured speed
+    agent: Agent = make_az_agent(path=path, time=time, sims=sims, **search)
+    return agent
+
+
+def _pretrained() -> Agent:
+    from agents.az_agent import make_pretrained_agent
+
+    agent: Agent = make_pretrained_agent()
+    return agent
+
+
+AZ_PARAMS: tuple[Param, ...] = (
+    Param("sims", int, None, "simulations per move (100 if time is not given either)"),
+    Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
+    Param("path", str, "", "checkpoint of the network (default: the shipped pretrained model)"),
+    Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
+    Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
+    Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
+)
+
 # defaults must match MCTSAgent's signature (a test checks)
 MCTS_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (400 if time is not given either)"),
@@ -142,6 +167,18 @@ AGENT_SPECS: dict[str, AgentSpec] = {
         (),
         _ppo,
         positional="path",
+    ),
+    "az": AgentSpec(
+        "az",
+        "AlphaZero search (agents.az_search): PUCT / Gumbel root with a policy-value network, no rollouts",
+        AZ_PARAMS,
+        _az,
+    ),
+    "pretrained": AgentSpec(
+        "pretrained",
+        "the shipped pretrained network alone (trained by train.alphazero): its most probable legal move",
+        (),
+        _pretrained,
     ),
 }
 

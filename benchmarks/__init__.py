@@ -109,7 +109,7 @@ def row(
 
 def run_benchmarks(quick: bool = False, seconds: float | None = None, repeats: int | None = None) -> list[Row]:
     """The whole table. ``quick``: a few seconds in all (CI, notebooks); otherwise about two minutes."""
-    from benchmarks import bench_engine, bench_records, bench_vector
+    from benchmarks import bench_az, bench_engine, bench_records, bench_vector
 
     secs = seconds if seconds is not None else (0.05 if quick else 1.0)
     reps = repeats if repeats is not None else 3 if quick else 5
@@ -122,6 +122,7 @@ def run_benchmarks(quick: bool = False, seconds: float | None = None, repeats: i
     rows += bench_engine.memory_rows(ref)
     rows += bench_records.measure(secs, reps)
     rows += trainer_rows(quick, reps)
+    rows += bench_az.az_rows(secs, reps, quick)
     return rows
 
 

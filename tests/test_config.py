@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from train.config import (
+    AlphaZeroConfig,
     ConfigError,
     RLlibConfig,
     SB3Config,
@@ -28,6 +29,8 @@ SHIPPED = sorted(p.name for p in CONFIGS.glob("*.yaml"))
 
 def test_every_shipped_config_is_tested() -> None:
     assert SHIPPED == [
+        "alphazero.yaml",
+        "alphazero_smoke.yaml",
         "quick.yaml",
         "quick_scratch.yaml",
         "rllib.yaml",
@@ -41,14 +44,15 @@ def test_every_shipped_config_is_tested() -> None:
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_load(name: str) -> None:
-    cls = SB3Config if name.startswith("sb3") else RLlibConfig if name.startswith("rllib") else SelfPlayConfig
+    kinds: dict[str, type] = {"sb3": SB3Config, "rllib": RLlibConfig, "alphazero": AlphaZeroConfig}
+    cls = next((kind for prefix, kind in kinds.items() if name.startswith(prefix)), SelfPlayConfig)
     cfg = load_config(CONFIGS / name, cls)
     assert isinstance(cfg, cls)
     # the resolved YAML round-trips to the same config
     assert from_dict(cls, __import__("yaml").safe_load(to_yaml(cfg))) == cfg
 
 
-@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config, RLlibConfig])
+@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config, RLlibConfig, AlphaZeroConfig])
 def test_every_field_has_a_docstring(cls: type) -> None:
     docs = field_docs(cls)
     missing = [f.name for f in dataclasses.fields(cls) if not docs.get(f.name)]

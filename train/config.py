@@ -487,6 +487,84 @@ def describe(cls: type[CommonConfig]) -> str:
 
 
 @dataclass
+class AlphaZeroConfig(CommonConfig):
+    """The AlphaZero-style trainer (``train.alphazero``): batched search self-play, a replay buffer,
+    a learner. Of the shared keys it uses the run folder, seed, threads, network, ``learning_rate``,
+    ``max_grad_norm``, ``vf_coef``, ``reward_margin_weight`` (the value target's weight of the score
+    margin, over a fixed 30 points: ``agents.az_search.final_value``) and the evaluation keys; the
+    PPO-only keys (gamma, gae_lambda, ent_coef, reward_margin_scale, the opponent pool) are ignored."""
+
+    init_checkpoint: str = ""
+    """Start from the network in this checkpoint (e.g. a distilled one); empty: a fresh network
+    (with ``prior_scale > 0``: a softened greedy)."""
+    iterations: int = 100
+    """Iterations of self-play + learning."""
+    time_limit_minutes: float = 0.0
+    """Stop after this much training (then checkpoint and the final evaluation); 0: no limit."""
+    games_per_iteration: int = 64
+    """Self-play games per iteration, all searched together (one forward pass per simulation step)."""
+    sims: int = 16
+    """Search simulations per self-play decision."""
+    root: str = "gumbel"
+    """Root of the search: ``gumbel`` (Gumbel top-k + sequential halving, policy target from the
+    completed Q values) or ``puct`` (Dirichlet noise, visit-count target)."""
+    considered: int = 8
+    """Gumbel root: actions kept for sequential halving."""
+    rescale_values: bool = False
+    """Gumbel root: min-max rescale the Q values before they enter the policy target (mctx's
+    default; see ``agents.az_search.SearchConfig.rescale_values`` for why it is off)."""
+    train_placements: bool = True
+    """Train every parameter. False: the placement-only parameters (``agents.distill.PLACEMENT_ONLY``)
+    stay as they start, so placements stay the greedy prior's (``agents.distill`` measured that
+    retraining them against a search teacher placed worse) and the search teaches which kind of move."""
+    c_puct: float = 1.25
+    """PUCT exploration constant below the root (and at a PUCT root)."""
+    dirichlet_alpha: float = 0.3
+    """PUCT root: Dirichlet noise parameter."""
+    dirichlet_eps: float = 0.25
+    """PUCT root: weight of the Dirichlet noise."""
+    temp_plies: int = 8
+    """Self-play decisions (from the start of a game) whose move is sampled from the policy target;
+    later moves are the search's choice."""
+    buffer_size: int = 60_000
+    """Replay buffer capacity (positions; the newest are kept)."""
+    batch_size: int = 256
+    """Learner minibatch size."""
+    updates_per_iteration: int = 40
+    """Learner steps after each iteration's self-play."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay."""
+    warmup_games: int = 256
+    """Greedy self-play games whose outcomes train the value head before the first iteration (0: none)."""
+    warmup_steps: int = 300
+    """Value-only learner steps on the warm-up games."""
+    warmup_temp: float = 0.5
+    """Softmax temperature (score points) of the warm-up games' greedy play."""
+    eval_every: int = 5
+    """Iterations between arena evaluations of the network alone (and at the end); 0: only at the end."""
+    checkpoint_every: int = 1
+    """Iterations between checkpoints (``latest.pt``, and ``iter_<k>.pt`` at every evaluation)."""
+
+    def validate(self) -> None:
+        super().validate()
+        for key in ("iterations", "games_per_iteration", "sims", "considered", "buffer_size", "batch_size"):
+            _positive(self, key)
+        for key in ("updates_per_iteration", "warmup_games", "warmup_steps", "temp_plies", "eval_every"):
+            _at_least(self, key, 0)
+        _positive(self, "checkpoint_every")
+        _at_least(self, "time_limit_minutes", 0.0)
+        _at_least(self, "warmup_temp", 0.0)
+        _at_least(self, "weight_decay", 0.0)
+        _at_least(self, "c_puct", 0.0)
+        _above(self, "dirichlet_alpha", 0.0)
+        _between(self, "dirichlet_eps", 0.0, 1.0)
+        if self.root not in ("gumbel", "puct"):
+            raise ConfigError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
+        if self.init_checkpoint and not Path(self.init_checkpoint).is_file():
+            raise ConfigError(f"init_checkpoint: no such file {self.init_checkpoint!r}")
+
+
+@dataclass
 class RLlibConfig(CommonConfig):
     """RLlib PPO (new API stack), multi-agent self-play on the AEC env (``train.rllib_selfplay``).
 

@@ -146,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(describe_agents())
         return {}
     check_args(parser, args)
+    if "torch" in sys.modules:  # network agents: batch-1 forward passes, where extra threads only contend
+        sys.modules["torch"].set_num_threads(1)
     t0 = time.perf_counter()
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
     try:

@@ -1,0 +1,127 @@
+"""The AlphaZero agent (``az:sims=N`` / ``az:time=S``), its network evaluator, and ``pretrained``.
+
+``NetEvaluator`` is the leaf evaluator of ``agents.az_search.BatchedSearch``: one forward pass of a
+``PatchworkNet`` over a batch of game states (legal masks, observations from each mover's seat and,
+for a network with the greedy prior, the prior's terms, all from the compiled rules), returning
+masked log-probabilities and values clipped to [-1, 1]. ``AZAgent`` runs the search for one game
+per call (the arena's interface); self-play runs it for many games at once (``agents.az_selfplay``).
+
+The shipped network (``PRETRAINED_PATH``, package data, trained by ``train.alphazero``; model card
+in the README) is the default of ``az`` and is the ``pretrained`` agent: the network alone, its most
+probable legal move (``PPOAgent`` with ``deterministic=True``). Checkpoints are the project's format
+(``agents.ppo_agent``), so ``ppo:PATH`` loads an AlphaZero checkpoint too.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from agents.az_search import BatchedSearch, SearchConfig
+from agents.network import PatchworkNet, net_from_config, prior_for
+from agents.ppo_agent import PPOAgent, net_from_checkpoint, read_checkpoint
+from patchwork_env import rules as R
+from patchwork_env.state import GameState
+
+PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
+
+IntArray = npt.NDArray[np.int64]
+
+
+class NetEvaluator:
+    """Batched leaf evaluation with a policy-value network (``agents.az_search.Evaluator``)."""
+
+    def __init__(self, net: PatchworkNet) -> None:
+        self.net = net.eval()
+        self.evaluations = 0  # states evaluated so far (for statistics)
+
+    @torch.no_grad()
+    def __call__(
+        self, states: IntArray
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        b = len(states)
+        masks = np.zeros((b, R.NUM_ACTIONS), dtype=np.bool_)
+        R.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
+        seats = np.empty(b, dtype=np.int64)
+        R.current_player_batch(states, seats)
+        obs = np.empty((b, R.OBS_DIM), dtype=np.float32)
+        R.observe_batch(states, seats, obs)
+        logits, values = self.net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(self.net, states, masks))
+        logp = torch.log_softmax(logits, -1).double().numpy()
+        self.evaluations += b
+        return masks, logp, values.clamp(-1.0, 1.0).double().numpy()
+
+
+def load_net(path: str | Path) -> PatchworkNet:
+    """The network in a checkpoint of the project's format (a ``ValueError`` saying why otherwise)."""
+    try:
+        data = read_checkpoint(path)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    return net_from_checkpoint(data, str(path))
+
+
+class AZAgent:
+    """Search with a network for one game per move: ``sims`` simulations, or ``time`` seconds
+    (simulations planned from the measured speed of the previous moves, stopped at the deadline)."""
+
+    def __init__(self, net: PatchworkNet, config: SearchConfig, time: float | None = None, name: str = "az") -> None:
+        if time is not None and not time > 0:
+            raise ValueError(f"az: time must be > 0 seconds, got {time}")
+        self.net = net.eval()
+        self.config = config
+        self.time = time
+        self.name = name
+        self.search = BatchedSearch(NetEvaluator(self.net), config)
+        self._seconds_per_sim = 0.0  # measured (time budget only)
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        if state.is_terminal:
+            raise ValueError(f"{self.name}: the game is over, there is no action to take")
+        if self.time is None:
+            return int(self.search.run(state.array()[None, :], [rng], noise=False).actions[0])
+        start = time.perf_counter()
+        sims = self.config.sims if self._seconds_per_sim == 0 else max(4, int(self.time / self._seconds_per_sim))
+        result = self.search.run(state.array()[None, :], [rng], noise=False, sims=sims, deadline=start + self.time)
+        if self.search.last_sims:  # the speed of simulations alone (the root's evaluation is paid anyway)
+            per_sim = self.search.last_sim_seconds / self.search.last_sims
+            old = self._seconds_per_sim
+            self._seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
+        return int(result.actions[0])
+
+    # pickled for the arena's worker processes: weights and settings only
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "net_config": self.net.config.to_dict(),
+            "model": self.net.state_dict(),
+            "config": self.config,
+            "time": self.time,
+            "name": self.name,
+        }
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        if multiprocessing.parent_process() is not None:
+            torch.set_num_threads(1)  # a worker process: leave the other cores to the other workers
+        net = net_from_config(dict(data["net_config"]))
+        net.load_state_dict(data["model"])
+        self.__init__(net, data["config"], data["time"], data["name"])  # type: ignore[misc]
+
+
+def make_az_agent(path: str = "", time: float | None = None, **search: Any) -> AZAgent:
+    """``az:...``: the network at ``path`` (default: the shipped one) with a ``SearchConfig``."""
+    net = load_net(path or PRETRAINED_PATH)
+    config = SearchConfig(**search)
+    config.validate()
+    return AZAgent(net, config, time=time)
+
+
+def make_pretrained_agent(path: str = "") -> PPOAgent:
+    """``pretrained``: the shipped network alone, its most probable legal move."""
+    return PPOAgent(load_net(path or PRETRAINED_PATH), deterministic=True, name="pretrained")

@@ -1,0 +1,188 @@
+"""AlphaZero's actors and learner, each small: self-play games, a replay buffer, one learning step.
+
+* ``play_games(search, num_games, seed, temp_plies)`` plays ``num_games`` fresh deals side by side,
+  every decision searched by one ``BatchedSearch.run`` call over all unfinished games (so every
+  simulation step is one forward pass over the batch), and returns the ``Samples``: each decision's
+  state, its policy target (a distribution over the legal actions) and the final value of the game
+  from the mover's side. For the first ``temp_plies`` decisions of a game the move is drawn from
+  the policy target (temperature 1), afterwards it is the search's choice. A function of a number
+  of games and a seed, so that another backend (processes, Ray) can run it elsewhere.
+* ``greedy_value_samples`` plays greedy self-play games for the value head's warm-up: a network
+  with the greedy prior starts with a good policy and a meaningless value, and the search needs both.
+* ``ReplayBuffer``: the newest ``capacity`` samples, uniform minibatches.
+* ``learn_step``: cross-entropy to the policy targets + mean squared error to the values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from agents.az_search import BatchedSearch, final_value
+from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
+from agents.network import PatchworkNet, prior_for
+from patchwork_env import rules as R
+from patchwork_env.state import new_game
+
+IntArray = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
+
+
+@dataclass
+class Samples:
+    """Training positions: states (N, STATE_LEN), policy targets (N, 2026), values (N,)."""
+
+    states: IntArray
+    policies: F32
+    values: F32
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
+def deal_states(num_games: int, seed: int) -> IntArray:
+    """``num_games`` fresh deals (rows of game states), deal ``g`` from seed stream ``(seed, g)``."""
+    return np.stack(
+        [
+            new_game(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(g,)))).array()
+            for g in range(num_games)
+        ]
+    )
+
+
+def play_games(search: BatchedSearch, num_games: int, seed: int, temp_plies: int) -> tuple[Samples, dict[str, float]]:
+    """Self-play ``num_games`` deals to the end with root noise; the samples and statistics."""
+    states = deal_states(num_games, seed)
+    rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(g, 1))) for g in range(num_games)]
+    history: list[list[tuple[IntArray, F32]]] = [[] for _ in range(num_games)]
+    active = list(range(num_games))
+    searches = 0
+    while active:
+        result = search.run(states[active], [rngs[g] for g in active], noise=True)
+        searches += 1
+        for k, g in enumerate(active):
+            policy = result.policies[k]
+            history[g].append((states[g].copy(), policy))
+            if states[g, R.PLY] < temp_plies:
+                p = policy.astype(np.float64)
+                action = int(rngs[g].choice(R.NUM_ACTIONS, p=p / p.sum()))
+            else:
+                action = int(result.actions[k])
+            if R.step_into(states[g], action) != R.OK:  # pragma: no cover - the search only plays legal moves
+                raise RuntimeError(f"self-play: the search chose illegal action {action}")
+        active = [g for g in active if not R.is_terminal(states[g])]
+    margin_weight = search.config.margin_weight
+    rows, policies, values = [], [], []
+    for g in range(num_games):
+        for state, policy in history[g]:
+            rows.append(state)
+            policies.append(policy)
+            values.append(final_value(states[g], int(R.current_player(state)), margin_weight))
+    wins0 = np.mean([R.winner(states[g]) == 0 for g in range(num_games)])
+    stats = {
+        "decisions": float(len(rows)),
+        "decisions_per_game": len(rows) / num_games,
+        "seat0_win_rate": float(wins0),
+    }
+    return Samples(np.stack(rows), np.stack(policies), np.asarray(values, dtype=np.float32)), stats
+
+
+def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: float) -> tuple[IntArray, F32]:
+    """Every decision of ``num_games`` greedy self-play games (softmax temperature ``temp`` score
+    points) and its final value from the mover's side: the value head's warm-up data."""
+    states = deal_states(num_games, seed)
+    stream = rng_state(seed)
+    actions = np.empty(num_games, dtype=np.int64)
+    seen: list[IntArray] = []
+    owner: list[IntArray] = []
+    while True:
+        live = np.flatnonzero([not R.is_terminal(s) for s in states])
+        if live.size == 0:
+            break
+        block = np.ascontiguousarray(states[live])
+        seen.append(block.copy())
+        owner.append(live)
+        greedy_batch(block, DEFAULT_WEIGHTS, temp, stream, actions[: len(live)])
+        for k, g in enumerate(live):
+            R.step_into(states[g], int(actions[k]))
+    rows = np.concatenate(seen)
+    games = np.concatenate(owner)
+    values = [final_value(states[g], int(R.current_player(s)), margin_weight) for s, g in zip(rows, games, strict=True)]
+    return rows, np.asarray(values, dtype=np.float32)
+
+
+class ReplayBuffer:
+    """The newest ``capacity`` samples (a ring); uniform minibatches from a given generator."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self.states = np.zeros((capacity, R.STATE_LEN), dtype=np.int64)
+        self.policies = np.zeros((capacity, R.NUM_ACTIONS), dtype=np.float32)
+        self.values = np.zeros(capacity, dtype=np.float32)
+        self.size = 0
+        self.next = 0
+        self.added = 0
+
+    def add(self, samples: Samples) -> None:
+        for k in range(len(samples)):
+            self.states[self.next] = samples.states[k]
+            self.policies[self.next] = samples.policies[k]
+            self.values[self.next] = samples.values[k]
+            self.next = (self.next + 1) % self.capacity
+            self.size = min(self.size + 1, self.capacity)
+        self.added += len(samples)
+
+    def sample(self, batch: int, rng: np.random.Generator) -> Samples:
+        idx = rng.integers(self.size, size=batch)
+        return Samples(self.states[idx], self.policies[idx], self.values[idx])
+
+
+def net_inputs(net: PatchworkNet, states: IntArray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Observation (mover's seat), legal mask and greedy-prior terms of each state, as tensors."""
+    states = np.ascontiguousarray(states, dtype=np.int64)
+    b = len(states)
+    masks = np.zeros((b, R.NUM_ACTIONS), dtype=np.bool_)
+    R.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
+    seats = np.empty(b, dtype=np.int64)
+    R.current_player_batch(states, seats)
+    obs = np.empty((b, R.OBS_DIM), dtype=np.float32)
+    R.observe_batch(states, seats, obs)
+    return torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states, masks)
+
+
+def learn_step(
+    net: PatchworkNet,
+    optimizer: torch.optim.Optimizer,
+    batch: Samples,
+    value_coef: float,
+    max_grad_norm: float,
+    policy: bool = True,
+) -> dict[str, Any]:
+    """One gradient step: cross-entropy to the policy targets (unless ``policy=False``: the value
+    warm-up) + ``value_coef`` x squared error of the value; the losses as floats."""
+    net.train()
+    obs, masks, prior = net_inputs(net, batch.states)
+    logits, values = net(obs, masks, prior)
+    target = torch.from_numpy(batch.values)
+    value_loss = torch.mean((values - target) ** 2)
+    logp = torch.log_softmax(logits, -1)
+    pi = torch.from_numpy(batch.policies)
+    policy_loss = -(pi * torch.where(masks, logp, torch.zeros_like(logp))).sum(-1).mean()
+    loss = value_coef * value_loss + (policy_loss if policy else 0.0)
+    optimizer.zero_grad()
+    loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward untyped
+    torch.nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+    optimizer.step()
+    net.eval()
+    entropy_target = -(pi * torch.log(pi.clamp_min(1e-12))).sum(-1).mean()
+    return {
+        "policy_loss": float(policy_loss.detach()),
+        "value_loss": float(value_loss.detach()),
+        "policy_kl": float((policy_loss - entropy_target).detach()),
+    }

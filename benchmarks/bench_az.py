@@ -1,0 +1,77 @@
+"""Throughput of the AlphaZero search's leaf evaluator: game states in, masked log-probabilities
+and values out (``agents.az_agent.NetEvaluator``: legal masks, observations and the greedy prior
+from the compiled rules, then one forward pass of the shipped network), per batch size.
+
+    python -m benchmarks.bench_az [--seconds 1] [--repeats 5]
+
+Positions come from greedy self-play (every decision of a few games: early, middle and late
+positions alike). Target (issue 16): >= 20,000 leaf evaluations/s batched, on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, timed
+
+SIZES = (1, 256)
+TARGET = 20_000.0
+
+
+def cases(quick: bool = False) -> list[Case]:
+    import torch
+
+    from agents.az_agent import PRETRAINED_PATH, NetEvaluator, load_net
+    from agents.az_selfplay import greedy_value_samples
+
+    torch.set_num_threads(1)  # as the trainer runs it (train.config: torch_threads)
+    evaluator = NetEvaluator(load_net(PRETRAINED_PATH))
+    positions, _ = greedy_value_samples(8, seed=0, temp=0.5, margin_weight=0.0)
+    positions = positions[np.random.default_rng(0).permutation(len(positions))]
+    return [_case(evaluator, np.ascontiguousarray(positions[:n])) for n in (SIZES[-1:] if quick else SIZES)]
+
+
+def _case(evaluator: Callable[[npt.NDArray[np.int64]], object], batch: npt.NDArray[np.int64]) -> Case:
+    def body() -> Counts:
+        evaluator(batch)
+        return {"evals": float(len(batch))}
+
+    body()
+    return Case(f"az evals {len(batch)}", lambda s: timed(body, s))
+
+
+def rows(runs: dict[str, list[Counts]]) -> list[Row]:
+    out = []
+    for key, runs_k in runs.items():
+        if not key.startswith("az evals"):
+            continue
+        n = int(key.split()[-1])
+        out.append(row("AZ leaf evaluations (shipped net, batched)", rate(runs_k, "evals"), "evals/s", n=n,
+                       per_cpu_s=rate(runs_k, "evals", "cpu"), target=TARGET if n > 1 else None,
+                       note="masks + obs + greedy prior + forward"))  # fmt: skip
+    return out
+
+
+def az_rows(seconds: float, repeats: int, quick: bool = False) -> list[Row]:
+    try:
+        built = cases(quick)
+    except ImportError as exc:  # torch is an optional dependency (the train extra)
+        return [row("AZ leaf evaluations", float("nan"), "evals/s", note=f"needs torch: {exc}")]
+    return rows(run_cases(built, seconds, repeats))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="AlphaZero leaf evaluator throughput")
+    parser.add_argument("--seconds", type=float, default=1.0, help="seconds per case per repeat")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats (medians are reported)")
+    args = parser.parse_args(argv)
+    print(f"median of {args.repeats} x {args.seconds:g} s per case")
+    print(format_table(az_rows(args.seconds, args.repeats)))
+
+
+if __name__ == "__main__":
+    main()

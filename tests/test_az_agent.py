@@ -1,0 +1,88 @@
+"""agents.az_agent (``az:`` and ``pretrained``) and the trainer train.alphazero (smoke run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.arena import deal, play_game
+from agents.az_agent import PRETRAINED_PATH, AZAgent
+from agents.ppo_agent import PPOAgent
+from agents.registry import AgentSpecError, describe_agents, make_agent
+from patchwork_env.single_agent import SingleAgentEnv
+from train import alphazero
+from train.config import AlphaZeroConfig, ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_pretrained_model_ships_as_package_data() -> None:
+    assert PRETRAINED_PATH.is_file()
+    assert PRETRAINED_PATH.stat().st_size <= 5 * 2**20
+    assert 'agents = ["models/*.pt"]' in (ROOT / "pyproject.toml").read_text()
+
+
+@pytest.mark.parametrize("spec", ["pretrained", "az:sims=4", "az:sims=3,root=puct", "az:time=0.02"])
+def test_specs_load_and_play_legal_moves_to_the_end(spec: str) -> None:
+    agent = make_agent(spec)
+    assert agent.name == spec
+    final, moves, _ = play_game([agent, make_agent("random")], deal(3, 0), [np.random.default_rng(s) for s in (0, 1)])
+    assert final.is_terminal and moves[0] > 10  # play_game raises on an illegal action
+
+
+def test_pretrained_is_the_network_alone_and_az_searches_with_it() -> None:
+    assert isinstance(make_agent("pretrained"), PPOAgent)
+    az = make_agent("az:sims=8,considered=4")
+    assert isinstance(az, AZAgent)
+    assert az.config.sims == 8 and az.config.considered == 4
+
+
+def test_both_are_listed_and_bad_options_are_spec_errors() -> None:
+    text = describe_agents()
+    assert "az[:sims=" in text and "pretrained" in text
+    with pytest.raises(AgentSpecError, match="root"):
+        make_agent("az:root=best")
+    with pytest.raises(AgentSpecError, match="not found"):
+        make_agent("az:path=/nonexistent/net.pt")
+    with pytest.raises(AgentSpecError, match="time"):
+        make_agent("az:time=-1")
+
+
+def test_pretrained_is_a_single_agent_env_opponent() -> None:
+    env = SingleAgentEnv(opponent="pretrained", seat=0)
+    _, info = env.reset(seed=0)
+    done = False
+    while not done:
+        action = int(np.flatnonzero(info["action_mask"])[0])
+        _, reward, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+    assert reward in (-1.0, 1.0)
+
+
+def test_trainer_smoke_run_writes_loadable_checkpoints(tmp_path: Path) -> None:
+    cfg = load_config(ROOT / "configs" / "alphazero_smoke.yaml", AlphaZeroConfig)
+    summary = alphazero.main(cfg, run_dir=str(tmp_path / "run"))
+    assert summary["iterations"] == cfg.iterations
+    assert summary["games"] == cfg.iterations * cfg.games_per_iteration
+    final = tmp_path / "run" / "checkpoints" / "final.pt"
+    for spec in (f"ppo:{final}", f"az:sims=2,path={final}"):
+        agent = make_agent(spec)
+        assert agent.act(deal(0, 0), np.random.default_rng(0)) in deal(0, 0).legal_actions()
+    assert (tmp_path / "run" / "final_eval.json").is_file()
+
+
+def test_config_rejects_impossible_values() -> None:
+    with pytest.raises(ConfigError, match="root"):
+        load_config(None, AlphaZeroConfig, ["root=best"])
+    with pytest.raises(ConfigError, match="sims"):
+        load_config(None, AlphaZeroConfig, ["sims=0"])
+    with pytest.raises(ConfigError, match="init_checkpoint"):
+        load_config(None, AlphaZeroConfig, ["init_checkpoint=/nonexistent.pt"])
+
+
+def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert alphazero.cli(["sims=0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1

@@ -1,0 +1,134 @@
+"""agents.az_search: PUCT / Gumbel search with batched leaf evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+import torch
+
+from agents.az_agent import NetEvaluator
+from agents.az_search import BatchedSearch, Node, SearchConfig, considered_visits, final_value
+from agents.az_selfplay import deal_states, play_games
+from agents.network import NetConfig, PatchworkNet
+from patchwork_env import rules as R
+from patchwork_env.state import GameState
+from tests.scenario import CIRCLE, cells_except, position, start, with_cells
+
+# P0 (at 51, behind) moves; P1 is at 53 with a full quilt and 8 points. Every line ends the game:
+# only buying the 1x5 patch (slot 2: 51 -> 52, P0 still behind) and THEN the 1x2 patch into the
+# two cells left (52 -> 53) gives P0 9 points; every other line gives at most 8, a tie that P1
+# wins (first to reach 53). So the win needs two consecutive moves by the same player.
+WIN_FIRST = 1296  # slot 2 (patch 17, 1x5), orientation 0, at row 0 col 0
+WIN_SECOND = 9  # then slot 0 (patch 0, 1x2) at row 1 col 0
+DECOY = 648  # slot 1 (patch 1): a tie, lost
+
+
+def two_move_endgame() -> GameState:
+    circle = [9, 1, 17, 0] + [p for p in CIRCLE if p not in (9, 1, 17, 0)]
+    arr = start().array().copy()
+    arr[R.CIRCLE : R.CIRCLE + len(circle)] = circle  # unreachable order (patch 0 fourth): adopted unchecked
+    base = GameState._wrap(arr)
+    s = position(base, positions=[51, 53], buttons=[10, 8], first_to_finish=1, top=1, leather_remaining=[])
+    s = with_cells(s, 0, cells_except(0, 1, 2, 3, 4, 9, 10))
+    return with_cells(s, 1, range(81))
+
+
+class MisleadingEvaluator:
+    """Prior 74% on the decoy move (logit +3, uniform otherwise), value 0 everywhere: the search must find
+    the win from the finished games alone."""
+
+    def __call__(
+        self, states: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        masks = np.zeros((len(states), R.NUM_ACTIONS), dtype=np.bool_)
+        R.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
+        logp = np.where(masks, 0.0, -1e9)
+        logp[masks[:, DECOY], DECOY] = 3.0
+        return masks, logp, np.zeros(len(states))
+
+
+def test_the_endgame_is_what_the_comment_says() -> None:
+    s = two_move_endgame()
+    assert s.current_player == 0
+    after = s.step(WIN_FIRST)
+    assert not after.is_terminal and after.current_player == 0  # P0 moves again
+    assert after.step(WIN_SECOND).winner == 0
+    assert after.step(R.ADVANCE).winner == 1
+    for a in s.legal_actions():
+        if int(a) != WIN_FIRST:
+            assert s.step(int(a)).winner == 1 or all(
+                s.step(int(a)).step(int(b)).winner == 1 for b in s.step(int(a)).legal_actions()
+            )
+
+
+@pytest.mark.parametrize("root", ["puct", "gumbel"])
+def test_search_finds_the_forced_win_across_two_own_moves(root: str) -> None:
+    search = BatchedSearch(MisleadingEvaluator(), SearchConfig(sims=48, root=root, considered=8, c_puct=1.0))
+    result = search.run(two_move_endgame().array()[None, :], [np.random.default_rng(0)], noise=False)
+    assert result.actions[0] == WIN_FIRST
+    assert result.policies[0, WIN_FIRST] == result.policies[0].max()
+    if root == "puct":  # (the Gumbel root spreads its visits over the considered moves on purpose)
+        assert result.root_values[0] > 0  # from the mover's (P0's) side: a win
+
+
+def test_backup_changes_sign_only_where_the_mover_changes() -> None:
+    s = two_move_endgame()
+    a, b, c = (Node(s.array().copy(), 0.0) for _ in range(3))
+    a.player, b.player, c.player = 0, 0, 1
+    for node in (a, b, c):
+        node.n, node.w = np.zeros(1, dtype=np.int64), np.zeros(1)
+    BatchedSearch._backup([(a, 0), (b, 0), (c, 0)], 0.75)
+    assert (a.w[0], b.w[0], c.w[0]) == (0.75, 0.75, -0.75)
+    assert (a.n[0], b.n[0], c.n[0]) == (1, 1, 1)
+
+
+def test_final_value_is_from_the_given_players_side() -> None:
+    end = two_move_endgame().step(WIN_FIRST).step(WIN_SECOND)
+    assert final_value(end.array(), 0, 0.0) == 1.0
+    assert final_value(end.array(), 1, 0.0) == -1.0
+    assert final_value(end.array(), 0, 1.0) == pytest.approx(1 / 30)  # wins by one point
+
+
+def test_sequential_halving_schedule() -> None:
+    schedule = considered_visits(4, 8)
+    assert len(schedule) == 8
+    assert schedule[:4] == (0, 0, 0, 0)  # every considered action once before any twice
+    assert considered_visits(1, 3) == (0, 1, 2)
+
+
+def _tiny_net() -> PatchworkNet:
+    torch.manual_seed(0)
+    return PatchworkNet(NetConfig(channels=8, blocks=1, hidden=32, head_features=4, head_hidden=8, prior_scale=2.0))
+
+
+@pytest.mark.parametrize("root", ["puct", "gumbel"])
+def test_batched_search_equals_one_game_at_a_time(root: str) -> None:
+    net = _tiny_net()
+    states = deal_states(3, seed=5)
+    search = BatchedSearch(NetEvaluator(net), SearchConfig(sims=8, root=root, considered=4))
+
+    def rngs() -> list[np.random.Generator]:
+        return [np.random.default_rng(100 + g) for g in range(3)]
+
+    together = search.run(states, rngs(), noise=True)
+    alone = [search.run(states[g : g + 1], [rngs()[g]], noise=True) for g in range(3)]
+    for g in range(3):
+        assert together.actions[g] == alone[g].actions[0]
+        np.testing.assert_allclose(together.policies[g], alone[g].policies[0], atol=1e-5)
+        assert together.root_values[g] == pytest.approx(alone[g].root_values[0], abs=1e-5)
+
+
+@pytest.mark.parametrize("root", ["puct", "gumbel"])
+def test_policy_targets_are_distributions_over_legal_actions(root: str) -> None:
+    search = BatchedSearch(NetEvaluator(_tiny_net()), SearchConfig(sims=4, root=root, considered=4))
+    samples, stats = play_games(search, num_games=2, seed=1, temp_plies=4)
+    assert stats["decisions"] == len(samples) > 40
+    masks = np.zeros((len(samples), R.NUM_ACTIONS), dtype=np.bool_)
+    R.legal_mask_batch(samples.states, masks, np.zeros(len(samples), dtype=np.int64))
+    assert (samples.policies >= 0).all()
+    assert not samples.policies[~masks].any()
+    np.testing.assert_allclose(samples.policies.sum(1), 1.0, atol=1e-5)
+    assert ((samples.values >= -1) & (samples.values <= 1)).all()
+    # both seats' values of one game: a win for one is a loss for the other
+    assert set(np.sign(samples.values).tolist()) == {-1.0, 1.0}

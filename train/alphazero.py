@@ -1,0 +1,205 @@
+"""AlphaZero-style training: batched search self-play -> replay buffer -> learner.
+
+    python -m train.alphazero --config configs/alphazero.yaml
+    python -m train.alphazero --config configs/alphazero_smoke.yaml      # seconds (tests)
+    python -m train.alphazero --config configs/alphazero.yaml seed=1 sims=32
+    python -m train.alphazero --help-config
+
+Steps, in order (``main`` reads the same way):
+
+1. **Start**: a fresh network (with ``prior_scale > 0`` a softened greedy) or ``init_checkpoint``.
+2. **Value warm-up**: the greedy prior gives the policy a head start, the value head has none, and
+   the search needs both; ``warmup_games`` greedy self-play games train the value head alone.
+3. **Iterations**: self-play ``games_per_iteration`` games with the search
+   (``agents.az_selfplay.play_games``: one forward pass per simulation step over all games), add
+   the samples to the replay buffer, then ``updates_per_iteration`` learner steps on uniform
+   minibatches (policy cross-entropy to the search's targets + value MSE to the game results).
+4. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone (its most
+   probable legal move, as the ``pretrained`` agent plays) against ``eval_opponents`` on paired
+   deals; ``checkpoints/latest.pt`` every ``checkpoint_every`` iterations and ``iter_<k>.pt`` at
+   every evaluation (the project's checkpoint format: ``ppo:PATH`` / ``az:path=PATH`` load them).
+5. **Finish**: the final evaluation on fresh deals, ``final.pt``, the learning curve, a summary.
+
+The run folder layout is ``train.run_utils``'s (TensorBoard: ``selfplay/``, ``losses/``, ``eval/``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+from agents.az_agent import NetEvaluator, load_net
+from agents.az_search import BatchedSearch, SearchConfig
+from agents.az_selfplay import ReplayBuffer, Samples, greedy_value_samples, learn_step, play_games
+from agents.distill import group_parameters
+from agents.network import PatchworkNet, count_parameters
+from agents.ppo_agent import save_checkpoint
+from patchwork_env import rules as R
+from train import run_utils as U
+from train.cli import Parser
+from train.config import AlphaZeroConfig, ConfigError, describe, load_config
+
+
+def search_config(cfg: AlphaZeroConfig) -> SearchConfig:
+    return SearchConfig(
+        sims=cfg.sims,
+        root=cfg.root,
+        c_puct=cfg.c_puct,
+        considered=cfg.considered,
+        dirichlet_alpha=cfg.dirichlet_alpha,
+        dirichlet_eps=cfg.dirichlet_eps,
+        margin_weight=cfg.reward_margin_weight,
+        rescale_values=cfg.rescale_values,
+    )
+
+
+def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str = "alphazero") -> dict[str, Any]:
+    """Train; returns a summary (run folder, counters, evaluations)."""
+    cfg = config
+    cfg.validate()
+    U.set_threads(cfg.torch_threads)
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    folder = U.run_folder(cfg, config_name, run_dir)
+    U.save_config(cfg, folder)
+    writer = SummaryWriter(str(folder))
+    start = time.time()
+
+    def minutes() -> float:
+        return (time.time() - start) / 60
+
+    def log(text: str) -> None:
+        if cfg.progress:
+            print(f"[{minutes():6.1f} min] {text}", flush=True)
+
+    # 1. start -------------------------------------------------------------------------------------
+    net = load_net(cfg.init_checkpoint) if cfg.init_checkpoint else PatchworkNet(cfg.net_config())
+    trained = list(net.parameters()) if cfg.train_placements else group_parameters(net)
+    optimizer = torch.optim.AdamW(trained, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    log(f"network: {count_parameters(net):,} parameters; run folder {folder}")
+    history: list[dict[str, Any]] = []
+    ckpt_dir = folder / "checkpoints"
+
+    def evaluate(iteration: int, opponents: dict[str, int], seed: int, final: bool = False) -> dict[str, Any]:
+        results = U.evaluate(net, opponents, seed=seed, workers=cfg.eval_workers)
+        U.log_eval(writer, results, iteration, "final_eval" if final else "eval")
+        for spec, r in results.items():
+            history.append({"minutes": minutes(), "iteration": iteration, "opponent": spec, "final": final, **r})
+            log(f"iteration {iteration}: vs {spec} {r['win_rate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
+        U.write_history(history, folder)
+        return results
+
+    # 2. value warm-up -------------------------------------------------------------------------------
+    if cfg.warmup_games and cfg.warmup_steps:
+        states, values = greedy_value_samples(
+            cfg.warmup_games, cfg.seed + 1_000_003, cfg.warmup_temp, cfg.reward_margin_weight
+        )
+        no_policy = np.zeros((cfg.batch_size, R.NUM_ACTIONS), dtype=np.float32)
+        for step in range(cfg.warmup_steps):
+            idx = rng.integers(len(states), size=cfg.batch_size)
+            batch = Samples(states[idx], no_policy, values[idx])
+            warm = learn_step(net, optimizer, batch, cfg.vf_coef, cfg.max_grad_norm, policy=False)
+            writer.add_scalar("warmup/value_loss", warm["value_loss"], step)
+        log(f"value warm-up: {len(states)} positions, {cfg.warmup_steps} steps, value loss {warm['value_loss']:.3f}")
+    if cfg.eval_every:
+        evaluate(0, cfg.eval_opponents, seed=cfg.seed)
+    save_checkpoint(ckpt_dir / "iter_0.pt", net)
+
+    # 3. iterations: self-play -> buffer -> learner ----------------------------------------------------
+    search = BatchedSearch(NetEvaluator(net), search_config(cfg))
+    buffer = ReplayBuffer(cfg.buffer_size)
+    games = 0
+    iteration = 0
+    for iteration in range(1, cfg.iterations + 1):
+        t0 = time.time()
+        evaluations0 = search.evaluator.evaluations  # type: ignore[attr-defined]
+        samples, stats = play_games(search, cfg.games_per_iteration, cfg.seed * 1_000_003 + iteration, cfg.temp_plies)
+        selfplay_seconds = time.time() - t0
+        evaluations = search.evaluator.evaluations - evaluations0  # type: ignore[attr-defined]
+        buffer.add(samples)
+        games += cfg.games_per_iteration
+        t1 = time.time()
+        losses: dict[str, Any] = {}
+        for _ in range(cfg.updates_per_iteration):
+            losses = learn_step(net, optimizer, buffer.sample(cfg.batch_size, rng), cfg.vf_coef, cfg.max_grad_norm)
+        learn_seconds = time.time() - t1
+        writer.add_scalar("selfplay/games", games, iteration)
+        writer.add_scalar("selfplay/decisions_per_game", stats["decisions_per_game"], iteration)
+        writer.add_scalar("selfplay/leaf_evaluations_per_second", evaluations / selfplay_seconds, iteration)
+        writer.add_scalar("selfplay/seconds", selfplay_seconds, iteration)
+        writer.add_scalar("losses/seconds", learn_seconds, iteration)
+        for key, value in losses.items():
+            writer.add_scalar(f"losses/{key}", value, iteration)
+        log(
+            f"iteration {iteration}: {len(samples)} positions in {selfplay_seconds:.0f} s "
+            f"({evaluations / selfplay_seconds:.0f} leaf evals/s), learner {learn_seconds:.0f} s, "
+            + ", ".join(f"{k} {v:.3f}" for k, v in losses.items())
+        )
+
+        # 4. evaluate and checkpoint -----------------------------------------------------------------
+        out_of_time = cfg.time_limit_minutes > 0 and minutes() >= cfg.time_limit_minutes
+        last = iteration == cfg.iterations or out_of_time
+        if iteration % cfg.checkpoint_every == 0 or last:
+            save_checkpoint(ckpt_dir / "latest.pt", net, {"iteration": iteration, "games": games})
+        if cfg.eval_every and (iteration % cfg.eval_every == 0 or last):
+            save_checkpoint(ckpt_dir / f"iter_{iteration}.pt", net, {"iteration": iteration, "games": games})
+            evaluate(iteration, cfg.eval_opponents, seed=cfg.seed)
+        if out_of_time:
+            log(f"time limit of {cfg.time_limit_minutes} minutes reached")
+            break
+
+    # 5. finish ------------------------------------------------------------------------------------------
+    save_checkpoint(ckpt_dir / "final.pt", net)
+    training_minutes = minutes()
+    final: dict[str, Any] = {}
+    if cfg.final_eval_pairs:
+        opponents = dict.fromkeys(cfg.final_eval_opponents, cfg.final_eval_pairs)
+        # on deals the periodic evaluations never used
+        final = evaluate(iteration, opponents, seed=cfg.seed + 7_777_777, final=True)
+        (folder / "final_eval.json").write_text(json.dumps(final, indent=1))
+    U.plot_learning_curve(history, folder / "learning_curve.png", f"AlphaZero ({config_name}, seed {cfg.seed})")
+    writer.close()
+    summary = {
+        "run_dir": str(folder),
+        "iterations": iteration,
+        "games": games,
+        "training_minutes": training_minutes,
+        "final_eval": final,
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def cli(argv: list[str] | None = None) -> int:
+    parser = Parser(
+        prog="python -m train.alphazero",
+        description="AlphaZero-style training for Patchwork (see the module docstring).",
+        epilog="Overrides: key=value after the options, e.g. sims=32 games_per_iteration=128.",
+    )
+    parser.add_argument("--config", help="YAML config (configs/alphazero.yaml, configs/alphazero_smoke.yaml)")
+    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
+    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
+    parser.add_argument("overrides", nargs="*", help="key=value")
+    args = parser.parse_args(argv)
+    if args.help_config:
+        print(describe(AlphaZeroConfig))
+        return 0
+    try:
+        cfg = load_config(args.config, AlphaZeroConfig, args.overrides)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = Path(args.config).stem if args.config else "alphazero"
+    main(cfg, run_dir=args.run_dir, config_name=name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
