@@ -25,7 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import PatchworkNet, legal_entropy
+from agents.network import NUM_ACTIONS, PatchworkNet, legal_entropy
+from agents.ppo_agent import most_probable_move
 
 F32 = npt.NDArray[np.float32]
 
@@ -142,6 +143,26 @@ class PPOSettings:
     vf_coef: float
     max_grad_norm: float
     target_kl: float
+    anchor_coef: float = 0.0
+    """Weight of ``KL(policy || start policy)`` in the loss (0: no anchor)."""
+    train_policy: bool = True
+    """False during the critic warm-up: only the value head's parameters are updated."""
+
+
+def start_log_probs(start: PatchworkNet, batch: dict[str, torch.Tensor], chunk: int = 1024) -> torch.Tensor:
+    """(B, 2026) log-probabilities of the start policy on the batch's decisions (no gradient)."""
+    out = []
+    with torch.no_grad():
+        for i in range(0, batch["actions"].shape[0], chunk):
+            prior = batch["prior"][i : i + chunk].float() if "prior" in batch else None
+            logits, _ = start(batch["obs"][i : i + chunk], batch["masks"][i : i + chunk], prior)
+            out.append(torch.log_softmax(logits, -1))
+    return torch.cat(out) if out else torch.zeros(0, NUM_ACTIONS)
+
+
+def kl_to(logp: torch.Tensor, ref_logp: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """(B,) ``KL(p || ref)`` over the legal actions of each row."""
+    return torch.where(masks, logp.exp() * (logp - ref_logp), torch.zeros_like(logp)).sum(-1)
 
 
 def ppo_update(
@@ -150,17 +171,41 @@ def ppo_update(
     batch: dict[str, torch.Tensor],
     settings: PPOSettings,
     generator: torch.Generator,
+    start: PatchworkNet | None = None,
 ) -> dict[str, float]:
     """Clipped PPO over ``batch`` (log-probs recomputed with the stored masks); returns metrics
-    named for TensorBoard (``losses/...``)."""
+    named for TensorBoard (``losses/...``, and ``diag/...`` when the ``start`` network is given:
+    how far the policy has moved from it). With ``settings.anchor_coef > 0`` the loss adds
+    ``anchor_coef * KL(policy || start policy)`` (``start`` required). With
+    ``settings.train_policy`` False only the value head learns (the critic warm-up)."""
+    if settings.anchor_coef > 0 and start is None:
+        raise ValueError("anchor_coef > 0 needs the start network")
     size = batch["actions"].shape[0]
     mb_size = max(1, size // settings.num_minibatches)
+    if start is not None and settings.anchor_coef > 0:
+        batch = {**batch, "start_logp": start_log_probs(start, batch)}
+    value_params = set(net.value.parameters())
     clipfracs: list[float] = []
-    stats = {"pg": 0.0, "v": 0.0, "ent": 0.0, "kl": 0.0, "old_kl": 0.0, "n": 0}
+    stats = {"pg": 0.0, "v": 0.0, "ent": 0.0, "kl": 0.0, "old_kl": 0.0, "anchor": 0.0, "n": 0}
+    approx_kl = 0.0
     for _ in range(settings.update_epochs):
         order = torch.randperm(size, generator=generator)
-        for start in range(0, size - mb_size + 1, mb_size):
-            idx = order[start : start + mb_size]
+        for begin in range(0, size - mb_size + 1, mb_size):
+            idx = order[begin : begin + mb_size]
+            ret = batch["returns"][idx]
+            if not settings.train_policy:  # critic warm-up: the value head alone
+                v_loss = 0.5 * ((net.values(batch["obs"][idx]) - ret) ** 2).mean()
+                warm_loss: torch.Tensor = settings.vf_coef * v_loss
+                optimizer.zero_grad()
+                warm_loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward untyped
+                for p in net.parameters():
+                    if p not in value_params:
+                        p.grad = None  # Adam skips parameters without a gradient
+                torch.nn.utils.clip_grad_norm_(net.value.parameters(), settings.max_grad_norm)
+                optimizer.step()
+                stats["v"] += v_loss.item()
+                stats["n"] += 1
+                continue
             masks = batch["masks"][idx]
             prior = batch["prior"][idx].float() if "prior" in batch else None
             logits, new_value = net(batch["obs"][idx], masks, prior)
@@ -176,7 +221,6 @@ def ppo_update(
             adv = batch["advantages"][idx]
             adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
             pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - settings.clip_coef, 1 + settings.clip_coef)).mean()
-            ret = batch["returns"][idx]
             if settings.clip_vloss:
                 old_v = batch["values"][idx]
                 clipped = old_v + (new_value - old_v).clamp(-settings.clip_coef, settings.clip_coef)
@@ -185,6 +229,10 @@ def ppo_update(
                 v_loss = 0.5 * ((new_value - ret) ** 2).mean()
             ent = entropy.mean()
             loss = pg_loss - settings.ent_coef * ent + settings.vf_coef * v_loss
+            if "start_logp" in batch:
+                anchor = kl_to(logp_all, batch["start_logp"][idx], masks).mean()
+                loss = loss + settings.anchor_coef * anchor
+                stats["anchor"] += anchor.item()
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), settings.max_grad_norm)
@@ -200,7 +248,7 @@ def ppo_update(
     values, returns = batch["values"].numpy(), batch["returns"].numpy()
     var_y = float(np.var(returns))
     explained = float("nan") if var_y == 0 else 1.0 - float(np.var(returns - values)) / var_y
-    return {
+    metrics = {
         "losses/policy_loss": stats["pg"] / n,
         "losses/value_loss": stats["v"] / n,
         "losses/entropy": stats["ent"] / n,
@@ -208,4 +256,34 @@ def ppo_update(
         "losses/old_approx_kl": stats["old_kl"] / n,
         "losses/clipfrac": float(np.mean(clipfracs)) if clipfracs else 0.0,
         "losses/explained_variance": explained,
+    }
+    if settings.anchor_coef > 0:
+        metrics["losses/anchor_kl"] = stats["anchor"] / n
+    if start is not None:
+        metrics.update(drift_from_start(net, start, batch, generator))
+    return metrics
+
+
+def drift_from_start(
+    net: PatchworkNet, start: PatchworkNet, batch: dict[str, torch.Tensor], generator: torch.Generator, rows: int = 512
+) -> dict[str, float]:
+    """How far the policy is from the start policy on ``rows`` of the batch's decisions:
+    ``diag/agree_start`` (share where both play the same most probable move, as the evaluation
+    does) and ``diag/kl_to_start`` (mean ``KL(policy || start)``); ``diag/entropy`` of the policy."""
+    size = batch["actions"].shape[0]
+    idx = torch.randperm(size, generator=generator)[:rows]
+    masks = batch["masks"][idx]
+    prior = batch["prior"][idx].float() if "prior" in batch else None
+    was_training = net.training
+    net.eval()
+    with torch.no_grad():
+        logits, _ = net(batch["obs"][idx], masks, prior)
+        start_logits, _ = start(batch["obs"][idx], masks, prior)
+    net.train(was_training)
+    logp, start_logp = torch.log_softmax(logits, -1), torch.log_softmax(start_logits, -1)
+    same = most_probable_move(logits, masks) == most_probable_move(start_logits, masks)
+    return {
+        "diag/agree_start": same.float().mean().item(),
+        "diag/kl_to_start": kl_to(logp, start_logp, masks).mean().item(),
+        "diag/entropy": legal_entropy(logp, masks).mean().item(),
     }

@@ -6,8 +6,9 @@ measured in the same run.
 ``run_benchmarks(quick)`` returns the table as a list of row dicts (see ``Row``) for notebooks,
 e.g. to plot throughput against batch size (rows with an ``"N"``). The modules:
 ``bench_engine`` (GameState random play, state copies, memory), ``bench_vector`` (the vector
-engine, the Gymnasium vector env, random games through the batched path) and ``bench_env``
-(the AEC ``env()`` / ``raw_env``), ``bench_records`` (game records and the replay page).
+engine, the Gymnasium vector env, random games through the batched path), ``bench_env``
+(the AEC ``env()`` / ``raw_env``), ``bench_records`` (game records and the replay page) and
+``bench_trainer`` (PPO learner decisions/s of ``train.selfplay``).
 
 Measurements are medians over repeats; the cases take turns inside every repeat so that noise
 from other processes hits all of them alike. ``per_cpu_s`` is the same count per second of CPU
@@ -120,8 +121,18 @@ def run_benchmarks(quick: bool = False, seconds: float | None = None, repeats: i
     rows += bench_vector.rows(runs, ref, quick)
     rows += bench_engine.memory_rows(ref)
     rows += bench_records.measure(secs, reps)
+    rows += trainer_rows(quick, reps)
     rows += bench_az.az_rows(secs, reps, quick)
     return rows
+
+
+def trainer_rows(quick: bool, repeats: int) -> list[Row]:
+    """The PPO trainer row (``bench_trainer``; needs the ``train`` extra: torch)."""
+    try:
+        from benchmarks.bench_trainer import rows as trainer
+    except ImportError as exc:
+        return [row("PPO learner decisions", float("nan"), "decisions/s", note=f"not available: {exc}")]
+    return trainer(quick, 1 if quick else min(repeats, 3))
 
 
 def env_rows(seconds: float, repeats: int) -> list[Row]:

@@ -39,13 +39,17 @@ def test_smoke_evaluation_is_paired_against_both_baselines(smoke_run: tuple[Path
     data = json.loads((folder / "demo_eval.json").read_text())
     learner = data["agents"][0]
     assert learner == f"ppo:{folder / 'checkpoints' / 'final.pt'}"
+    start = f"ppo:{folder / 'checkpoints' / 'start.pt'}"
+    assert data["agents"][1] == start  # the network training began from, on the same deals
     pairs = {p["b"]: p for p in data["pairs"] if p["a"] == learner}
-    assert set(pairs) == {"random", "greedy"}
-    for p in pairs.values():
+    assert set(pairs) == {start, "random", "greedy"}
+    start_pairs = {p["b"]: p for p in data["pairs"] if p["a"] == start}
+    assert set(start_pairs) == {"random", "greedy"}
+    for p in [*pairs.values(), *start_pairs.values()]:
         assert p["games"] == 2
         assert p["wins_a"] + p["wins_b"] == 2
         assert 0.0 <= p["ci95_a"][0] <= p["win_rate_a"] <= p["ci95_a"][1] <= 1.0
-    assert set(data["elo"]) == {learner, "random", "greedy"}
+    assert set(data["elo"]) == {learner, start, "random", "greedy"}
 
 
 def test_report_has_the_table_paths_and_commands(smoke_run: tuple[Path, Path]) -> None:
@@ -56,6 +60,11 @@ def test_report_has_the_table_paths_and_commands(smoke_run: tuple[Path, Path]) -
         if p["a"] == data["agents"][0]:
             row = f"| `{p['b']}` | {p['games']} | {p['wins_a']} | {p['win_rate_a']:.1%} |"
             assert row in text
+    start = {p["b"]: p for p in data["pairs"] if p["a"] == data["agents"][1]}
+    end = {p["b"]: p for p in data["pairs"] if p["a"] == data["agents"][0]}
+    for spec in ("random", "greedy"):  # the start and the end side by side
+        assert f"| `{spec}` | {start[spec]['win_rate_a']:.1%} [" in text
+        assert f"| {end[spec]['win_rate_a']:.1%} [{end[spec]['ci95_a'][0]:.1%}" in text
     checkpoint = folder / "checkpoints" / "final.pt"
     assert f"python -m train.play --opponent ppo:{checkpoint}" in text
     assert f"python -m train.selfplay --resume {folder / 'checkpoints' / 'latest.pt'}" in text

@@ -181,6 +181,20 @@ class SelfPlayConfig(CommonConfig):
     """Clip the value update like the policy's."""
     target_kl: float = 0.0
     """Stop the update's passes early when the approximate KL exceeds this; 0: never."""
+    critic_warmup_updates: int = 0
+    """First updates that train only the value head (the policy stays exactly the start policy):
+    a strong start policy (greedy prior, distillation) with an untrained critic otherwise learns
+    from advantages that are mostly the critic's error."""
+    anchor_coef: float = 0.0
+    """Weight of ``KL(policy || start policy)`` in the PPO loss (the start: the network when PPO
+    began, after any distillation); 0: no anchor."""
+    prior_lr_scale: float = 1.0
+    """Learning rate of the greedy prior's weighting layer (``prior_scale > 0``) relative to the
+    rest of the network: its output multiplies greedy's value terms (up to tens of points), so one
+    step moves the policy far more than a step of any other layer."""
+    eval_sampled: bool = True
+    """Periodic evaluations also play the sampled policy (``eval/win_rate_sampled_vs_<agent>``) next
+    to the most probable move (``eval/win_rate_vs_<agent>``)."""
     latest_prob: float = 0.5
     """Share of games where the latest learner plays both seats (both seats' moves are trained on);
     the other games draw an opponent from the pool, and the learner's seat at random."""
@@ -240,6 +254,9 @@ class SelfPlayConfig(CommonConfig):
         _at_least(self, "eval_every", 0)
         _at_least(self, "time_limit_minutes", 0.0)
         _at_least(self, "target_kl", 0.0)
+        _at_least(self, "critic_warmup_updates", 0)
+        _at_least(self, "anchor_coef", 0.0)
+        _at_least(self, "prior_lr_scale", 0.0)
         _above(self, "clip_coef", 0.0)
         _between(self, "latest_prob", 0.0, 1.0)
         if self.num_minibatches > self.num_games * self.rollout_steps // 2:

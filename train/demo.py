@@ -9,13 +9,14 @@ Three steps, with progress shown throughout:
 
 1. training: ``train.selfplay.main`` with the config (the trainer's own progress bar, periodic
    arena evaluations, checkpoints, TensorBoard logs and ``learning_curve.png`` in the run folder);
-2. evaluation: the final checkpoint (``checkpoints/best.pt`` if the config sets ``keep_best``) as
-   the agent ``ppo:PATH`` in a round robin of paired games (``agents.arena.round_robin``) against
-   ``random`` and ``greedy`` (``--opponents``), with 95% Wilson intervals and an Elo ladder:
-   exactly what ``python -m train.evaluate`` prints for the same agents, games and seed;
-3. report: ``report.md`` in the run folder (config, training time, the win-rate table, the
-   learning curve, links to replays of its games against greedy, the files, and the commands to
-   reproduce, continue, evaluate and play against the agent), whose path is printed last.
+2. evaluation: the final checkpoint (``checkpoints/best.pt`` if the config sets ``keep_best``) and
+   the network training started from (``checkpoints/start.pt``) as the agents ``ppo:PATH`` in a
+   round robin of paired games (``agents.arena.round_robin``) against ``random`` and ``greedy``
+   (``--opponents``) and each other, with 95% Wilson intervals and an Elo ladder: exactly what
+   ``python -m train.evaluate`` prints for the same agents, games and seed;
+3. report: ``report.md`` in the run folder (config, training time, the start and the end side by
+   side, the learning curve, links to replays of its games against greedy, the files, and the
+   commands to reproduce, continue, evaluate and play against the agent), whose path is printed last.
 
 The trainer's own final evaluation is switched off (``final_eval_pairs=0``): step 2 replaces it.
 """
@@ -201,15 +202,16 @@ def banner(text: str) -> None:
     print(f"\n=== {text}", flush=True)
 
 
-def evaluate(plan: Plan, checkpoint: Path) -> TournamentResult:
-    """The checkpoint (as the agent ``ppo:PATH``) against every opponent and the opponents among
-    themselves: the round robin ``python -m train.evaluate`` plays for the same agents and seed."""
+def evaluate(plan: Plan, checkpoint: Path, start: Path | None = None) -> TournamentResult:
+    """The checkpoint (as the agent ``ppo:PATH``; then the start network, if given) against every
+    opponent and the opponents among themselves: the round robin ``python -m train.evaluate``
+    plays for the same agents and seed."""
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # games played in this process: one thread is fastest for single positions
     try:
-        agents = [f"ppo:{checkpoint}", *plan.opponents]
+        agents = [f"ppo:{checkpoint}", *([f"ppo:{start}"] if start else []), *plan.opponents]
         return round_robin(
             agents, plan.eval_games // 2, seed=plan.eval_seed, workers=plan.workers, progress=plan.config.progress
         )
@@ -217,9 +219,25 @@ def evaluate(plan: Plan, checkpoint: Path) -> TournamentResult:
         torch.set_num_threads(threads)
 
 
-def learner_pairs(result: TournamentResult) -> list[PairResult]:
-    """The pairs in which the trained agent (the first agent of the round robin) is A."""
-    return [p for p in result.pairs if p.a == result.agents[0]]
+def learner_pairs(result: TournamentResult, agent: str | None = None) -> list[PairResult]:
+    """The pairs in which ``agent`` (default: the trained agent, the first of the round robin) is A."""
+    return [p for p in result.pairs if p.a == (agent or result.agents[0])]
+
+
+def _md_start_and_end(result: TournamentResult, start: str, opponents: Sequence[str]) -> list[str]:
+    """Start and end side by side: each agent's win rate against each baseline opponent."""
+    end = {p.b: p for p in learner_pairs(result)}
+    begin = {p.b: p for p in learner_pairs(result, start)}
+    rows = ["| opponent | start: win rate [95% CI] | end: win rate [95% CI] | change |", "|---|---|---|---:|"]
+    for spec in opponents:
+        if spec in end and spec in begin:
+            b, e = begin[spec], end[spec]
+            rows.append(
+                f"| `{spec}` | {b.win_rate_a:.1%} [{b.ci95_a[0]:.1%}, {b.ci95_a[1]:.1%}] "
+                f"| {e.win_rate_a:.1%} [{e.ci95_a[0]:.1%}, {e.ci95_a[1]:.1%}] "
+                f"| {100 * (e.win_rate_a - b.win_rate_a):+.1f} points |"
+            )
+    return rows
 
 
 def write_replays(folder: Path, result: TournamentResult) -> list[Path]:
@@ -291,6 +309,17 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
         "",
         *_md_pair_rows(learner_pairs(result)),
         "",
+        *(
+            [
+                "Start and end side by side (the start: the network training began from, "
+                "`checkpoints/start.pt`; same deals):",
+                "",
+                *_md_start_and_end(result, result.agents[1], plan.opponents),
+                "",
+            ]
+            if len(result.agents) > len(plan.opponents) + 1
+            else []
+        ),
         f"Elo (maximum likelihood, `{result.anchor}` = 0, 95% CI; every pair played the same {plan.eval_games} games):",
         "",
         "| agent | Elo | 95% CI |",
@@ -383,7 +412,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
     banner(f"2/3 evaluation: {plan.eval_games} paired games against each of {', '.join(plan.opponents)}")
     t1 = time.perf_counter()
-    result = evaluate(plan, checkpoint)
+    start = Path(summary.get("start_checkpoint", plan.folder / "checkpoints" / "start.pt"))
+    result = evaluate(plan, checkpoint, start if start.is_file() else None)
     eval_seconds = time.perf_counter() - t1
     print(format_table(result))
     record = {"command": plan.command, "games_per_pair": plan.eval_games, "seed": plan.eval_seed}
@@ -395,9 +425,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
     banner("3/3 report")
     report = plan.folder / "report.md"
     report.write_text(report_text(plan, summary, train_seconds, result, eval_seconds, checkpoint, resumable, replays))
+    begin = {p.b: p for p in learner_pairs(result, result.agents[1])} if start.is_file() else {}
     for p in learner_pairs(result):
         ci = f"[{p.ci95_a[0]:.1%}, {p.ci95_a[1]:.1%}]"
-        print(f"  vs {p.b:<10} win rate {p.win_rate_a:6.1%}  95% CI {ci}  ({p.games} games)")
+        was = f"  (start: {begin[p.b].win_rate_a:6.1%})" if p.b in begin else ""
+        print(f"  vs {p.b:<10} win rate {p.win_rate_a:6.1%}  95% CI {ci}  ({p.games} games){was}")
     print(f"play against it: python -m train.play --opponent ppo:{checkpoint}")
     print(f"total {(time.perf_counter() - t0) / 60:.1f} minutes; report: {report}")
     return report

@@ -5,6 +5,7 @@ A run folder ``runs/<run_name>/`` holds::
     config.yaml          the resolved config (every key)
     events.out.tfevents  TensorBoard logs (charts/, losses/, eval/; distill/ with a teacher)
     checkpoints/         latest.pt (resumable), final.pt (the network only), best.pt (with keep_best),
+                         start.pt (the network PPO started from: after any distillation),
                          distilled.pt (with a teacher: the network right after distillation)
     eval_history.json    every evaluation: minutes, update, steps, opponent, win rate, CI, margin
     learning_curve.png   win rate against each evaluation opponent over wall-clock minutes
@@ -59,14 +60,16 @@ def evaluate(
     workers: int,
     progress: bool = False,
     records: Path | None = None,
+    deterministic: bool = True,
 ) -> dict[str, dict[str, Any]]:
-    """Paired arena games of a frozen copy of ``net`` (its most probable moves) against each
-    opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin, seconds. With
-    ``records``, the first deal's two games against each opponent are written to that file
-    (game records, ``python -m train.replay`` shows them)."""
+    """Paired arena games of a frozen copy of ``net`` (its most probable moves, or samples from
+    its policy with ``deterministic=False``) against each opponent spec; per spec: games,
+    win_rate, ci_low, ci_high, mean_margin, seconds. With ``records``, the first deal's two games
+    against each opponent are written to that file (game records, ``python -m train.replay``
+    shows them)."""
     from agents.arena import play_pairs
 
-    agent = PPOAgent(_frozen_copy(net), deterministic=True, name="learner")
+    agent = PPOAgent(frozen_copy(net), deterministic=deterministic, name="learner")
     out: dict[str, dict[str, Any]] = {}
     for spec, pairs in opponents.items():
         start = time.perf_counter()
@@ -86,17 +89,23 @@ def evaluate(
     return out
 
 
-def _frozen_copy(net: PatchworkNet) -> PatchworkNet:
+def frozen_copy(net: PatchworkNet) -> PatchworkNet:
+    """A copy of ``net`` in eval mode that later training does not change."""
     copy = PatchworkNet(net.config)
     copy.load_state_dict(net.state_dict())
     return copy.eval()
 
 
-def log_eval(writer: Any, results: dict[str, dict[str, Any]], step: int, prefix: str = "eval") -> None:
+def log_eval(
+    writer: Any, results: dict[str, dict[str, Any]], step: int, prefix: str = "eval", policy: str = ""
+) -> None:
+    """``<prefix>/win_rate_vs_<agent>`` (``win_rate_<policy>_vs_<agent>`` with a policy name, e.g.
+    ``sampled``) and the mean margin, at ``step``."""
+    kind = f"_{policy}" if policy else ""
     for spec, r in results.items():
         tag = eval_tag(spec)
-        writer.add_scalar(f"{prefix}/win_rate_vs_{tag}", r["win_rate"], step)
-        writer.add_scalar(f"{prefix}/mean_margin_vs_{tag}", r["mean_margin"], step)
+        writer.add_scalar(f"{prefix}/win_rate{kind}_vs_{tag}", r["win_rate"], step)
+        writer.add_scalar(f"{prefix}/mean_margin{kind}_vs_{tag}", r["mean_margin"], step)
 
 
 def short_rates(results: dict[str, dict[str, Any]]) -> dict[str, str]:

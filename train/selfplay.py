@@ -40,6 +40,7 @@ import dataclasses
 import json
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +69,243 @@ def main(
     config_name: str = "selfplay",
 ) -> dict[str, Any]:
     """Train; returns a summary (run folder, counters, the last and final evaluations)."""
-    cfg = config
-    cfg.validate()
-    U.set_threads(cfg.torch_threads)
-    wall_start = time.time()
+    config.validate()
+    U.set_threads(config.torch_threads)
+    run = open_run(config, resume, run_dir, config_name)
+    learner, cfg = run.learner, run.cfg
+    if run.fresh and cfg.teacher:
+        run.distilled = distill_from_teacher(cfg, learner.net, run.writer)
+        save_checkpoint(run.folder / "checkpoints" / "distilled.pt", learner.net)  # the warm start alone
+    if run.fresh:
+        learner.start.load_state_dict(learner.net.state_dict())  # PPO's start policy (diagnostics, anchor)
+        save_checkpoint(run.folder / "checkpoints" / "start.pt", learner.net)  # the start alone, as an agent
+        if cfg.eval_every:
+            evaluate(run)  # the start: update 0 of the learning curve
+        checkpoint(run)
+    bar = progress_bar(run)
+    try:
+        while learner.update < cfg.total_updates:
+            collected = collect_rollout(learner)
+            metrics = update_policy(learner, collected)
+            log_update(run, collected, metrics, bar)
+            if evaluate_and_checkpoint(run, bar):
+                break
+    except KeyboardInterrupt:
+        path = checkpoint(run)
+        bar.close()
+        print(f"\ninterrupted after {learner.update} updates; checkpoint: {path}")
+        raise
+    finally:
+        bar.close()
+    return finish(run)
 
-    # --- state: fresh or from a checkpoint -------------------------------------------------------
+
+# --- the learner: network, optimizer, opponents, games in progress ----------------------------------
+@dataclass
+class Learner:
+    """Everything one PPO iteration reads and changes (no files): ``collect_rollout`` then
+    ``update_policy``. ``start`` is a frozen copy of the policy PPO started from."""
+
+    cfg: SelfPlayConfig
+    net: PatchworkNet
+    start: PatchworkNet
+    optimizer: torch.optim.Adam
+    pool: OpponentPool
+    rng: np.random.Generator
+    gen: torch.Generator
+    settings: PPOSettings
+    games: VectorGames
+    codes: np.ndarray[Any, np.dtype[np.int64]]
+    seats: np.ndarray[Any, np.dtype[np.int64]]
+    game_length: np.ndarray[Any, np.dtype[np.int64]]
+    buf: Rollout
+    update: int = 0
+    global_step: int = 0
+    decisions: int = 0
+    games_done: int = 0
+
+
+def new_learner(cfg: SelfPlayConfig, net: PatchworkNet | None = None, trainer: dict[str, Any] | None = None) -> Learner:
+    """A learner for ``cfg``: a fresh network (seeded) unless ``net`` is given; ``trainer`` (a
+    checkpoint's trainer state) restores the optimizer, the pool, the generators and the counters."""
+    torch.manual_seed(cfg.seed)
+    net = (net if net is not None else PatchworkNet(cfg.net_config())).train()
+    pool = OpponentPool(
+        net.config, cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
+    )
+    rng = np.random.default_rng(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    optimizer = make_optimizer(net, cfg)
+    start = U.frozen_copy(net)
+    counters: dict[str, int] = {}
+    if trainer:
+        optimizer.load_state_dict(trainer["optimizer"])
+        for group in optimizer.param_groups:  # checkpoints from before per-group learning rates
+            group.setdefault("base_lr", cfg.learning_rate)
+        pool.load_state_dict(trainer["pool"])
+        rng.bit_generator.state = trainer["numpy_rng"]
+        gen.set_state(trainer["torch_rng"])
+        if trainer.get("start_model") is not None:  # older checkpoints: the resumed network is the start
+            start.load_state_dict(trainer["start_model"])
+        counters = {k: int(trainer[k]) for k in ("update", "global_step", "decisions", "games_done")}
+    settings = PPOSettings(
+        cfg.update_epochs,
+        cfg.num_minibatches,
+        cfg.clip_coef,
+        cfg.clip_vloss,
+        cfg.ent_coef,
+        cfg.vf_coef,
+        cfg.max_grad_norm,
+        cfg.target_kl,
+        cfg.anchor_coef,
+    )
+    n, steps = cfg.num_games, cfg.rollout_steps
+    games = VectorGames(n, seed=int(rng.integers(2**63)))
+    codes, seats = pool.draw(n, rng)
+    buf = Rollout.allocate(steps, n, R.OBS_DIM, R.NUM_ACTIONS, prior_features=NUM_FEATURES if net.uses_prior else 0)
+    return Learner(
+        cfg,
+        net,
+        start,
+        optimizer,
+        pool,
+        rng,
+        gen,
+        settings,
+        games,
+        codes,
+        seats,
+        np.zeros(n, np.int64),
+        buf,
+        **counters,
+    )
+
+
+@dataclass
+class Collected:
+    """One rollout's training batch and what it saw."""
+
+    batch: dict[str, torch.Tensor]
+    results: dict[str, list[float]]  # pool opponent name -> learner won (1.0) or not, per finished game
+    lengths: list[int]  # plies of the finished games
+    seconds: float
+
+
+def collect_rollout(lr: Learner) -> Collected:
+    """``rollout_steps`` vector steps: every game's acting seat decides, the learner's rows in one
+    forward pass, the pool's rows grouped per opponent; then per-seat GAE over the learner's decisions."""
+    t0 = time.perf_counter()
+    cfg, net, games, buf = lr.cfg, lr.net, lr.games, lr.buf
+    n = cfg.num_games
+    results: dict[str, list[float]] = {}
+    lengths: list[int] = []
+    net.eval()
+    for t in range(cfg.rollout_steps):
+        actor = games.current_player.copy()
+        obs = games.observe()
+        masks = games.masks
+        learner = (lr.codes == SELF) | (actor == lr.seats)
+        actions = np.empty(n, dtype=np.int64)
+        rows = np.flatnonzero(learner)
+        prior = prior_for(net, games.states[rows], masks[rows])
+        if buf.prior is not None and prior is not None:
+            buf.prior[t, rows] = prior.numpy()
+        with torch.no_grad():
+            logits, value = net(torch.from_numpy(obs[rows]), torch.from_numpy(masks[rows]), prior)
+            act = sample_actions(logits, lr.gen)
+            logp = torch.log_softmax(logits, -1).gather(1, act.unsqueeze(1)).squeeze(1)
+        actions[rows] = act.numpy()
+        buf.logprobs[t, rows] = logp.numpy()
+        buf.values[t, rows] = value.numpy()
+        others = np.flatnonzero(~learner)
+        if others.size:
+            actions[others] = lr.pool.act(
+                lr.codes[others], games.states[others], masks[others], obs[others], lr.rng, lr.gen
+            )
+        buf.obs[t] = obs
+        buf.masks[t] = masks
+        buf.actions[t] = actions
+        buf.actor[t] = actor
+        buf.learner[t] = learner
+        res = games.step(actions)
+        lr.game_length += 1
+        buf.done[t] = res.done
+        buf.outcome[t] = 0.0
+        ended = np.flatnonzero(res.done)
+        if ended.size:
+            buf.outcome[t, ended] = final_rewards(
+                res.winner[ended], res.scores[ended], cfg.reward_margin_weight, cfg.reward_margin_scale
+            )
+            for i in ended.tolist():
+                if lr.codes[i] != SELF:
+                    results.setdefault(lr.pool.name(int(lr.codes[i])), []).append(float(res.winner[i] == lr.seats[i]))
+                lengths.append(int(lr.game_length[i]))
+            lr.game_length[ended] = 0
+            lr.codes[ended], lr.seats[ended] = lr.pool.draw(ended.size, lr.rng)
+    lr.global_step += n * cfg.rollout_steps
+    lr.decisions += int(buf.learner.sum())
+    lr.games_done += len(lengths)
+
+    # bootstrap each seat's unfinished trajectory from the position it is in
+    last_values = np.zeros((n, 2), dtype=np.float32)
+    with torch.no_grad():
+        for seat in (0, 1):
+            seat_obs = games.observe(np.full(n, seat, dtype=np.int64))
+            last_values[:, seat] = net.values(torch.from_numpy(seat_obs)).numpy()
+    games.observe()  # back to the acting seats' view
+    advantages, returns = per_seat_gae(
+        buf.values, buf.actor, buf.learner, buf.done, buf.outcome, last_values, cfg.gamma, cfg.gae_lambda
+    )
+    return Collected(buf.learner_batch(advantages, returns), results, lengths, time.perf_counter() - t0)
+
+
+def update_policy(lr: Learner, collected: Collected) -> dict[str, float]:
+    """One PPO update on the rollout's learner decisions (the value head alone during the
+    critic warm-up); snapshots the learner into the pool every ``snapshot_every`` updates."""
+    t0 = time.perf_counter()
+    cfg = lr.cfg
+    if cfg.anneal_lr:
+        for group in lr.optimizer.param_groups:
+            group["lr"] = group["base_lr"] * (1.0 - lr.update / cfg.total_updates)
+    warmup = lr.update < cfg.critic_warmup_updates
+    settings = dataclasses.replace(lr.settings, train_policy=not warmup, anchor_coef=0.0 if warmup else cfg.anchor_coef)
+    lr.net.train()
+    metrics = ppo_update(lr.net, lr.optimizer, collected.batch, settings, lr.gen, lr.start)
+    lr.update += 1
+    if lr.update % cfg.snapshot_every == 0:
+        lr.pool.add(lr.net, lr.update)
+        lr.codes = lr.pool.replace_missing(lr.codes)  # games against a dropped snapshot play the newest
+    metrics["charts/update_seconds"] = time.perf_counter() - t0
+    metrics["charts/critic_warmup"] = float(warmup)
+    return metrics
+
+
+# --- the run: folder, logs, evaluations, checkpoints ------------------------------------------------
+@dataclass
+class Run:
+    """A training run around a ``Learner``: its folder, TensorBoard writer and evaluation history."""
+
+    cfg: SelfPlayConfig
+    folder: Path
+    writer: Any
+    learner: Learner
+    fresh: bool
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best: dict[str, Any] = field(default_factory=dict)  # update and win rate of checkpoints/best.pt (keep_best)
+    distilled: dict[str, Any] = field(default_factory=dict)
+    latest_eval: dict[str, dict[str, Any]] = field(default_factory=dict)
+    elapsed_before: float = 0.0
+    wall_start: float = field(default_factory=time.time)
+    stopped_early: bool = False
+    diagnostics: dict[str, float] = field(default_factory=dict)  # the last update's losses/ and diag/ metrics
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.wall_start
+
+
+def open_run(cfg: SelfPlayConfig, resume: str | None, run_dir: str | None, config_name: str) -> Run:
+    """A fresh run, or the run ``resume`` (a checkpoint with trainer state) continues; checks a
+    resumed network's keys against ``cfg`` before anything is written."""
     ckpt = read_checkpoint(resume) if resume else None
     trainer: dict[str, Any] = ckpt.get("trainer", {}) if ckpt else {}
     if ckpt is not None and not trainer:
@@ -88,280 +320,195 @@ def main(
                 f"cannot resume {resume} with a different network ({detail}); the network keys of a resumed run "
                 "must match its checkpoint (start a new run to change them)"
             )
-    if ckpt is not None and not run_dir:
-        p = Path(resume or "")
-        run_dir = str(p.parent.parent if p.parent.name == "checkpoints" else p.parent)
+        if not run_dir:
+            p = Path(resume or "")
+            run_dir = str(p.parent.parent if p.parent.name == "checkpoints" else p.parent)
     folder = U.run_folder(cfg, config_name, run_dir)
     U.save_config(cfg, folder)
-    torch.manual_seed(cfg.seed)
-    net = net_from_checkpoint(ckpt, str(resume)).train() if ckpt else PatchworkNet(cfg.net_config())
-    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, eps=1e-5)
-    pool = OpponentPool(
-        net.config, cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
-    )
-    rng = np.random.default_rng(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    update, global_step, decisions, games_done = 0, 0, 0, 0
-    history: list[dict[str, Any]] = []
-    best: dict[str, Any] = {}  # update and win rate of checkpoints/best.pt (keep_best)
-    elapsed_before = 0.0
-    if ckpt is not None:
-        optimizer.load_state_dict(trainer["optimizer"])
-        pool.load_state_dict(trainer["pool"])
-        rng.bit_generator.state = trainer["numpy_rng"]
-        gen.set_state(trainer["torch_rng"])
-        update, global_step = trainer["update"], trainer["global_step"]
-        decisions, games_done = trainer["decisions"], trainer["games_done"]
-        history = list(trainer["eval_history"])
-        best = dict(trainer.get("best", {}))
-        elapsed_before = float(trainer["elapsed_seconds"])
-    settings = PPOSettings(
-        cfg.update_epochs,
-        cfg.num_minibatches,
-        cfg.clip_coef,
-        cfg.clip_vloss,
-        cfg.ent_coef,
-        cfg.vf_coef,
-        cfg.max_grad_norm,
-        cfg.target_kl,
-    )
-    writer = SummaryWriter(str(folder), purge_step=global_step if ckpt else None)
+    net = net_from_checkpoint(ckpt, str(resume)) if ckpt else None
+    learner = new_learner(cfg, net, trainer)
+    writer = SummaryWriter(str(folder), purge_step=learner.global_step if ckpt else None)
     if not ckpt:
         writer.add_text("config", "```\n" + to_yaml(cfg) + "\n```")
-    n, steps = cfg.num_games, cfg.rollout_steps
-    games = VectorGames(n, seed=int(rng.integers(2**63)))
-    codes, seats = pool.draw(n, rng)
-    game_length = np.zeros(n, dtype=np.int64)
-    buf = Rollout.allocate(steps, n, R.OBS_DIM, R.NUM_ACTIONS, prior_features=NUM_FEATURES if net.uses_prior else 0)
-    latest_eval: dict[str, dict[str, Any]] = {}
-    if history:
-        last_update = history[-1]["update"]
-        latest_eval = {h["opponent"]: h for h in history if h["update"] == last_update}
+    run = Run(cfg, folder, writer, learner, fresh=ckpt is None)
+    if trainer:
+        run.history = list(trainer["eval_history"])
+        run.best = dict(trainer.get("best", {}))
+        run.distilled = dict(trainer.get("distill", {}))
+        run.elapsed_before = float(trainer["elapsed_seconds"])
+    if run.history:
+        last_update = run.history[-1]["update"]
+        run.latest_eval = {h["opponent"]: h for h in run.history if h["update"] == last_update and not h.get("final")}
+    return run
 
-    def elapsed() -> float:
-        return elapsed_before + time.time() - wall_start
 
-    def run_eval(pairs: dict[str, int], progress: bool = False, final: bool = False) -> dict[str, dict[str, Any]]:
-        # periodic evaluations replay the same deals (comparable over time); the final one uses others
-        seed = cfg.seed + (20_000 if final else 10_000)
-        games = folder / "games" / f"eval-{update:05d}{'-final' if final else ''}.jsonl"
-        results = U.evaluate(net, pairs, seed=seed, workers=cfg.eval_workers, progress=progress, records=games)
-        net.train()
-        return results
-
-    def checkpoint(name: str = "latest.pt") -> Path:
-        return save_checkpoint(
-            folder / "checkpoints" / name,
-            net,
-            trainer={
-                "config": dataclasses.asdict(cfg),
-                "optimizer": optimizer.state_dict(),
-                "pool": pool.state_dict(),
-                "numpy_rng": rng.bit_generator.state,
-                "torch_rng": gen.get_state(),
-                "update": update,
-                "global_step": global_step,
-                "decisions": decisions,
-                "games_done": games_done,
-                "eval_history": history,
-                "best": best,
-                "distill": distilled,
-                "elapsed_seconds": elapsed(),
-            },
-        )
-
-    def periodic_eval() -> dict[str, dict[str, Any]]:
-        nonlocal best
-        results = run_eval(cfg.eval_opponents)
-        U.log_eval(writer, results, global_step)
-        for spec, r in results.items():
-            history.append(
-                {"opponent": spec, "update": update, "global_step": global_step, "minutes": elapsed() / 60, **r}
-            )
-        U.write_history(history, folder)
-        U.plot_learning_curve(history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
-        rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
-        if rate is not None and rate > best.get("win_rate", -1.0):
-            best = {"update": update, "win_rate": rate, "opponent": cfg.keep_best}
-            save_checkpoint(folder / "checkpoints" / "best.pt", net)
-        return results
-
-    distilled: dict[str, Any] = dict(trainer.get("distill", {}))
-    if cfg.teacher and ckpt is None:
-        distilled = distill_from_teacher(cfg, net, writer)
-        save_checkpoint(folder / "checkpoints" / "distilled.pt", net)  # the warm start alone, as an agent
-        if cfg.eval_every:
-            latest_eval = periodic_eval()  # the distilled start: update 0 of the learning curve
-        checkpoint()
-
+def progress_bar(run: Run) -> Any:
     bar = tqdm(
-        total=cfg.total_updates,
-        initial=update,
+        total=run.cfg.total_updates,
+        initial=run.learner.update,
         unit="upd",
         dynamic_ncols=True,
-        disable=not cfg.progress,
+        disable=not run.cfg.progress,
         file=sys.stdout,
     )
-    bar.write(f"run folder: {folder}  (network: {count_parameters(net):,} parameters)")
-    stopped_early = False
-    try:
-        while update < cfg.total_updates:
-            t0 = time.perf_counter()
-            if cfg.anneal_lr:
-                optimizer.param_groups[0]["lr"] = cfg.learning_rate * (1.0 - update / cfg.total_updates)
-            results: dict[str, list[float]] = {}
-            lengths: list[int] = []
+    bar.write(f"run folder: {run.folder}  (network: {count_parameters(run.learner.net):,} parameters)")
+    return bar
 
-            # --- rollout: every game's acting seat decides, learner rows in one forward pass ---------
-            net.eval()
-            for t in range(steps):
-                actor = games.current_player.copy()
-                obs = games.observe()
-                masks = games.masks
-                learner = (codes == SELF) | (actor == seats)
-                actions = np.empty(n, dtype=np.int64)
-                rows = np.flatnonzero(learner)
-                prior = prior_for(net, games.states[rows], masks[rows])
-                if buf.prior is not None and prior is not None:
-                    buf.prior[t, rows] = prior.numpy()
-                with torch.no_grad():
-                    logits, value = net(torch.from_numpy(obs[rows]), torch.from_numpy(masks[rows]), prior)
-                    act = sample_actions(logits, gen)
-                    logp = torch.log_softmax(logits, -1).gather(1, act.unsqueeze(1)).squeeze(1)
-                actions[rows] = act.numpy()
-                buf.logprobs[t, rows] = logp.numpy()
-                buf.values[t, rows] = value.numpy()
-                others = np.flatnonzero(~learner)
-                if others.size:
-                    actions[others] = pool.act(
-                        codes[others], games.states[others], masks[others], obs[others], rng, gen
-                    )
-                buf.obs[t] = obs
-                buf.masks[t] = masks
-                buf.actions[t] = actions
-                buf.actor[t] = actor
-                buf.learner[t] = learner
-                res = games.step(actions)
-                game_length += 1
-                buf.done[t] = res.done
-                buf.outcome[t] = 0.0
-                ended = np.flatnonzero(res.done)
-                if ended.size:
-                    buf.outcome[t, ended] = final_rewards(
-                        res.winner[ended], res.scores[ended], cfg.reward_margin_weight, cfg.reward_margin_scale
-                    )
-                    for i in ended.tolist():
-                        if codes[i] != SELF:
-                            results.setdefault(pool.name(int(codes[i])), []).append(float(res.winner[i] == seats[i]))
-                        lengths.append(int(game_length[i]))
-                    game_length[ended] = 0
-                    codes[ended], seats[ended] = pool.draw(ended.size, rng)
-            global_step += n * steps
-            decisions += int(buf.learner.sum())
-            games_done += len(lengths)
 
-            # --- bootstrap each seat's unfinished trajectory from the position it is in ---------------
-            last_values = np.zeros((n, 2), dtype=np.float32)
-            with torch.no_grad():
-                for seat in (0, 1):
-                    seat_obs = games.observe(np.full(n, seat, dtype=np.int64))
-                    last_values[:, seat] = net.values(torch.from_numpy(seat_obs)).numpy()
-            games.observe()  # back to the acting seats' view
-            advantages, returns = per_seat_gae(
-                buf.values, buf.actor, buf.learner, buf.done, buf.outcome, last_values, cfg.gamma, cfg.gae_lambda
-            )
+def log_update(run: Run, collected: Collected, metrics: dict[str, float], bar: Any) -> None:
+    """TensorBoard scalars of one update (``losses/``, ``diag/``, ``charts/``) and the progress bar."""
+    lr = run.learner
+    decisions = collected.batch["actions"].shape[0]
+    metrics["charts/learning_rate"] = lr.optimizer.param_groups[0]["lr"]
+    metrics["charts/decisions_per_second"] = decisions / (collected.seconds + metrics["charts/update_seconds"])
+    metrics["charts/rollout_seconds"] = collected.seconds
+    metrics["charts/learner_decisions"] = lr.decisions
+    metrics["charts/games_finished"] = lr.games_done
+    metrics["charts/pool_snapshots"] = len(lr.pool.snapshots)
+    if collected.lengths:
+        metrics["charts/game_length"] = float(np.mean(collected.lengths))
+    for name, won in collected.results.items():
+        metrics[f"charts/train_win_rate_vs_{name}"] = float(np.mean(won))
+    for key, value in metrics.items():
+        run.writer.add_scalar(key, value, lr.global_step)
+    run.diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
+    bar.update(1)
+    bar.set_postfix(
+        {"dps": f"{metrics['charts/decisions_per_second']:.0f}", **U.short_rates(run.latest_eval)}, refresh=False
+    )
 
-            # --- PPO update on the learner's decisions -------------------------------------------
-            net.train()
-            t1 = time.perf_counter()
-            metrics = ppo_update(net, optimizer, buf.learner_batch(advantages, returns), settings, gen)
-            update += 1
-            if update % cfg.snapshot_every == 0:
-                pool.add(net, update)
-                codes = pool.replace_missing(codes)  # games against a dropped snapshot play the newest
 
-            # --- logging --------------------------------------------------------------------------
-            t2 = time.perf_counter()
-            metrics["charts/learning_rate"] = optimizer.param_groups[0]["lr"]
-            metrics["charts/decisions_per_second"] = int(buf.learner.sum()) / (t2 - t0)
-            metrics["charts/rollout_seconds"] = t1 - t0
-            metrics["charts/update_seconds"] = t2 - t1
-            metrics["charts/learner_decisions"] = decisions
-            metrics["charts/games_finished"] = games_done
-            metrics["charts/pool_snapshots"] = len(pool.snapshots)
-            if lengths:
-                metrics["charts/game_length"] = float(np.mean(lengths))
-            for name, won in results.items():
-                metrics[f"charts/train_win_rate_vs_{name}"] = float(np.mean(won))
-            for key, value in metrics.items():
-                writer.add_scalar(key, value, global_step)
-            bar.update(1)
-            postfix = {"dps": f"{metrics['charts/decisions_per_second']:.0f}", **U.short_rates(latest_eval)}
-            bar.set_postfix(postfix, refresh=False)
+def evaluate_and_checkpoint(run: Run, bar: Any) -> bool:
+    """Periodic evaluation and checkpoint; True when the time limit stops the run."""
+    cfg, update = run.cfg, run.learner.update
+    out_of_time = cfg.time_limit_minutes > 0 and run.elapsed() > 60 * cfg.time_limit_minutes
+    last = update >= cfg.total_updates or out_of_time
+    if (cfg.eval_every and update % cfg.eval_every == 0) or last:
+        evaluate(run)
+        bar.set_postfix(U.short_rates(run.latest_eval))
+    if update % cfg.checkpoint_every == 0 or last:
+        checkpoint(run)
+    if out_of_time and update < cfg.total_updates:
+        run.stopped_early = True
+        bar.write(f"time limit of {cfg.time_limit_minutes} minutes reached after {update} updates")
+        return True
+    return False
 
-            # --- evaluation, checkpoint, time limit -------------------------------------------------
-            out_of_time = cfg.time_limit_minutes > 0 and elapsed() > 60 * cfg.time_limit_minutes
-            last = update >= cfg.total_updates or out_of_time
-            if (cfg.eval_every and update % cfg.eval_every == 0) or last:
-                latest_eval = periodic_eval()
-                bar.set_postfix({**postfix, **U.short_rates(latest_eval)})
-            if update % cfg.checkpoint_every == 0 or last:
-                checkpoint()
-            if out_of_time and update < cfg.total_updates:
-                stopped_early = True
-                bar.write(f"time limit of {cfg.time_limit_minutes} minutes reached after {update} updates")
-                break
-    except KeyboardInterrupt:
-        path = checkpoint()
-        bar.close()
-        print(f"\ninterrupted after {update} updates; checkpoint: {path}")
-        raise
-    finally:
-        bar.close()
 
-    # --- final evaluation -----------------------------------------------------------------------------
-    save_checkpoint(folder / "checkpoints" / "final.pt", net)
+def play_eval(
+    run: Run, pairs: dict[str, int], final: bool = False, deterministic: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Arena games of the current network; periodic evaluations replay the same deals
+    (comparable over time), the final one uses others."""
+    seed = run.cfg.seed + (20_000 if final else 10_000)
+    progress = final and run.cfg.progress
+    net = run.learner.net
+    # two games per opponent of every evaluation of the most probable move, as game records
+    name = f"eval-{run.learner.update:05d}{'-final' if final else ''}.jsonl"
+    records = run.folder / "games" / name if deterministic else None
+    results = U.evaluate(
+        net,
+        pairs,
+        seed=seed,
+        workers=run.cfg.eval_workers,
+        progress=progress,
+        records=records,
+        deterministic=deterministic,
+    )
+    net.train()
+    return results
+
+
+def evaluate(run: Run) -> None:
+    """The periodic evaluation: the most probable move (and the sampled policy, ``eval_sampled``)
+    against ``eval_opponents``; history, learning curve, and ``best.pt`` with ``keep_best``."""
+    cfg, lr = run.cfg, run.learner
+    results = play_eval(run, cfg.eval_opponents)
+    U.log_eval(run.writer, results, lr.global_step)
+    sampled = play_eval(run, cfg.eval_opponents, deterministic=False) if cfg.eval_sampled else {}
+    U.log_eval(run.writer, sampled, lr.global_step, policy="sampled")
+    for spec, r in results.items():
+        r.update({"sampled_" + k: v for k, v in sampled.get(spec, {}).items() if k != "seconds"})
+        run.history.append(
+            {"opponent": spec, "update": lr.update, "global_step": lr.global_step, "minutes": run.elapsed() / 60} | r
+        )
+    U.write_history(run.history, run.folder)
+    U.plot_learning_curve(run.history, run.folder / "learning_curve.png", f"self-play PPO ({run.folder.name})")
+    run.latest_eval = results
+    rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
+    if rate is not None and rate > run.best.get("win_rate", -1.0):
+        run.best = {"update": lr.update, "win_rate": rate, "opponent": cfg.keep_best}
+        save_checkpoint(run.folder / "checkpoints" / "best.pt", lr.net)
+
+
+def checkpoint(run: Run, name: str = "latest.pt") -> Path:
+    """The network with everything a resume needs (format: ``agents.ppo_agent``)."""
+    lr = run.learner
+    return save_checkpoint(
+        run.folder / "checkpoints" / name,
+        lr.net,
+        trainer={
+            "config": dataclasses.asdict(run.cfg),
+            "optimizer": lr.optimizer.state_dict(),
+            "pool": lr.pool.state_dict(),
+            "numpy_rng": lr.rng.bit_generator.state,
+            "torch_rng": lr.gen.get_state(),
+            "update": lr.update,
+            "global_step": lr.global_step,
+            "decisions": lr.decisions,
+            "games_done": lr.games_done,
+            "eval_history": run.history,
+            "best": run.best,
+            "distill": run.distilled,
+            "elapsed_seconds": run.elapsed(),
+            "start_model": lr.start.state_dict(),
+        },
+    )
+
+
+def finish(run: Run) -> dict[str, Any]:
+    """``final.pt``, the final evaluation (of ``best.pt`` with ``keep_best``) on fresh deals, the
+    summary (``final_eval.json``, returned: the start's, the last periodic (most probable move and
+    ``sampled_*``) and the final evaluations, the last update's diagnostics)."""
+    cfg, lr, folder = run.cfg, run.learner, run.folder
+    save_checkpoint(folder / "checkpoints" / "final.pt", lr.net)
     evaluated = folder / "checkpoints" / "final.pt"
-    if best:
+    if run.best:
         evaluated = folder / "checkpoints" / "best.pt"
-        net.load_state_dict(read_checkpoint(evaluated)["model"])
+        lr.net.load_state_dict(read_checkpoint(evaluated)["model"])
         print(
-            f"keep_best: evaluating checkpoints/best.pt (update {best['update']}, "
-            f"periodic win rate {best['win_rate']:.3f} vs {best['opponent']})"
+            f"keep_best: evaluating checkpoints/best.pt (update {run.best['update']}, "
+            f"periodic win rate {run.best['win_rate']:.3f} vs {run.best['opponent']})"
         )
     final: dict[str, dict[str, Any]] = {}
     if cfg.final_eval_pairs > 0:
         print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
-        pairs = {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}
-        final = run_eval(pairs, progress=cfg.progress, final=True)
-        U.log_eval(writer, final, global_step, prefix="eval_final")
+        final = play_eval(run, {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}, final=True)
+        U.log_eval(run.writer, final, lr.global_step, prefix="eval_final")
         for spec, r in final.items():
-            history.append(
-                {
-                    "opponent": spec,
-                    "update": update,
-                    "global_step": global_step,
-                    "minutes": elapsed() / 60,
-                    "final": True,
-                    "checkpoint_update": best.get("update", update),
-                    **r,
-                }
+            run.history.append(
+                {"opponent": spec, "update": lr.update, "global_step": lr.global_step, "minutes": run.elapsed() / 60}
+                | {"final": True, "checkpoint_update": run.best.get("update", lr.update)}
+                | r
             )
-        U.write_history(history, folder)
-        U.plot_learning_curve(history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
-    writer.close()
+        U.write_history(run.history, folder)
+        U.plot_learning_curve(run.history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
+    run.writer.close()
     summary = {
         "run_folder": str(folder),
         "checkpoint": str(folder / "checkpoints" / "latest.pt"),
         "evaluated_checkpoint": str(evaluated),
-        "best": best,
-        "distill": distilled,
-        "updates": update,
-        "learner_decisions": decisions,
-        "games_finished": games_done,
-        "training_minutes": elapsed() / 60,
-        "stopped_early": stopped_early,
-        "last_eval": latest_eval,
+        "start_checkpoint": str(folder / "checkpoints" / "start.pt"),
+        "best": run.best,
+        "distill": run.distilled,
+        "updates": lr.update,
+        "learner_decisions": lr.decisions,
+        "games_finished": lr.games_done,
+        "training_minutes": run.elapsed() / 60,
+        "stopped_early": run.stopped_early,
+        "start_eval": start_eval(run.history),
+        "last_eval": run.latest_eval,
+        "last_update_diagnostics": run.diagnostics,
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
@@ -370,8 +517,27 @@ def main(
             f"  vs {spec:<14} win rate {r['win_rate']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
             f"({r['games']} games, mean margin {r['mean_margin']:+.1f})"
         )
-    print(f"run folder: {folder}  ({elapsed() / 60:.1f} minutes)")
+    print(f"run folder: {folder}  ({run.elapsed() / 60:.1f} minutes)")
     return summary
+
+
+def start_eval(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The periodic evaluation of the start policy (update 0), per opponent; empty if none."""
+    return {h["opponent"]: h for h in history if h["update"] == 0 and not h.get("final")}
+
+
+def make_optimizer(net: PatchworkNet, cfg: SelfPlayConfig) -> torch.optim.Adam:
+    """Adam over the network; the greedy prior's weighting layer in its own group at
+    ``prior_lr_scale`` x the learning rate (each group keeps its ``base_lr`` for annealing)."""
+    special = list(net.prior_weights.parameters()) if net.uses_prior and cfg.prior_lr_scale != 1.0 else []
+    ids = {id(p) for p in special}
+    groups: list[dict[str, Any]] = [
+        {"params": [p for p in net.parameters() if id(p) not in ids], "base_lr": cfg.learning_rate}
+    ]
+    if special:
+        lr = cfg.learning_rate * cfg.prior_lr_scale
+        groups.append({"params": special, "base_lr": lr, "lr": lr})
+    return torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5)
 
 
 def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) -> dict[str, Any]:

@@ -1,0 +1,93 @@
+"""Trainer speed: PPO learner decisions per second of ``train.selfplay`` with the quick network.
+
+    python -m benchmarks.bench_trainer [--repeats 3] [--quick]
+
+One iteration is exactly what the trainer does per update (``train.selfplay.collect_rollout`` then
+``update_policy``) with ``configs/quick.yaml`` (greedy prior, 128 games x 32 steps, 2 epochs of
+4 minibatches); the rate counts the learner's decisions of the rollout over the wall time of
+rollout + update. The note splits it: decisions/s of the rollout alone and of the update alone.
+``--quick`` (CI, notebooks): 16 games x 8 steps, one iteration per repeat.
+
+Target (issue 16): >= 3,000 learner decisions/s on 2 cores (the demo measured about 1,050/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks import Row, format_table, row
+
+TRAINER_TARGET = 3_000.0
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def measure(quick: bool = False, repeats: int = 3) -> dict[str, float]:
+    """Median over ``repeats`` iterations (after one warm-up) of the rollout and update times."""
+    import torch
+
+    from train import selfplay as S
+    from train.config import SelfPlayConfig, load_config
+
+    extra = ["num_games=16", "rollout_steps=8"] if quick else []
+    cfg = load_config(ROOT / "configs" / "quick.yaml", SelfPlayConfig, ["critic_warmup_updates=0", *extra])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.torch_threads)
+    try:
+        learner = S.new_learner(cfg)
+        S.update_policy(learner, S.collect_rollout(learner))  # compiles, fills the pool's first draws
+        rollout, update, decisions, cpu = [], [], [], []
+        for _ in range(repeats):
+            c0 = time.process_time()
+            collected = S.collect_rollout(learner)
+            t1 = time.perf_counter()
+            S.update_policy(learner, collected)
+            update.append(time.perf_counter() - t1)
+            rollout.append(collected.seconds)
+            cpu.append(time.process_time() - c0)
+            decisions.append(float(collected.batch["actions"].shape[0]))
+    finally:
+        torch.set_num_threads(threads)
+    total = [d / (r + u) for d, r, u in zip(decisions, rollout, update, strict=True)]
+    return {
+        "decisions_per_s": statistics.median(total),
+        "per_cpu_s": statistics.median(d / c for d, c in zip(decisions, cpu, strict=True)),
+        "rollout_per_s": statistics.median(d / r for d, r in zip(decisions, rollout, strict=True)),
+        "update_per_s": statistics.median(d / u for d, u in zip(decisions, update, strict=True)),
+        "decisions": statistics.median(decisions),
+    }
+
+
+def rows(quick: bool = False, repeats: int | None = None) -> list[Row]:
+    m = measure(quick, repeats or (1 if quick else 3))
+    note = (
+        f"quick.yaml net, {m['decisions']:.0f} decisions/update; rollout {m['rollout_per_s']:,.0f}/s, "
+        f"update {m['update_per_s']:,.0f}/s"
+    )
+    return [
+        row(
+            "PPO learner decisions (train.selfplay, quick net)",
+            m["decisions_per_s"],
+            "decisions/s",
+            per_cpu_s=m["per_cpu_s"],
+            target=None if quick else TRAINER_TARGET,
+            note=note,
+        )
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="PPO trainer throughput (learner decisions/s)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed iterations (medians are reported)")
+    parser.add_argument("--quick", action="store_true", help="a tiny batch (seconds)")
+    args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
+    print(f"load {load:.1f}; median of {args.repeats} iterations")
+    print(format_table(rows(args.quick, args.repeats)))
+
+
+if __name__ == "__main__":
+    main()
