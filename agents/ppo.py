@@ -31,7 +31,7 @@ from agents.ppo_agent import most_probable_move
 F32 = npt.NDArray[np.float32]
 
 
-def final_rewards(
+def shaped_final_rewards(
     winner: npt.NDArray[np.int64], scores: npt.NDArray[np.int64], margin_weight: float, margin_scale: float
 ) -> F32:
     """(E, 2) final reward of each seat of E finished games: ``(1 - w) * (+1 win / -1 loss)

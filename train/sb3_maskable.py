@@ -40,7 +40,7 @@ from torch import nn
 
 from agents.network import NetConfig, PatchworkNet
 from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
-from agents.ppo import final_rewards
+from agents.ppo import shaped_final_rewards
 from agents.ppo_agent import PPOAgent, save_checkpoint
 from agents.progress import progress_bar
 from agents.registry import make_agent
@@ -108,7 +108,7 @@ class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
 
 
 class MarginReward(VecEnvWrapper):  # type: ignore[misc]
-    """Final rewards blended with the score margin, as ``agents.ppo.final_rewards`` does for the
+    """Final rewards blended with the score margin, as ``agents.ppo.shaped_final_rewards`` does for the
     self-play trainer (the env's own reward is +1 / -1)."""
 
     def __init__(self, venv: Any, weight: float, scale: float) -> None:
@@ -124,7 +124,8 @@ class MarginReward(VecEnvWrapper):  # type: ignore[misc]
             info = infos[i]
             if "score" in info:
                 scores = np.array([[info["score"], info["opponent_score"]]])
-                rewards[i] = final_rewards(np.array([0 if info["won"] else 1]), scores, self.weight, self.scale)[0, 0]
+                winner = np.array([0 if info["won"] else 1])
+                rewards[i] = shaped_final_rewards(winner, scores, self.weight, self.scale)[0, 0]
         return obs, rewards, dones, infos
 
 
@@ -273,7 +274,7 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
         final = U.evaluate(
             callback.net,
             {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents},
-            cfg.seed + 10_000,
+            cfg.seed + 20_000,  # fresh deals: the periodic evaluations play seed + 10_000's (as train.selfplay)
             cfg.eval_workers,
             progress=cfg.progress,
             records=folder / "games" / "eval-final.jsonl",

@@ -47,14 +47,14 @@ from typing import Any
 import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
-from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
 from agents.distill import DistillStats, distill, legal_groups, sample_positions, teacher_groups
 from agents.heuristic import NUM_FEATURES
 from agents.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from agents.opponent_pool import SELF, OpponentPool
-from agents.ppo import PPOSettings, Rollout, final_rewards, per_seat_gae, ppo_update
+from agents.ppo import PPOSettings, Rollout, per_seat_gae, ppo_update, shaped_final_rewards
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
+from agents.progress import progress_bar
 from patchwork_env import rules as R
 from patchwork_env.vector import VectorGames
 from train import run_utils as U
@@ -82,7 +82,7 @@ def main(
         if cfg.eval_every:
             evaluate(run)  # the start: update 0 of the learning curve
         checkpoint(run)
-    bar = progress_bar(run)
+    bar = open_progress_bar(run)
     try:
         while learner.update < cfg.total_updates:
             collected = collect_rollout(learner)
@@ -233,7 +233,7 @@ def collect_rollout(lr: Learner) -> Collected:
         buf.outcome[t] = 0.0
         ended = np.flatnonzero(res.done)
         if ended.size:
-            buf.outcome[t, ended] = final_rewards(
+            buf.outcome[t, ended] = shaped_final_rewards(
                 res.winner[ended], res.scores[ended], cfg.reward_margin_weight, cfg.reward_margin_scale
             )
             for i in ended.tolist():
@@ -342,8 +342,8 @@ def open_run(cfg: SelfPlayConfig, resume: str | None, run_dir: str | None, confi
     return run
 
 
-def progress_bar(run: Run) -> Any:
-    bar = tqdm(
+def open_progress_bar(run: Run) -> Any:
+    bar = progress_bar(
         total=run.cfg.total_updates,
         initial=run.learner.update,
         unit="upd",
@@ -547,7 +547,9 @@ def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) ->
     states = sample_positions(cfg.distill_positions, seed=cfg.seed + 30_000, temp=cfg.distill_temp)
     states = states[legal_groups(states).sum(1) > 1]
     print(f"distillation: {cfg.teacher} labels {len(states):,} positions with a choice of move kind")
-    with tqdm(total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout) as bar:
+    with progress_bar(
+        total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout
+    ) as bar:
         groups = teacher_groups(states, cfg.teacher, seed=cfg.seed, workers=cfg.distill_workers, progress=bar.update)
     labelled = time.time()
 
