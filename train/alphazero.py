@@ -43,7 +43,7 @@ from agents.network import PatchworkNet, count_parameters
 from agents.ppo_agent import save_checkpoint
 from patchwork_env import rules as R
 from train import run_utils as U
-from train.cli import Parser
+from train.cli import trainer_parser
 from train.config import AlphaZeroConfig, ConfigError, describe, load_config
 
 
@@ -178,15 +178,12 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = Parser(
-        prog="python -m train.alphazero",
-        description="AlphaZero-style training for Patchwork (see the module docstring).",
-        epilog="Overrides: key=value after the options, e.g. sims=32 games_per_iteration=128.",
+    parser = trainer_parser(
+        "python -m train.alphazero",
+        "AlphaZero-style training for Patchwork (see the module docstring).",
+        "configs/alphazero.yaml, configs/alphazero_smoke.yaml",
+        "sims=32 games_per_iteration=128",
     )
-    parser.add_argument("--config", help="YAML config (configs/alphazero.yaml, configs/alphazero_smoke.yaml)")
-    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
-    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
-    parser.add_argument("overrides", nargs="*", help="key=value")
     args = parser.parse_args(argv)
     if args.help_config:
         print(describe(AlphaZeroConfig))

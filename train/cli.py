@@ -25,3 +25,16 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(f"{message} (see {self.prog} --help)")
+
+
+def trainer_parser(prog: str, description: str, configs: str, example: str) -> Parser:
+    """The options every trainer takes: ``--config``, ``--run-dir``, ``--help-config`` and
+    ``key=value`` overrides (a trainer adds its own, e.g. ``--resume``, after these)."""
+    parser = Parser(
+        prog=prog, description=description, epilog=f"Overrides: key=value after the options, e.g. {example}."
+    )
+    parser.add_argument("--config", help=f"YAML config ({configs})")
+    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
+    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
+    parser.add_argument("overrides", nargs="*", help="key=value")
+    return parser

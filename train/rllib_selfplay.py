@@ -44,7 +44,7 @@ from agents.network import PatchworkNet
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.ray_backend import import_ray, init_ray
 from train import run_utils as U
-from train.cli import Parser
+from train.cli import trainer_parser
 from train.config import ConfigError, RLlibConfig, describe, load_config
 
 LEARNER = "learner"
@@ -285,16 +285,13 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = Parser(
-        prog="python -m train.rllib_selfplay",
-        description="Multi-agent self-play PPO with Ray RLlib (see the module docstring).",
-        epilog="Overrides: key=value after the options, e.g. num_env_runners=2 total_iterations=50.",
+    parser = trainer_parser(
+        "python -m train.rllib_selfplay",
+        "Multi-agent self-play PPO with Ray RLlib (see the module docstring).",
+        "configs/rllib.yaml, configs/rllib_smoke.yaml",
+        "num_env_runners=2 total_iterations=50",
     )
-    parser.add_argument("--config", help="YAML config (configs/rllib.yaml, configs/rllib_smoke.yaml)")
     parser.add_argument("--address", help="a Ray cluster to join (auto or HOST:PORT); default: a local runtime")
-    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
-    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
-    parser.add_argument("overrides", nargs="*", help="key=value")
     args = parser.parse_args(argv)
     if args.help_config:
         print(describe(RLlibConfig))

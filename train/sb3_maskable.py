@@ -46,7 +46,7 @@ from agents.progress import progress_bar
 from agents.registry import make_agent
 from agents.sb3_vec_env import SB3VecEnv
 from train import run_utils as U
-from train.cli import Parser
+from train.cli import trainer_parser
 from train.config import ConfigError, SB3Config, describe, load_config
 
 
@@ -306,15 +306,12 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = Parser(
-        prog="python -m train.sb3_maskable",
-        description="sb3-contrib MaskablePPO on Patchwork with the project's network and opponent pool.",
-        epilog="Overrides: key=value after the options, e.g. total_timesteps=50000.",
+    parser = trainer_parser(
+        "python -m train.sb3_maskable",
+        "sb3-contrib MaskablePPO on Patchwork with the project's network and opponent pool.",
+        "configs/sb3.yaml",
+        "total_timesteps=50000",
     )
-    parser.add_argument("--config", help="YAML config (configs/sb3.yaml)")
-    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
-    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
-    parser.add_argument("overrides", nargs="*", help="key=value")
     args = parser.parse_args(argv)
     if args.help_config:
         print(describe(SB3Config))

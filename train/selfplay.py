@@ -58,7 +58,7 @@ from agents.progress import progress_bar
 from patchwork_env import rules as R
 from patchwork_env.vector import VectorGames
 from train import run_utils as U
-from train.cli import Parser
+from train.cli import trainer_parser
 from train.config import ConfigError, SelfPlayConfig, describe, from_dict, load_config, parse_overrides, to_yaml
 
 
@@ -575,16 +575,13 @@ def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) ->
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = Parser(
-        prog="python -m train.selfplay",
-        description="Batched self-play PPO for Patchwork (see the module docstring).",
-        epilog="Overrides: key=value after the options, e.g. num_games=64 learning_rate=1e-3.",
+    parser = trainer_parser(
+        "python -m train.selfplay",
+        "Batched self-play PPO for Patchwork (see the module docstring).",
+        "configs/quick.yaml, configs/selfplay.yaml",
+        "num_games=64 learning_rate=1e-3",
     )
-    parser.add_argument("--config", help="YAML config (configs/quick.yaml, configs/selfplay.yaml)")
     parser.add_argument("--resume", help="checkpoint to continue from (its config is used, then overrides)")
-    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>, or the resumed run's folder)")
-    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
-    parser.add_argument("overrides", nargs="*", help="key=value")
     args = parser.parse_args(argv)
     if args.help_config:
         print(describe(SelfPlayConfig))
