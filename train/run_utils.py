@@ -154,3 +154,12 @@ def set_threads(n: int) -> None:
     torch.set_num_threads(n)
     with contextlib.suppress(RuntimeError):  # already set in this process
         torch.set_num_interop_threads(1)
+
+
+def print_final_eval(final: dict[str, dict[str, Any]]) -> None:
+    """One line per opponent of a final evaluation (win rate, 95% CI, games, mean margin)."""
+    for spec, r in final.items():
+        print(
+            f"  vs {spec:<14} win rate {r['win_rate']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
+            f"({r['games']} games, mean margin {r['mean_margin']:+.1f})"
+        )

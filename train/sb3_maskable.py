@@ -295,11 +295,7 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
-    for spec, r in final.items():
-        print(
-            f"  vs {spec:<14} win rate {r['win_rate']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
-            f"({r['games']} games, mean margin {r['mean_margin']:+.1f})"
-        )
+    U.print_final_eval(final)
     print(f"run folder: {folder}  ({summary['training_minutes']:.1f} minutes)")
     env.close()
     return summary

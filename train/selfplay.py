@@ -512,11 +512,7 @@ def finish(run: Run) -> dict[str, Any]:
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
-    for spec, r in final.items():
-        print(
-            f"  vs {spec:<14} win rate {r['win_rate']:.3f}  95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
-            f"({r['games']} games, mean margin {r['mean_margin']:+.1f})"
-        )
+    U.print_final_eval(final)
     print(f"run folder: {folder}  ({run.elapsed() / 60:.1f} minutes)")
     return summary
 
