@@ -24,9 +24,9 @@ import numpy.typing as npt
 import torch
 
 from agents.az_search import BatchedSearch, SearchConfig
-from agents.network import PatchworkNet, net_from_config, prior_for
+from agents.az_selfplay import net_inputs
+from agents.network import PatchworkNet, net_from_config
 from agents.ppo_agent import PPOAgent, net_from_checkpoint, read_checkpoint
-from patchwork_env import rules as R
 from patchwork_env.state import GameState
 
 PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
@@ -45,18 +45,11 @@ class NetEvaluator:
     def __call__(
         self, states: IntArray
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        states = np.ascontiguousarray(states, dtype=np.int64)
-        b = len(states)
-        masks = np.zeros((b, R.NUM_ACTIONS), dtype=np.bool_)
-        R.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
-        seats = np.empty(b, dtype=np.int64)
-        R.current_player_batch(states, seats)
-        obs = np.empty((b, R.OBS_DIM), dtype=np.float32)
-        R.observe_batch(states, seats, obs)
-        logits, values = self.net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(self.net, states, masks))
+        obs, masks, prior = net_inputs(self.net, states)
+        logits, values = self.net(obs, masks, prior)
         logp = torch.log_softmax(logits, -1).double().numpy()
-        self.evaluations += b
-        return masks, logp, values.clamp(-1.0, 1.0).double().numpy()
+        self.evaluations += len(obs)
+        return masks.numpy(), logp, values.clamp(-1.0, 1.0).double().numpy()
 
 
 def load_net(path: str | Path) -> PatchworkNet:
