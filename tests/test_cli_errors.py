@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents.registry import AgentSpecError, make_agent
-from train import evaluate, play, sb3_maskable, selfplay
+from train import alphazero, evaluate, play, sb3_maskable, selfplay
 from train.cli import MAX_SEED
 from train.config import ConfigError, SB3Config, SelfPlayConfig, load_config
 
@@ -187,3 +187,22 @@ def test_a_real_process_exits_2_without_a_traceback(argv: list[str]) -> None:
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == proc.stderr.splitlines()[-1:]
+
+
+@pytest.mark.parametrize("trainer", [selfplay.cli, sb3_maskable.cli, alphazero.cli])
+def test_a_run_dir_that_is_a_file_is_one_error_line(
+    trainer: Callable[[list[str]], int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    _assert_one_error_line(capsys, _exit_code(trainer, ["--run-dir", str(a_file)]), "not a folder")
+    assert a_file.read_text() == "not a folder"
+
+
+def test_an_unreadable_init_checkpoint_fails_at_load(empty_checkpoint: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    run_dir = tmp_path / "run"
+    argv = ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"), f"init_checkpoint={empty_checkpoint}"]
+    code = _exit_code(alphazero.cli, [*argv, "--run-dir", str(run_dir)])
+    _assert_one_error_line(capsys, code, "init_checkpoint", "not a PPO")
+    assert not run_dir.exists()

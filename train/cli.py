@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 # every seed a command line or config takes: every library seeded here accepts it (numpy's legacy
@@ -27,6 +28,16 @@ class Parser(argparse.ArgumentParser):
         fail(f"{message} (see {self.prog} --help)")
 
 
+def run_dir(text: str) -> str:
+    """``--run-dir``: a folder that may exist (a resumed run's) but is not a file."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path.parent} is not a folder")
+    return text
+
+
 def trainer_parser(prog: str, description: str, configs: str, example: str) -> Parser:
     """The options every trainer takes: ``--config``, ``--run-dir``, ``--help-config`` and
     ``key=value`` overrides (a trainer adds its own, e.g. ``--resume``, after these)."""
@@ -34,7 +45,7 @@ def trainer_parser(prog: str, description: str, configs: str, example: str) -> P
         prog=prog, description=description, epilog=f"Overrides: key=value after the options, e.g. {example}."
     )
     parser.add_argument("--config", help=f"YAML config ({configs})")
-    parser.add_argument("--run-dir", help="run folder (default runs/<run_name>)")
+    parser.add_argument("--run-dir", type=run_dir, help="run folder (default runs/<run_name>)")
     parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
     parser.add_argument("overrides", nargs="*", help="key=value")
     return parser

@@ -348,6 +348,21 @@ def _check_spec(key: str, spec: str) -> None:
         raise ConfigError(f"{key}: {first}") from None
 
 
+def _check_checkpoint(key: str, path: str) -> None:
+    """``path`` (if given) must be a readable checkpoint whose network builds: an unreadable file
+    fails here, at load, not after the run folder is written."""
+    if not path:
+        return
+    if not Path(path).is_file():
+        raise ConfigError(f"{key}: no such file {path!r}")
+    from agents.ppo_agent import net_from_checkpoint, read_checkpoint
+
+    try:
+        net_from_checkpoint(read_checkpoint(path), path)
+    except (ValueError, OSError) as exc:  # CheckpointError is a ValueError
+        raise ConfigError(f"{key}: {str(exc).splitlines()[0]}") from None
+
+
 # --- loading (OmegaConf structured configs) --------------------------------------------------
 C = TypeVar("C", bound=CommonConfig)
 
@@ -560,8 +575,7 @@ class AlphaZeroConfig(CommonConfig):
         _between(self, "dirichlet_eps", 0.0, 1.0)
         if self.root not in ("gumbel", "puct"):
             raise ConfigError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
-        if self.init_checkpoint and not Path(self.init_checkpoint).is_file():
-            raise ConfigError(f"init_checkpoint: no such file {self.init_checkpoint!r}")
+        _check_checkpoint("init_checkpoint", self.init_checkpoint)
 
 
 @dataclass
@@ -611,8 +625,7 @@ class RLlibConfig(CommonConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.init_checkpoint and not Path(self.init_checkpoint).is_file():
-            raise ConfigError(f"init_checkpoint: no such file {self.init_checkpoint!r}")
+        _check_checkpoint("init_checkpoint", self.init_checkpoint)
         if self.reward not in ("win", "score"):
             raise ConfigError(f"reward must be 'win' or 'score', got {self.reward!r}")
         _at_least(self, "num_env_runners", 0)
