@@ -14,7 +14,6 @@ probable legal move (``PPOAgent`` with ``deterministic=True``). Checkpoints are 
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import torch
 from agents.az_search import BatchedSearch, SearchConfig
 from agents.az_selfplay import net_inputs
 from agents.network import PatchworkNet, net_from_config
-from agents.ppo_agent import PPOAgent, net_from_checkpoint, read_checkpoint
+from agents.ppo_agent import PPOAgent, net_from_checkpoint, one_thread_in_workers, read_checkpoint
 from patchwork_env.state import GameState
 
 PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
@@ -100,8 +99,7 @@ class AZAgent:
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
-        if multiprocessing.parent_process() is not None:
-            torch.set_num_threads(1)  # a worker process: leave the other cores to the other workers
+        one_thread_in_workers()
         net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
         self.__init__(net, data["config"], data["time"], data["name"])  # type: ignore[misc]

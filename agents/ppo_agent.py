@@ -29,6 +29,12 @@ FORMAT = "patchwork-ppo"
 VERSION = 1
 
 
+def one_thread_in_workers() -> None:
+    """In a worker process (the arena's), torch gets one thread: the other cores run other workers."""
+    if multiprocessing.parent_process() is not None:
+        torch.set_num_threads(1)
+
+
 class CheckpointError(ValueError):
     """A file that is not a readable PPO checkpoint of this project."""
 
@@ -154,8 +160,7 @@ class PPOAgent:
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
-        if multiprocessing.parent_process() is not None:
-            torch.set_num_threads(1)  # a worker process: leave the other cores to the other workers
+        one_thread_in_workers()
         net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
         self.__init__(net, data["deterministic"], data["name"])  # type: ignore[misc]
