@@ -103,9 +103,13 @@ def test_the_largest_seed_is_accepted_and_torch_takes_it() -> None:
     import numpy as np
     import torch
 
+    from train.seeds import Stream, stream_seed
+
     cfg = load_config(None, SelfPlayConfig, [f"seed={MAX_SEED}"])
-    torch.manual_seed(cfg.seed + 30_000)
-    np.random.RandomState(cfg.seed + 30_000)  # the legacy seeding SB3 uses takes < 2**32
+    for stream in Stream:
+        seed = stream_seed(cfg.seed, stream, 10**6)
+        torch.manual_seed(seed)
+        np.random.RandomState(seed)  # the legacy seeding SB3 uses takes < 2**32
     assert math.isfinite(cfg.learning_rate)
 
 

@@ -19,6 +19,7 @@ from patchwork_env.vector import VectorGames
 from train import run_utils as U
 from train import selfplay
 from train.config import ConfigError, SelfPlayConfig, from_dict
+from train.seeds import Stream, stream_seed
 
 TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
 SHORT_RUN = {"prior_scale": 2.0, "num_games": 16, "rollout_steps": 16, "total_updates": 6, "update_epochs": 2,
@@ -195,7 +196,7 @@ def test_zero_updates_evaluates_the_untrained_network(tmp_path: Path) -> None:
     summary = selfplay.main(cfg)
     assert summary["updates"] == 0 and summary["learner_decisions"] == 0
     assert set(summary["final_eval"]) == {"random", "greedy"}
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
     fresh = PatchworkNet(cfg.net_config()).state_dict()
     saved = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "final.pt")["model"]
     assert all(torch.equal(fresh[k], saved[k]) for k in fresh)

@@ -41,10 +41,11 @@ from agents.az_selfplay import ReplayBuffer, Samples, greedy_value_samples, lear
 from agents.distill import group_parameters
 from agents.network import PatchworkNet, count_parameters
 from agents.ppo_agent import save_checkpoint
-from patchwork_env import rules as R
-from train import run_utils as U
+from patchwork_env import rules
+from train import run_utils
 from train.cli import trainer_parser
 from train.config import AlphaZeroConfig, ConfigError, describe, load_config
+from train.seeds import Stream, stream_rng, stream_seed
 
 
 def search_config(cfg: AlphaZeroConfig) -> SearchConfig:
@@ -64,11 +65,11 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
     """Train; returns a summary (run folder, counters, evaluations)."""
     cfg = config
     cfg.validate()
-    U.set_threads(cfg.torch_threads)
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    folder = U.run_folder(cfg, config_name, run_dir)
-    U.save_config(cfg, folder)
+    run_utils.set_threads(cfg.torch_threads)
+    torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
+    rng = stream_rng(cfg.seed, Stream.TRAIN)
+    folder = run_utils.run_folder(cfg, config_name, run_dir)
+    run_utils.save_config(cfg, folder)
     writer = SummaryWriter(str(folder))
     start = time.time()
 
@@ -88,20 +89,20 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
     ckpt_dir = folder / "checkpoints"
 
     def evaluate(iteration: int, opponents: dict[str, int], seed: int, final: bool = False) -> dict[str, Any]:
-        results = U.evaluate(net, opponents, seed=seed, workers=cfg.eval_workers)
-        U.log_eval(writer, results, iteration, "final_eval" if final else "eval")
+        results = run_utils.evaluate(net, opponents, seed=seed, workers=cfg.eval_workers)
+        run_utils.log_eval(writer, results, iteration, "final_eval" if final else "eval")
         for spec, r in results.items():
             history.append({"minutes": minutes(), "iteration": iteration, "opponent": spec, "final": final, **r})
             log(f"iteration {iteration}: vs {spec} {r['win_rate']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]")
-        U.write_history(history, folder)
+        run_utils.write_history(history, folder)
         return results
 
     # 2. value warm-up -------------------------------------------------------------------------------
     if cfg.warmup_games and cfg.warmup_steps:
         states, values = greedy_value_samples(
-            cfg.warmup_games, cfg.seed + 1_000_003, cfg.warmup_temp, cfg.reward_margin_weight
+            cfg.warmup_games, stream_seed(cfg.seed, Stream.WARMUP), cfg.warmup_temp, cfg.reward_margin_weight
         )
-        no_policy = np.zeros((cfg.batch_size, R.NUM_ACTIONS), dtype=np.float32)
+        no_policy = np.zeros((cfg.batch_size, rules.NUM_ACTIONS), dtype=np.float32)
         for step in range(cfg.warmup_steps):
             idx = rng.integers(len(states), size=cfg.batch_size)
             batch = Samples(states[idx], no_policy, values[idx])
@@ -109,7 +110,7 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
             writer.add_scalar("warmup/value_loss", warm["value_loss"], step)
         log(f"value warm-up: {len(states)} positions, {cfg.warmup_steps} steps, value loss {warm['value_loss']:.3f}")
     if cfg.eval_every:
-        evaluate(0, cfg.eval_opponents, seed=cfg.seed)
+        evaluate(0, cfg.eval_opponents, seed=stream_seed(cfg.seed, Stream.EVAL))
     save_checkpoint(ckpt_dir / "iter_0.pt", net)
 
     # 3. iterations: self-play -> buffer -> learner ----------------------------------------------------
@@ -120,7 +121,9 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
     for iteration in range(1, cfg.iterations + 1):
         t0 = time.time()
         evaluations0 = search.evaluator.evaluations  # type: ignore[attr-defined]
-        samples, stats = play_games(search, cfg.games_per_iteration, cfg.seed * 1_000_003 + iteration, cfg.temp_plies)
+        samples, stats = play_games(
+            search, cfg.games_per_iteration, stream_seed(cfg.seed, Stream.SELFPLAY, iteration), cfg.temp_plies
+        )
         selfplay_seconds = time.time() - t0
         evaluations = search.evaluator.evaluations - evaluations0  # type: ignore[attr-defined]
         buffer.add(samples)
@@ -150,7 +153,7 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
             save_checkpoint(ckpt_dir / "latest.pt", net, {"iteration": iteration, "games": games})
         if cfg.eval_every and (iteration % cfg.eval_every == 0 or last):
             save_checkpoint(ckpt_dir / f"iter_{iteration}.pt", net, {"iteration": iteration, "games": games})
-            evaluate(iteration, cfg.eval_opponents, seed=cfg.seed)
+            evaluate(iteration, cfg.eval_opponents, seed=stream_seed(cfg.seed, Stream.EVAL))
         if out_of_time:
             log(f"time limit of {cfg.time_limit_minutes} minutes reached")
             break
@@ -162,9 +165,9 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
     if cfg.final_eval_pairs:
         opponents = dict.fromkeys(cfg.final_eval_opponents, cfg.final_eval_pairs)
         # on deals the periodic evaluations never used
-        final = evaluate(iteration, opponents, seed=cfg.seed + 7_777_777, final=True)
+        final = evaluate(iteration, opponents, seed=stream_seed(cfg.seed, Stream.FINAL_EVAL), final=True)
         (folder / "final_eval.json").write_text(json.dumps(final, indent=1))
-    U.plot_learning_curve(history, folder / "learning_curve.png", f"AlphaZero ({config_name}, seed {cfg.seed})")
+    run_utils.plot_learning_curve(history, folder / "learning_curve.png", f"AlphaZero ({config_name}, seed {cfg.seed})")
     writer.close()
     summary = {
         "run_dir": str(folder),

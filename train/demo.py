@@ -38,7 +38,7 @@ from agents.arena import PairResult, TournamentResult, round_robin
 from agents.registry import AgentSpecError, parse_spec
 from patchwork_env.records import write_records
 from patchwork_env.replay import write_replay
-from train import run_utils as U
+from train import run_utils
 from train.cli import Parser
 from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
 from train.evaluate import format_table, plot_elo
@@ -161,7 +161,7 @@ def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
     except ConfigError as exc:
         parser.error(f"{config_path}: {exc}")
     name = f"demo-{config_path.stem}" + ("-smoke" if args.smoke else "")
-    folder = U.run_folder(cfg, name, str(args.run_dir) if args.run_dir else None)
+    folder = run_utils.run_folder(cfg, name, str(args.run_dir) if args.run_dir else None)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         parser.error(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
     eval_games = args.eval_games or (SMOKE_EVAL_GAMES if args.smoke else DEFAULT_EVAL_GAMES)
@@ -247,7 +247,7 @@ def write_replays(folder: Path, result: TournamentResult) -> list[Path]:
     pairs = learner_pairs(result)
     pair = next((p for p in pairs if p.b == "greedy"), pairs[-1])
     records = pair.game_records(specs=(pair.a, pair.b))
-    tag = U.eval_tag(pair.b)
+    tag = run_utils.eval_tag(pair.b)
     (folder / "games").mkdir(exist_ok=True)
     paths = [write_records(folder / "games" / f"demo-vs-{tag}.jsonl", records)]
     for rec in records[:2]:

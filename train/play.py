@@ -25,7 +25,7 @@ from typing import TextIO
 import numpy as np
 
 from agents.registry import AgentSpecError, describe_agents, make_agent
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.actions import action_to_str, decode_action, parse_action
 from patchwork_env.agent import Agent
 from patchwork_env.bitboard import orient
@@ -115,12 +115,12 @@ def describe_moves(state: GameState) -> str:
     legal = state.legal_actions().tolist()
     me = state.current_player
     if state.pending_leather:
-        cells = [divmod(a - R.LEATHER_BASE, 9) for a in legal]
+        cells = [divmod(a - rules.LEATHER_BASE, 9) for a in legal]
         return f"place your leather patch (leather r<row>c<col>) on one of {len(cells)} free cells:\n  " + (
             compact_positions(cells)
         )
     lines = [f"legal moves ({len(legal)}):"]
-    to = min(state.positions[1 - me] + 1, R.FINAL_SPACE)
+    to = min(state.positions[1 - me] + 1, rules.FINAL_SPACE)
     lines.append(f"  advance        -> space {to}, +{to - state.positions[me]} buttons")
     buys = _by_slot(state)
     for slot, patch in enumerate(state.market):
@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--opponent", default="greedy", metavar="SPEC", help="agent spec (default greedy)")
     parser.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the deal and the opponent (default 0)")
-    parser.add_argument("--layout", choices=sorted(R.LEATHER_LAYOUTS), default="revised", help="leather layout")
+    parser.add_argument("--layout", choices=sorted(rules.LEATHER_LAYOUTS), default="revised", help="leather layout")
     args = parser.parse_args(argv)
     if not 0 <= args.seed <= MAX_SEED:
         parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")

@@ -43,9 +43,10 @@ from torch.utils.tensorboard import SummaryWriter
 from agents.network import PatchworkNet
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.ray_backend import import_ray, init_ray
-from train import run_utils as U
+from train import run_utils
 from train.cli import trainer_parser
 from train.config import ConfigError, RLlibConfig, describe, load_config
+from train.seeds import Stream, stream_seed
 
 LEARNER = "learner"
 ENV_NAME = "patchwork_aec"
@@ -94,7 +95,9 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
         if module.startswith("snapshot_"):
             specs[module] = net_spec
         else:
-            specs[module] = RLModuleSpec(module_class=AgentRLModule, model_config={"spec": module, "seed": cfg.seed})
+            specs[module] = RLModuleSpec(
+                module_class=AgentRLModule, model_config={"spec": module, "seed": stream_seed(cfg.seed, Stream.TRAIN)}
+            )
     mapping = functools.partial(map_agent, latest_prob=cfg.latest_prob, opponents=opponents, weights=weights)
     config = (
         PPOConfig()  # type: ignore[no-untyped-call]
@@ -121,7 +124,7 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
             num_epochs=cfg.num_epochs,
             use_kl_loss=False,
         )
-        .debugging(seed=cfg.seed)
+        .debugging(seed=stream_seed(cfg.seed, Stream.TRAIN))
     )
     algo: Any = config.build_algo()
     if cfg.init_checkpoint:
@@ -182,9 +185,9 @@ def main(
         initial_net(cfg)  # a checkpoint that does not fit fails before anything starts
     started = init_ray(address)  # a cluster that cannot be joined leaves no run folder
     try:
-        folder = U.run_folder(cfg, config_name, run_dir)
-        U.save_config(cfg, folder)
-        U.set_threads(cfg.torch_threads)
+        folder = run_utils.run_folder(cfg, config_name, run_dir)
+        run_utils.save_config(cfg, folder)
+        run_utils.set_threads(cfg.torch_threads)
         return train(cfg, folder)
     finally:
         if started:
@@ -204,14 +207,15 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
     sampling: list[float] = []  # env steps per second of sampling alone, per iteration
 
     def evaluate(opponents: dict[str, int], final: bool = False) -> dict[str, dict[str, Any]]:
-        seed = cfg.seed + (20_000 if final else 10_000 + iteration)  # fresh deals for the final one
-        results = U.evaluate(learner_net(algo, cfg), opponents, seed, cfg.eval_workers, progress=final and cfg.progress)
-        U.log_eval(writer, results, int(counts["env_steps"]), prefix="eval_final" if final else "eval")
+        seed = stream_seed(cfg.seed, Stream.FINAL_EVAL if final else Stream.EVAL)
+        net = learner_net(algo, cfg)
+        results = run_utils.evaluate(net, opponents, seed, cfg.eval_workers, progress=final and cfg.progress)
+        run_utils.log_eval(writer, results, int(counts["env_steps"]), prefix="eval_final" if final else "eval")
         for spec, r in results.items():
             entry = {"opponent": spec, "update": iteration, "global_step": int(counts["env_steps"])}
             history.append({**entry, "minutes": (time.time() - t0) / 60, **({"final": True} if final else {}), **r})
-        U.write_history(history, folder)
-        U.plot_learning_curve(history, folder / "learning_curve.png", f"RLlib self-play PPO ({folder.name})")
+        run_utils.write_history(history, folder)
+        run_utils.plot_learning_curve(history, folder / "learning_curve.png", f"RLlib self-play PPO ({folder.name})")
         return results
 
     stopped_early = False
@@ -275,7 +279,7 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
-    U.print_final_eval(final)
+    run_utils.print_final_eval(final)
     print(f"run folder: {folder}  ({(time.time() - t0) / 60:.1f} minutes)")
     return summary
 

@@ -45,9 +45,10 @@ from agents.ppo_agent import PPOAgent, save_checkpoint
 from agents.progress import progress_bar
 from agents.registry import make_agent
 from agents.sb3_vec_env import SB3VecEnv
-from train import run_utils as U
+from train import run_utils
 from train.cli import trainer_parser
 from train.config import ConfigError, SB3Config, describe, load_config
+from train.seeds import Stream, stream_rng, stream_seed
 
 
 class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
@@ -135,7 +136,7 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
     def __init__(self, cfg: SB3Config, folder: Path, pool: OpponentPool, venv: SB3VecEnv) -> None:
         super().__init__()
         self.cfg, self.folder, self.pool, self.venv = cfg, folder, pool, venv
-        self.rng = np.random.default_rng(cfg.seed + 1)
+        self.rng = stream_rng(cfg.seed, Stream.TRAIN, 2)  # opponent draws
         self.history: list[dict[str, Any]] = []
         self.latest_eval: dict[str, dict[str, Any]] = {}
         self.start = time.time()
@@ -193,21 +194,27 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
     def evaluate(self) -> None:
         was_training = self.net.training
         games = self.folder / "games" / f"eval-{self.num_timesteps:09d}.jsonl"  # two games per opponent
-        self.latest_eval = U.evaluate(
-            self.net, self.cfg.eval_opponents, self.cfg.seed + 10_000, self.cfg.eval_workers, records=games
+        self.latest_eval = run_utils.evaluate(
+            self.net,
+            self.cfg.eval_opponents,
+            stream_seed(self.cfg.seed, Stream.EVAL),
+            self.cfg.eval_workers,
+            records=games,
         )
         self.net.train(was_training)
         for spec, r in self.latest_eval.items():
-            tag = U.eval_tag(spec)
+            tag = run_utils.eval_tag(spec)
             self.logger.record(f"eval/win_rate_vs_{tag}", r["win_rate"])
             self.logger.record(f"eval/mean_margin_vs_{tag}", r["mean_margin"])
             self.history.append(
                 {"opponent": spec, "timesteps": self.num_timesteps, "minutes": (time.time() - self.start) / 60, **r}
             )
         self.logger.dump(self.num_timesteps)
-        U.write_history(self.history, self.folder)
-        U.plot_learning_curve(self.history, self.folder / "learning_curve.png", f"MaskablePPO ({self.folder.name})")
-        self.bar.set_postfix(U.short_rates(self.latest_eval))
+        run_utils.write_history(self.history, self.folder)
+        run_utils.plot_learning_curve(
+            self.history, self.folder / "learning_curve.png", f"MaskablePPO ({self.folder.name})"
+        )
+        self.bar.set_postfix(run_utils.short_rates(self.latest_eval))
 
     def checkpoint(self) -> Path:
         return save_checkpoint(self.folder / "checkpoints" / "latest.pt", self.net)
@@ -219,7 +226,7 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
 
 def make_env(cfg: SB3Config) -> tuple[SB3VecEnv, Any]:
     """The learner's batched env (returned for the opponent swaps) and its wrapped form for SB3."""
-    venv = SB3VecEnv(num_envs=cfg.n_envs, opponent="random", seed=cfg.seed, copy=True)
+    venv = SB3VecEnv(num_envs=cfg.n_envs, opponent="random", seed=stream_seed(cfg.seed, Stream.TRAIN, 0), copy=True)
     wrapped: VecEnvWrapper = VecMonitor(venv)
     if cfg.reward_margin_weight > 0:
         wrapped = MarginReward(wrapped, cfg.reward_margin_weight, cfg.reward_margin_scale)
@@ -230,10 +237,10 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
     """Train MaskablePPO; returns a summary (run folder, timesteps, last and final evaluations)."""
     cfg = config
     cfg.validate()
-    U.set_threads(cfg.torch_threads)
+    run_utils.set_threads(cfg.torch_threads)
     start = time.time()
-    folder = U.run_folder(cfg, config_name, run_dir)
-    U.save_config(cfg, folder)
+    folder = run_utils.run_folder(cfg, config_name, run_dir)
+    run_utils.save_config(cfg, folder)
     venv, env = make_env(cfg)
     pool = OpponentPool(
         cfg.net_config(), cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
@@ -252,7 +259,7 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
         vf_coef=cfg.vf_coef,
         max_grad_norm=cfg.max_grad_norm,
         policy_kwargs={"net_config": cfg.net_config().to_dict(), "optimizer_kwargs": {"eps": 1e-5}},
-        seed=cfg.seed,
+        seed=stream_seed(cfg.seed, Stream.TRAIN, 1),
         device="cpu",
         verbose=0,
     )
@@ -271,10 +278,10 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
     final: dict[str, dict[str, Any]] = {}
     if cfg.final_eval_pairs > 0:
         print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
-        final = U.evaluate(
+        final = run_utils.evaluate(
             callback.net,
             {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents},
-            cfg.seed + 20_000,  # fresh deals: the periodic evaluations play seed + 10_000's (as train.selfplay)
+            stream_seed(cfg.seed, Stream.FINAL_EVAL),  # deals no periodic evaluation played
             cfg.eval_workers,
             progress=cfg.progress,
             records=folder / "games" / "eval-final.jsonl",
@@ -284,8 +291,8 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
             {"opponent": spec, "timesteps": int(model.num_timesteps), "minutes": minutes, "final": True, **r}
             for spec, r in final.items()
         ]
-        U.write_history(callback.history, folder)
-        U.plot_learning_curve(callback.history, folder / "learning_curve.png", f"MaskablePPO ({folder.name})")
+        run_utils.write_history(callback.history, folder)
+        run_utils.plot_learning_curve(callback.history, folder / "learning_curve.png", f"MaskablePPO ({folder.name})")
     summary = {
         "run_folder": str(folder),
         "checkpoint": str(folder / "checkpoints" / "latest.pt"),
@@ -295,7 +302,7 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
-    U.print_final_eval(final)
+    run_utils.print_final_eval(final)
     print(f"run folder: {folder}  ({summary['training_minutes']:.1f} minutes)")
     env.close()
     return summary

@@ -55,11 +55,12 @@ from agents.opponent_pool import SELF, OpponentPool
 from agents.ppo import PPOSettings, Rollout, per_seat_gae, ppo_update, shaped_final_rewards
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.progress import progress_bar
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.vector import VectorGames
-from train import run_utils as U
+from train import run_utils
 from train.cli import trainer_parser
 from train.config import ConfigError, SelfPlayConfig, describe, from_dict, load_config, parse_overrides, to_yaml
+from train.seeds import Stream, stream_rng, stream_seed
 
 
 def main(
@@ -70,7 +71,7 @@ def main(
 ) -> dict[str, Any]:
     """Train; returns a summary (run folder, counters, the last and final evaluations)."""
     config.validate()
-    U.set_threads(config.torch_threads)
+    run_utils.set_threads(config.torch_threads)
     run = open_run(config, resume, run_dir, config_name)
     learner, cfg = run.learner, run.cfg
     if run.fresh and cfg.teacher:
@@ -128,15 +129,16 @@ class Learner:
 def new_learner(cfg: SelfPlayConfig, net: PatchworkNet | None = None, trainer: dict[str, Any] | None = None) -> Learner:
     """A learner for ``cfg``: a fresh network (seeded) unless ``net`` is given; ``trainer`` (a
     checkpoint's trainer state) restores the optimizer, the pool, the generators and the counters."""
-    torch.manual_seed(cfg.seed)
+    train_seed = stream_seed(cfg.seed, Stream.TRAIN)
+    torch.manual_seed(train_seed)
     net = (net if net is not None else PatchworkNet(cfg.net_config())).train()
     pool = OpponentPool(
         net.config, cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
     )
-    rng = np.random.default_rng(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    rng = stream_rng(cfg.seed, Stream.TRAIN)
+    gen = torch.Generator().manual_seed(train_seed)
     optimizer = make_optimizer(net, cfg)
-    start = U.frozen_copy(net)
+    start = run_utils.frozen_copy(net)
     counters: dict[str, int] = {}
     if trainer:
         optimizer.load_state_dict(trainer["optimizer"])
@@ -162,7 +164,9 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet | None = None, trainer: d
     n, steps = cfg.num_games, cfg.rollout_steps
     games = VectorGames(n, seed=int(rng.integers(2**63)))
     codes, seats = pool.draw(n, rng)
-    buf = Rollout.allocate(steps, n, R.OBS_DIM, R.NUM_ACTIONS, prior_features=NUM_FEATURES if net.uses_prior else 0)
+    buf = Rollout.allocate(
+        steps, n, rules.OBS_DIM, rules.NUM_ACTIONS, prior_features=NUM_FEATURES if net.uses_prior else 0
+    )
     return Learner(
         cfg,
         net,
@@ -323,8 +327,8 @@ def open_run(cfg: SelfPlayConfig, resume: str | None, run_dir: str | None, confi
         if not run_dir:
             p = Path(resume or "")
             run_dir = str(p.parent.parent if p.parent.name == "checkpoints" else p.parent)
-    folder = U.run_folder(cfg, config_name, run_dir)
-    U.save_config(cfg, folder)
+    folder = run_utils.run_folder(cfg, config_name, run_dir)
+    run_utils.save_config(cfg, folder)
     net = net_from_checkpoint(ckpt, str(resume)) if ckpt else None
     learner = new_learner(cfg, net, trainer)
     writer = SummaryWriter(str(folder), purge_step=learner.global_step if ckpt else None)
@@ -374,7 +378,8 @@ def log_update(run: Run, collected: Collected, metrics: dict[str, float], bar: A
     run.diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
     bar.update(1)
     bar.set_postfix(
-        {"dps": f"{metrics['charts/decisions_per_second']:.0f}", **U.short_rates(run.latest_eval)}, refresh=False
+        {"dps": f"{metrics['charts/decisions_per_second']:.0f}", **run_utils.short_rates(run.latest_eval)},
+        refresh=False,
     )
 
 
@@ -385,7 +390,7 @@ def evaluate_and_checkpoint(run: Run, bar: Any) -> bool:
     last = update >= cfg.total_updates or out_of_time
     if (cfg.eval_every and update % cfg.eval_every == 0) or last:
         evaluate(run)
-        bar.set_postfix(U.short_rates(run.latest_eval))
+        bar.set_postfix(run_utils.short_rates(run.latest_eval))
     if update % cfg.checkpoint_every == 0 or last:
         checkpoint(run)
     if out_of_time and update < cfg.total_updates:
@@ -400,13 +405,13 @@ def play_eval(
 ) -> dict[str, dict[str, Any]]:
     """Arena games of the current network; periodic evaluations replay the same deals
     (comparable over time), the final one uses others."""
-    seed = run.cfg.seed + (20_000 if final else 10_000)
+    seed = stream_seed(run.cfg.seed, Stream.FINAL_EVAL if final else Stream.EVAL)
     progress = final and run.cfg.progress
     net = run.learner.net
     # two games per opponent of every evaluation of the most probable move, as game records
     name = f"eval-{run.learner.update:05d}{'-final' if final else ''}.jsonl"
     records = run.folder / "games" / name if deterministic else None
-    results = U.evaluate(
+    results = run_utils.evaluate(
         net,
         pairs,
         seed=seed,
@@ -424,16 +429,16 @@ def evaluate(run: Run) -> None:
     against ``eval_opponents``; history, learning curve, and ``best.pt`` with ``keep_best``."""
     cfg, lr = run.cfg, run.learner
     results = play_eval(run, cfg.eval_opponents)
-    U.log_eval(run.writer, results, lr.global_step)
+    run_utils.log_eval(run.writer, results, lr.global_step)
     sampled = play_eval(run, cfg.eval_opponents, deterministic=False) if cfg.eval_sampled else {}
-    U.log_eval(run.writer, sampled, lr.global_step, policy="sampled")
+    run_utils.log_eval(run.writer, sampled, lr.global_step, policy="sampled")
     for spec, r in results.items():
         r.update({"sampled_" + k: v for k, v in sampled.get(spec, {}).items() if k != "seconds"})
         run.history.append(
             {"opponent": spec, "update": lr.update, "global_step": lr.global_step, "minutes": run.elapsed() / 60} | r
         )
-    U.write_history(run.history, run.folder)
-    U.plot_learning_curve(run.history, run.folder / "learning_curve.png", f"self-play PPO ({run.folder.name})")
+    run_utils.write_history(run.history, run.folder)
+    run_utils.plot_learning_curve(run.history, run.folder / "learning_curve.png", f"self-play PPO ({run.folder.name})")
     run.latest_eval = results
     rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
     if rate is not None and rate > run.best.get("win_rate", -1.0):
@@ -484,15 +489,15 @@ def finish(run: Run) -> dict[str, Any]:
     if cfg.final_eval_pairs > 0:
         print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
         final = play_eval(run, {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}, final=True)
-        U.log_eval(run.writer, final, lr.global_step, prefix="eval_final")
+        run_utils.log_eval(run.writer, final, lr.global_step, prefix="eval_final")
         for spec, r in final.items():
             run.history.append(
                 {"opponent": spec, "update": lr.update, "global_step": lr.global_step, "minutes": run.elapsed() / 60}
                 | {"final": True, "checkpoint_update": run.best.get("update", lr.update)}
                 | r
             )
-        U.write_history(run.history, folder)
-        U.plot_learning_curve(run.history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
+        run_utils.write_history(run.history, folder)
+        run_utils.plot_learning_curve(run.history, folder / "learning_curve.png", f"self-play PPO ({folder.name})")
     run.writer.close()
     summary = {
         "run_folder": str(folder),
@@ -512,7 +517,7 @@ def finish(run: Run) -> dict[str, Any]:
         "final_eval": final,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
-    U.print_final_eval(final)
+    run_utils.print_final_eval(final)
     print(f"run folder: {folder}  ({run.elapsed() / 60:.1f} minutes)")
     return summary
 
@@ -540,13 +545,14 @@ def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) ->
     """The distillation warm start (``agents.distill``): sample positions, label them with
     ``cfg.teacher``, train the network's choice of move kind; returns what it did and measured."""
     t0 = time.time()
-    states = sample_positions(cfg.distill_positions, seed=cfg.seed + 30_000, temp=cfg.distill_temp)
+    seed = stream_seed(cfg.seed, Stream.DISTILL)
+    states = sample_positions(cfg.distill_positions, seed=seed, temp=cfg.distill_temp)
     states = states[legal_groups(states).sum(1) > 1]
     print(f"distillation: {cfg.teacher} labels {len(states):,} positions with a choice of move kind")
     with progress_bar(
         total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout
     ) as bar:
-        groups = teacher_groups(states, cfg.teacher, seed=cfg.seed, workers=cfg.distill_workers, progress=bar.update)
+        groups = teacher_groups(states, cfg.teacher, seed=seed, workers=cfg.distill_workers, progress=bar.update)
     labelled = time.time()
 
     def log(stats: DistillStats) -> None:
@@ -559,7 +565,7 @@ def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) ->
             + (f" (train {stats.train_loss:.3f})" if stats.epoch else " (before training)")
         )
 
-    stats = distill(net, states, groups, cfg.distill_epochs, cfg.distill_lr, seed=cfg.seed, log=log)
+    stats = distill(net, states, groups, cfg.distill_epochs, cfg.distill_lr, seed=seed, log=log)
     return {
         "teacher": cfg.teacher,
         "positions": len(states),
