@@ -95,19 +95,20 @@ class NetConfig:
     def to_dict(self) -> dict[str, int | bool | float]:
         return asdict(self)
 
-    def validate(self) -> None:
+    def validate(self, prefix: str = "net.") -> None:
+        """Raise ``ValueError`` naming the first impossible size (as ``<prefix><field>``)."""
         for name, value in self.to_dict().items():
             if name == "geometry":
                 if not isinstance(value, bool):
-                    raise ValueError(f"net.geometry must be true or false, got {value!r}")
+                    raise ValueError(f"{prefix}geometry must be true or false, got {value!r}")
             elif name == "prior_scale":
                 if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRIOR_SCALE:
                     raise ValueError(
-                        f"net.prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
+                        f"{prefix}prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
                         f"got {value!r}"
                     )
             elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"net.{name} must be a positive integer, got {value!r}")
+                raise ValueError(f"{prefix}{name} must be a positive integer, got {value!r}")
 
 
 # --- tables built once at import ---------------------------------------------------------------

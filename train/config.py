@@ -26,6 +26,7 @@ import itertools
 import math
 import textwrap
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,8 +35,10 @@ import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.network import MAX_PRIOR_SCALE, NetConfig
+from agents.network import NetConfig
 from train.cli import MAX_SEED
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -45,9 +48,34 @@ class ConfigError(ValueError):
 MAX_INT = 2**31 - 1  # no integer setting needs more; larger ones overflow torch and numpy conversions
 
 
+def _with_net_keys(after: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator (under ``@dataclass``): give the class ``NetConfig``'s fields, with their
+    types and defaults, right after the field ``after``; their help text is ``NetConfig``'s field
+    docs (``field_docs``). The network's sizes are defined once, in ``agents.network.NetConfig``,
+    and stay flat config keys (``channels=64``)."""
+
+    def insert(cls: type[T]) -> type[T]:
+        own = inspect.get_annotations(cls)
+        net = {f.name: f for f in dataclasses.fields(NetConfig)}
+        if clash := net.keys() & own.keys():
+            raise TypeError(f"{cls.__name__} redefines the network keys {sorted(clash)}")
+        items = list(own.items())
+        at = [name for name, _ in items].index(after) + 1
+        cls.__annotations__ = dict(items[:at] + [(name, f.type) for name, f in net.items()] + items[at:])
+        for name, f in net.items():
+            setattr(cls, name, f.default)
+        return cls
+
+    return insert
+
+
 @dataclass
+@_with_net_keys(after="progress")
 class CommonConfig:
-    """Settings shared by both trainers: run folder, seed, network, reward, opponents, evaluation."""
+    """Settings shared by both trainers: run folder, seed, network, reward, opponents, evaluation.
+
+    The network keys (``channels``, ``blocks``, ..., ``prior_scale``) are ``NetConfig``'s fields,
+    inserted after ``progress`` (``_with_net_keys``)."""
 
     run_name: str = ""
     """Run folder name under ``runs_dir``; empty: ``<config name>-s<seed>-<date-time>``."""
@@ -60,25 +88,6 @@ class CommonConfig:
     game engine and the other processes: several times slower under load); 2 pays only when idle."""
     progress: bool = True
     """Show a progress bar with ETA and the latest evaluation win rates."""
-
-    channels: int = 32
-    """Network: channels of the convolutional trunk over the 9x9 quilt."""
-    blocks: int = 2
-    """Network: residual blocks in the trunk."""
-    hidden: int = 128
-    """Network: width of the MLP over the scalar and circle features and of the value/advance MLPs."""
-    head_features: int = 16
-    """Network: trunk channels summed under and around each candidate placement (buy head)."""
-    head_hidden: int = 32
-    """Network: hidden width of the buy head's per-placement MLP."""
-    geometry: bool = True
-    """Network: give the buy head exact per-placement counts (cells it would isolate or leave with one
-    empty neighbour, edge contacts)."""
-    prior_scale: float = 0.0
-    """Network: 0 for a plain policy; > 0 for a residual policy on ``greedy``'s one-ply evaluation:
-    each action's logit gets the 9 terms of greedy's value of the action, weighted by this scale x
-    greedy's weights plus a learned state-dependent correction, so training starts from a softened
-    greedy (``agents.network.NetConfig``). Self-play trainer only."""
 
     learning_rate: float = 3e-4
     """Adam learning rate (start value when annealed)."""
@@ -117,25 +126,21 @@ class CommonConfig:
     """Agent specs of the final evaluation."""
 
     def net_config(self) -> NetConfig:
-        return NetConfig(
-            self.channels,
-            self.blocks,
-            self.hidden,
-            self.head_features,
-            self.head_hidden,
-            self.geometry,
-            self.prior_scale,
-        )
+        """The network keys as the ``NetConfig`` they are the fields of."""
+        return NetConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(NetConfig)})
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first impossible value."""
-        for key in ("torch_threads", "channels", "blocks", "hidden", "head_features", "head_hidden", "eval_workers"):
+        try:
+            self.net_config().validate(prefix="")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        for key in ("torch_threads", "eval_workers"):
             _positive(self, key)
         _between(self, "seed", 0, MAX_SEED)
         _at_least(self, "final_eval_pairs", 0)
         _above(self, "learning_rate", 0.0)
         _above(self, "reward_margin_scale", 0.0)
-        _between(self, "prior_scale", 0.0, MAX_PRIOR_SCALE)
         _above(self, "max_grad_norm", 0.0)
         for key in ("gamma", "gae_lambda", "reward_margin_weight"):
             _between(self, key, 0.0, 1.0)
@@ -229,7 +234,7 @@ class SelfPlayConfig(CommonConfig):
         super().validate()
         if self.teacher:
             _check_spec("teacher", self.teacher)
-            if self.prior_scale <= 0:
+            if self.net_config().prior_scale <= 0:
                 raise ConfigError(
                     "teacher needs prior_scale > 0: distillation trains only the kind of move, placements "
                     "come from the greedy prior"
@@ -302,9 +307,9 @@ class SB3Config(CommonConfig):
         _at_least(self, "time_limit_minutes", 0.0)
         _above(self, "clip_range", 0.0)
         _between(self, "latest_prob", 0.0, 1.0)
-        if self.prior_scale != 0:
+        if (prior_scale := self.net_config().prior_scale) != 0:
             raise ConfigError(
-                f"prior_scale must be 0 for the MaskablePPO trainer, got {self.prior_scale}: its policy sees "
+                f"prior_scale must be 0 for the MaskablePPO trainer, got {prior_scale}: its policy sees "
                 "observations only, and the greedy prior is computed from game states (use train.selfplay)"
             )
         if self.batch_size > self.n_envs * self.n_steps:
@@ -469,23 +474,32 @@ def to_yaml(cfg: CommonConfig) -> str:
     return yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False)
 
 
+def _class_docs(klass: type) -> dict[str, str]:
+    """The docstrings (string literals under the fields) in ``klass``'s own body."""
+    docs: dict[str, str] = {}
+    tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    for node, nxt in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
 def field_docs(cls: type) -> dict[str, str]:
-    """Each field's docstring (the string literal under it in the class body), base classes first."""
+    """Each field's docstring (the string literal under it in the class body), base classes first;
+    the network keys have ``NetConfig``'s."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        body = tree.body[0].body  # type: ignore[attr-defined]
-        for node, nxt in itertools.pairwise(body):
-            if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
-                and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)
-            ):
-                docs[node.target.id] = " ".join(nxt.value.value.split())
+        if klass is CommonConfig:
+            docs.update({name: f"Network: {doc[:1].lower()}{doc[1:]}" for name, doc in _class_docs(NetConfig).items()})
+        if dataclasses.is_dataclass(klass):
+            docs.update(_class_docs(klass))
     return docs
 
 
