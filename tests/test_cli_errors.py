@@ -123,6 +123,8 @@ EVALUATE_BAD = [
     ["--agents", "random", "bogus"],
     ["--agents", "random", "greedy", "--games", "3"],
     ["--agents", "random", "greedy", "--games", "x"],
+    ["--agents", "random", "greedy", "--pairs", "0"],
+    ["--agents", "random", "greedy", "--pairs", "1", "--games", "2"],
     ["--agents", "random", "greedy", "--seed", "-1"],
     ["--agents", "random", "greedy", "--seed", str(MAX_SEED + 1)],
     ["--agents", "random", "greedy", "--workers", "0"],

@@ -167,3 +167,17 @@ def test_network_keys_are_netconfig_fields(cls: type) -> None:
 def test_network_key_errors_are_netconfigs(data: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         from_dict(SelfPlayConfig, data)
+
+
+@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config, RLlibConfig, AlphaZeroConfig])
+def test_periodic_keys_name_the_trainers_unit(cls: type) -> None:
+    # each trainer's *_every keys count its run length's unit, and every one of them says so
+    unit, length = cls.period_unit
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert length in names and "period_unit" not in names
+    docs = field_docs(cls)
+    every = [name for name in names if name.endswith("_every")]
+    assert "eval_every" in every and "checkpoint_every" in every
+    for name in every:
+        assert docs[name].startswith(f"{unit.capitalize()} (the unit of ``{length}``) between"), name
+    assert f"*_every keys count {unit} (as {length} does)" in describe(cls)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 # every seed a command line or config takes: every library seeded here accepts it (numpy's legacy
 # np.random.seed, which SB3 calls, only takes < 2**32), with room for the offsets the trainers add
@@ -36,6 +38,41 @@ def run_dir(text: str) -> str:
     if path.parent.exists() and not path.parent.is_dir():
         raise argparse.ArgumentTypeError(f"{path.parent} is not a folder")
     return text
+
+
+class _GamesAsPairs(argparse.Action):
+    """The old spelling of a ``--pairs`` option that counted games (``--games 100`` is
+    ``--pairs 50``): still accepted, hidden from ``--help``; the games must be even."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        games = typing.cast(int, values)
+        if games < 2 or games % 2:
+            parser.error(
+                f"{self.option_strings[0]} must be an even number >= 2 (each deal is played twice, seats swapped), "
+                f"got {games}; it counts games: use --{self.dest.replace('_', '-')} N for N paired deals"
+            )
+        setattr(namespace, self.dest, games // 2)
+
+
+def add_pairs_option(
+    parser: argparse.ArgumentParser, option: str, old_games_option: str, default: int | None, help: str
+) -> None:
+    """``option`` (e.g. ``--pairs``) counts paired deals, each played twice with the seats swapped,
+    as every evaluation size here does (``final_eval_pairs``, ``eval_opponents: {spec: pairs}``,
+    ``agents.arena``'s ``num_pairs``); ``old_games_option`` (e.g. ``--games``), the old spelling that
+    counted games, still works (halved) and is hidden."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(option, type=int, default=default, metavar="PAIRS", help=help)
+    dest = option.lstrip("-").replace("-", "_")
+    group.add_argument(
+        old_games_option, type=int, dest=dest, action=_GamesAsPairs, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
 
 
 def trainer_parser(prog: str, description: str, configs: str, example: str) -> Parser:

@@ -29,7 +29,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 from omegaconf import OmegaConf
@@ -75,7 +75,14 @@ class CommonConfig:
     """Settings shared by both trainers: run folder, seed, network, reward, opponents, evaluation.
 
     The network keys (``channels``, ``blocks``, ..., ``prior_scale``) are ``NetConfig``'s fields,
-    inserted after ``progress`` (``_with_net_keys``)."""
+    inserted after ``progress`` (``_with_net_keys``). Units: every evaluation size counts paired
+    deals, each played twice with the seats swapped (``eval_opponents``, ``final_eval_pairs``, like
+    ``python -m train.evaluate --pairs``); the periodic keys (``*_every``) count the unit of the
+    trainer's run length, named by ``period_unit``."""
+
+    # (unit, run-length key) of the *_every keys: each trainer's own step (a PPO update, an SB3
+    # timestep, an AlphaZero or RLlib iteration), so its shipped periods keep their meaning
+    period_unit: ClassVar[tuple[str, str]] = ("", "")
 
     run_name: str = ""
     """Run folder name under ``runs_dir``; empty: ``<config name>-s<seed>-<date-time>``."""
@@ -116,12 +123,13 @@ class CommonConfig:
     """Weight of the past snapshots (together; one drawn uniformly) among pool opponents."""
 
     eval_opponents: dict[str, int] = field(default_factory=lambda: {"random": 20, "greedy": 50})
-    """Periodic evaluation: agent spec -> number of paired deals (each played twice, seats swapped)."""
+    """Periodic evaluation: agent spec -> paired deals (each played twice, seats swapped)."""
     eval_workers: int = 1
     """Processes the arena uses for evaluation (1: in-process; each extra-process evaluation pays
     about 10 s of start-up, so 2 pays only for long evaluations)."""
     final_eval_pairs: int = 100
-    """Paired deals per ``eval_opponents`` entry at the end of training (0: skip)."""
+    """Paired deals (each played twice, seats swapped) against each ``final_eval_opponents`` entry at
+    the end of training (0: skip)."""
     final_eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
     """Agent specs of the final evaluation."""
 
@@ -165,6 +173,8 @@ class CommonConfig:
 class SelfPlayConfig(CommonConfig):
     """The batched self-play PPO trainer (``train.selfplay``)."""
 
+    period_unit = ("updates", "total_updates")
+
     num_games: int = 128
     """Games stepped together on the vector engine (each step: one decision in every game)."""
     rollout_steps: int = 64
@@ -204,11 +214,12 @@ class SelfPlayConfig(CommonConfig):
     """Share of games where the latest learner plays both seats (both seats' moves are trained on);
     the other games draw an opponent from the pool, and the learner's seat at random."""
     snapshot_every: int = 10
-    """Updates between snapshots of the learner added to the pool."""
+    """Updates (the unit of ``total_updates``) between snapshots of the learner added to the pool."""
     eval_every: int = 10
-    """Updates between arena evaluations (and at the end); 0: only at the end."""
+    """Updates (the unit of ``total_updates``) between arena evaluations (and one at the end); 0: only
+    at the end."""
     checkpoint_every: int = 10
-    """Updates between checkpoints (always one at the end)."""
+    """Updates (the unit of ``total_updates``) between checkpoints (always one at the end)."""
     keep_best: str = ""
     """An ``eval_opponents`` spec: every periodic evaluation that beats the best win rate so far
     against it saves ``checkpoints/best.pt``, and the final evaluation (on deals the periodic ones
@@ -275,6 +286,8 @@ class SelfPlayConfig(CommonConfig):
 class SB3Config(CommonConfig):
     """The sb3-contrib MaskablePPO trainer (``train.sb3_maskable``) on ``SingleAgentEnv``."""
 
+    period_unit = ("learner decisions", "total_timesteps")
+
     n_envs: int = 8
     """Environments (DummyVecEnv) collecting experience; each has its own pool opponent."""
     n_steps: int = 256
@@ -292,11 +305,12 @@ class SB3Config(CommonConfig):
     latest_prob: float = 0.5
     """Share of episodes played against the latest snapshot of the learner (else a pool opponent)."""
     snapshot_every: int = 10_000
-    """Learner decisions between snapshots added to the opponent pool."""
+    """Learner decisions (the unit of ``total_timesteps``) between snapshots added to the opponent pool."""
     eval_every: int = 50_000
-    """Learner decisions between arena evaluations; 0: only at the end."""
+    """Learner decisions (the unit of ``total_timesteps``) between arena evaluations (and one at the
+    end); 0: only at the end."""
     checkpoint_every: int = 50_000
-    """Learner decisions between checkpoints (always one at the end)."""
+    """Learner decisions (the unit of ``total_timesteps``) between checkpoints (always one at the end)."""
 
     def validate(self) -> None:
         super().validate()
@@ -507,7 +521,11 @@ def describe(cls: type[CommonConfig]) -> str:
     """Help text: every key with its type, default and docstring."""
     docs = field_docs(cls)
     hints = typing.get_type_hints(cls)
-    lines = [f"{cls.__name__} keys (YAML file and key=value overrides):"]
+    unit, length = cls.period_unit
+    lines = [
+        f"{cls.__name__} keys (YAML file and key=value overrides). Units: *_every keys count {unit} "
+        f"(as {length} does); evaluation sizes count paired deals (each deal played twice, seats swapped)."
+    ]
     default = cls()
     for f in dataclasses.fields(cls):
         lines.append(f"  {f.name}: {_type_name(hints[f.name])} = {getattr(default, f.name)!r}")
@@ -522,6 +540,8 @@ class AlphaZeroConfig(CommonConfig):
     ``max_grad_norm``, ``vf_coef``, ``reward_margin_weight`` (the value target's weight of the score
     margin, over a fixed 30 points: ``agents.az_search.final_value``) and the evaluation keys; the
     PPO-only keys (gamma, gae_lambda, ent_coef, reward_margin_scale, the opponent pool) are ignored."""
+
+    period_unit = ("iterations", "iterations")
 
     init_checkpoint: str = ""
     """Start from the network in this checkpoint (e.g. a distilled one); empty: a fresh network
@@ -570,9 +590,11 @@ class AlphaZeroConfig(CommonConfig):
     warmup_temp: float = 0.5
     """Softmax temperature (score points) of the warm-up games' greedy play."""
     eval_every: int = 5
-    """Iterations between arena evaluations of the network alone (and at the end); 0: only at the end."""
+    """Iterations (the unit of ``iterations``) between arena evaluations of the network alone (and
+    one at the end); 0: only at the end."""
     checkpoint_every: int = 1
-    """Iterations between checkpoints (``latest.pt``, and ``iter_<k>.pt`` at every evaluation)."""
+    """Iterations (the unit of ``iterations``) between checkpoints (``latest.pt``, and ``iter_<k>.pt``
+    at every evaluation)."""
 
     def validate(self) -> None:
         super().validate()
@@ -601,6 +623,8 @@ class RLlibConfig(CommonConfig):
     ``greedy_weight``, ``snapshot_weight``; ``pool_size`` frozen past copies) and the evaluation
     keys. ``reward_margin_weight`` and ``reward_margin_scale`` are not used: see ``reward``."""
 
+    period_unit = ("iterations", "total_iterations")
+
     reward: str = "score"
     """The AEC env's final reward: "win" (+1/-1) or "score" (score margin / 100, clipped to [-1, 1])."""
     num_env_runners: int = 1
@@ -628,11 +652,14 @@ class RLlibConfig(CommonConfig):
     """Share of games where the learner plays both seats; the others put a pool opponent in one seat
     (greedy, random or a frozen past copy, by the weights), the learner's seat drawn per game."""
     snapshot_every: int = 5
-    """Iterations between copies of the learner into the frozen pool (oldest slot replaced)."""
+    """Iterations (the unit of ``total_iterations``) between copies of the learner into the frozen
+    pool (oldest slot replaced)."""
     eval_every: int = 5
-    """Iterations between arena evaluations (and at the end); 0: only at the end."""
+    """Iterations (the unit of ``total_iterations``) between arena evaluations (and one at the end);
+    0: only at the end."""
     checkpoint_every: int = 10
-    """Iterations between checkpoints (final.pt and RLlib's own checkpoint at the end)."""
+    """Iterations (the unit of ``total_iterations``) between checkpoints (final.pt and RLlib's own
+    checkpoint at the end)."""
     init_checkpoint: str = ""
     """A checkpoint of this project (e.g. ``train.selfplay``'s ``final.pt``) whose network starts the
     learner and the frozen pool; its network settings must equal the config's. Empty: a fresh network."""
