@@ -7,9 +7,14 @@ from __future__ import annotations
 import argparse
 import sys
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+if TYPE_CHECKING:
+    from train.config import CommonConfig
+
+C = TypeVar("C", bound="CommonConfig")
 
 # every seed a command line or config takes: every library seeded here accepts it (numpy's legacy
 # np.random.seed, which SB3 calls, only takes < 2**32), with room for the offsets the trainers add
@@ -86,3 +91,38 @@ def trainer_parser(prog: str, description: str, configs: str, example: str) -> P
     parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
     parser.add_argument("overrides", nargs="*", help="key=value")
     return parser
+
+
+def run_trainer(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    config_class: type[C],
+    default_name: str,
+    train: Callable[[C, argparse.Namespace, str], object],
+    load: Callable[[argparse.Namespace], C] | None = None,
+    run_errors: tuple[type[Exception], ...] = (),
+) -> int:
+    """The command line of a trainer (``parser`` from ``trainer_parser``): ``--help-config`` prints
+    ``config_class``'s keys; else the config is loaded (``load(args)``; default: the ``--config``
+    file, or the defaults, with the overrides) and ``train(cfg, args, config_name)`` runs it, the
+    config name being the file's stem or else ``default_name``. A config
+    that cannot be loaded (bad file, key, value, checkpoint or a missing extra), and a
+    ``ConfigError`` or one of ``run_errors`` from ``train`` (raised before anything is written), is
+    one ``error:`` line and exit code 2."""
+    from train.config import ConfigError, describe, load_config  # train.config imports this module
+
+    args = parser.parse_args(argv)
+    if args.help_config:
+        print(describe(config_class))
+        return 0
+    try:
+        cfg = load(args) if load is not None else load_config(args.config, config_class, args.overrides)
+    except (ValueError, OSError, ImportError) as exc:  # ConfigError, CheckpointError: ValueErrors
+        fail(exc)
+    name = Path(args.config).stem if args.config else default_name
+    errors: tuple[type[Exception], ...] = (ConfigError, *run_errors)
+    try:
+        train(cfg, args, name)
+    except errors as exc:
+        fail(exc)
+    return 0
