@@ -185,8 +185,12 @@ def test_trainer_errors_are_one_line_and_write_nothing(
 
 @pytest.mark.parametrize(
     ("trainer", "cls"),
-    [(selfplay.cli, "SelfPlayConfig"), (sb3_maskable.cli, "SB3Config"), (alphazero.cli, "AlphaZeroConfig"),
-     (rllib_selfplay.cli, "RLlibConfig")],  # fmt: skip
+    [
+        (selfplay.cli, "SelfPlayConfig"),
+        (sb3_maskable.cli, "SB3Config"),
+        (alphazero.cli, "AlphaZeroConfig"),
+        (rllib_selfplay.cli, "RLlibConfig"),
+    ],
 )
 def test_trainers_help_config_lists_their_keys(
     trainer: Callable[[list[str]], int], cls: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -198,9 +202,7 @@ def test_trainers_help_config_lists_their_keys(
     assert not run_dir.exists()
 
 
-def test_a_resume_without_trainer_state_is_one_error_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_resume_without_trainer_state_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from agents.network import NetConfig, PatchworkNet
     from agents.ppo_agent import save_checkpoint
 
