@@ -1,6 +1,7 @@
 """The error convention of every command line here: one ``error: ...`` line on stderr and exit
-code 2, never a usage dump or a traceback (``Parser`` for argparse's own errors, ``fail`` for the
-checks after parsing)."""
+code 2, never a usage dump or a traceback (``Parser`` for argparse's own errors, ``fail`` or
+``report`` for the checks after parsing); and what every trainer's command line shares
+(``trainer_parser``, ``run_trainer``) and the evaluation-size option (``add_pairs_option``)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,16 @@ C = TypeVar("C", bound="CommonConfig")
 MAX_SEED = 2**31 - 1
 
 
-def fail(message: object) -> NoReturn:
-    """Print the first line of ``message`` as ``error: ...`` on stderr and exit with code 2."""
+def report(message: object) -> int:
+    """Print the first line of ``message`` as ``error: ...`` on stderr; return the exit code, 2."""
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
     print(f"error: {lines[0] if lines else 'invalid arguments'}", file=sys.stderr)
-    raise SystemExit(2)
+    return 2
+
+
+def fail(message: object) -> NoReturn:
+    """``report`` the error and exit with code 2."""
+    raise SystemExit(report(message))
 
 
 class Parser(argparse.ArgumentParser):
@@ -108,7 +114,7 @@ def run_trainer(
     config name being the file's stem or else ``default_name``. A config
     that cannot be loaded (bad file, key, value, checkpoint or a missing extra), and a
     ``ConfigError`` or one of ``run_errors`` from ``train`` (raised before anything is written), is
-    one ``error:`` line and exit code 2."""
+    one ``error:`` line and the return value 2 (``sys.exit(cli())``: exit code 2)."""
     from train.config import ConfigError, describe, load_config  # train.config imports this module
 
     args = parser.parse_args(argv)
@@ -118,11 +124,11 @@ def run_trainer(
     try:
         cfg = load(args) if load is not None else load_config(args.config, config_class, args.overrides)
     except (ValueError, OSError, ImportError) as exc:  # ConfigError, CheckpointError: ValueErrors
-        fail(exc)
+        return report(exc)
     name = Path(args.config).stem if args.config else default_name
     errors: tuple[type[Exception], ...] = (ConfigError, *run_errors)
     try:
         train(cfg, args, name)
     except errors as exc:
-        fail(exc)
+        return report(exc)
     return 0

@@ -72,7 +72,7 @@ def _with_net_keys(after: str) -> Callable[[type[T]], type[T]]:
 @dataclass
 @_with_net_keys(after="progress")
 class CommonConfig:
-    """Settings shared by both trainers: run folder, seed, network, reward, opponents, evaluation.
+    """Settings shared by every trainer: run folder, seed, network, reward, opponents, evaluation.
 
     The network keys (``channels``, ``blocks``, ..., ``prior_scale``) are ``NetConfig``'s fields,
     inserted after ``progress`` (``_with_net_keys``). Units: every evaluation size counts paired
