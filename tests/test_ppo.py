@@ -196,6 +196,11 @@ def test_zero_updates_evaluates_the_untrained_network(tmp_path: Path) -> None:
     summary = selfplay.main(cfg)
     assert summary["updates"] == 0 and summary["learner_decisions"] == 0
     assert set(summary["final_eval"]) == {"random", "greedy"}
+    # the start is played on the same deals: untrained, it is the same network, so the same games
+    def games(evaluation: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        return {spec: {k: v for k, v in r.items() if k != "seconds"} for spec, r in evaluation.items()}
+
+    assert games(summary["final_start_eval"]) == games(summary["final_eval"])
     torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
     fresh = PatchworkNet(cfg.net_config()).state_dict()
     saved = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "final.pt")["model"]

@@ -207,6 +207,9 @@ class SelfPlayConfig(CommonConfig):
     """Learning rate of the greedy prior's weighting layer (``prior_scale > 0``) relative to the
     rest of the network: its output multiplies greedy's value terms (up to tens of points), so one
     step moves the policy far more than a step of any other layer."""
+    final_eval_start: bool = True
+    """The final evaluation also plays the start network (update 0: the untrained or distilled
+    policy) on the same deals, so the summary shows start and end side by side (``final_start_eval``)."""
     eval_sampled: bool = True
     """Periodic evaluations also play the sampled policy (``eval/win_rate_sampled_vs_<agent>``) next
     to the most probable move (``eval/win_rate_vs_<agent>``)."""

@@ -402,15 +402,15 @@ def evaluate_and_checkpoint(run: Run, bar: Any) -> bool:
 
 
 def play_eval(
-    run: Run, pairs: dict[str, int], final: bool = False, deterministic: bool = True
+    run: Run, pairs: dict[str, int], final: bool = False, deterministic: bool = True, start: bool = False
 ) -> dict[str, dict[str, Any]]:
-    """Arena games of the current network; periodic evaluations replay the same deals
-    (comparable over time), the final one uses others."""
+    """Arena games of the current network (of the start network with ``start``); periodic
+    evaluations replay the same deals (comparable over time), the final one uses others."""
     seed = stream_seed(run.cfg.seed, Stream.FINAL_EVAL if final else Stream.EVAL)
     progress = final and run.cfg.progress
-    net = run.learner.net
+    net = run.learner.start if start else run.learner.net
     # two games per opponent of every evaluation of the most probable move, as game records
-    name = f"eval-{run.learner.update:05d}{'-final' if final else ''}.jsonl"
+    name = f"eval-{'start' if start else f'{run.learner.update:05d}'}{'-final' if final else ''}.jsonl"
     records = run.folder / "games" / name if deterministic else None
     results = run_utils.evaluate(
         net,
@@ -421,7 +421,7 @@ def play_eval(
         records=records,
         deterministic=deterministic,
     )
-    net.train()
+    run.learner.net.train()
     return results
 
 
@@ -487,9 +487,13 @@ def finish(run: Run) -> dict[str, Any]:
             f"periodic win rate {run.best['win_rate']:.3f} vs {run.best['opponent']})"
         )
     final: dict[str, dict[str, Any]] = {}
+    final_start: dict[str, dict[str, Any]] = {}
     if cfg.final_eval_pairs > 0:
         print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
-        final = play_eval(run, {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}, final=True)
+        pairs = {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}
+        final = play_eval(run, pairs, final=True)
+        if cfg.final_eval_start:  # the same deals: start and end side by side
+            final_start = play_eval(run, pairs, final=True, start=True)
         run_utils.log_eval(run.writer, final, lr.global_step, prefix="eval_final")
         for spec, r in final.items():
             run.history.append(
@@ -516,8 +520,13 @@ def finish(run: Run) -> dict[str, Any]:
         "last_eval": run.latest_eval,
         "last_update_diagnostics": run.diagnostics,
         "final_eval": final,
+        "final_start_eval": final_start,
     }
     (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
+    if final_start:
+        print("the start network (update 0) on the same deals:")
+        run_utils.print_final_eval(final_start)
+        print(f"the {'best' if run.best else 'final'} network:")
     run_utils.print_final_eval(final)
     print(f"run folder: {folder}  ({run.elapsed() / 60:.1f} minutes)")
     return summary
