@@ -37,8 +37,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
-from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION, NUM_GROUPS, PatchworkNet, prior_for
+from agents.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
+from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
 from agents.ray_backend import Backend
 from agents.registry import make_agent
 from patchwork_env import rules as R

@@ -34,6 +34,8 @@ import numpy.typing as npt
 
 from patchwork_env import rules as R
 from patchwork_env.bitboard import (
+    BOARD,
+    BONUS_SIDE,
     ROW_BITS,
     bit_count,
     count_in_columns,
@@ -63,24 +65,29 @@ DEFAULT_WEIGHTS = np.array([2.0, 3.0, 1.0, 0.25, 0.1, 2.0], dtype=np.float64)
 
 FINAL = R.FINAL_SPACE
 MARKS = R.INCOME_MARKS
+# decision groups of the action encoding: buy from market slot 0 .. MARKET_SIZE - 1, place the
+# leather patch, advance
+LEATHER_GROUP = R.MARKET_SIZE
+ADVANCE_GROUP = R.MARKET_SIZE + 1
+NUM_GROUPS = R.MARKET_SIZE + 2
 
 
 @_jit
 def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
     """``out[:5]`` = empty cells, isolated empty cells, cells in isolated 2-cell holes, empty-area
     perimeter (border counts as covered), covered cells of the best 7x7 square."""
-    rows = np.empty(9, dtype=np.int64)
+    rows = np.empty(BOARD, dtype=np.int64)
     row_masks(lo, hi, rows)
-    e = np.empty(11, dtype=np.int64)  # empty masks with a covered row above and below
+    e = np.empty(BOARD + 2, dtype=np.int64)  # empty masks with a covered row above and below
     e[0] = 0
-    e[10] = 0
-    for r in range(9):
+    e[BOARD + 1] = 0
+    for r in range(BOARD):
         e[r + 1] = ~rows[r] & ROW_BITS
     empty = 0
     isolated = 0
     edges = 0
-    one = np.zeros(11, dtype=np.int64)  # empty cells with exactly one empty neighbour
-    for r in range(1, 10):
+    one = np.zeros(BOARD + 2, dtype=np.int64)  # empty cells with exactly one empty neighbour
+    for r in range(1, BOARD + 1):
         x = e[r]
         empty += bit_count(x)
         left = with_left_neighbour(x)
@@ -91,18 +98,18 @@ def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
         any2 = (left & right) | (left & up) | (left & down) | (right & up) | (right & down) | (up & down)
         one[r] = x & (left | right | up | down) & ~any2
         edges += row_boundaries(x)
-    for r in range(10):
+    for r in range(BOARD + 1):
         edges += bit_count(e[r] ^ e[r + 1])
     domino = 0
-    for r in range(1, 10):
+    for r in range(1, BOARD + 1):
         domino += 2 * bit_count(one[r] & with_right_neighbour(one[r]) & with_right_neighbour(e[r]))
         domino += 2 * bit_count(one[r] & one[r + 1])
     best = 0
-    for r0 in range(3):
-        for c0 in range(3):
+    for r0 in range(BOARD - BONUS_SIDE + 1):
+        for c0 in range(BOARD - BONUS_SIDE + 1):
             n = 0
-            for r in range(r0, r0 + 7):
-                n += count_in_columns(rows[r], c0, 7)
+            for r in range(r0, r0 + BONUS_SIDE):
+                n += count_in_columns(rows[r], c0, BONUS_SIDE)
             best = max(best, n)
     out[0] = empty
     out[1] = isolated
@@ -117,7 +124,8 @@ FEATURE_NAMES = ("economy", "time", "empty", "isolated", "domino", "edge", "bonu
 NUM_FEATURES = len(FEATURE_NAMES)
 
 
-SCRATCH = 5 + NUM_FEATURES  # length of the ``feat`` scratch array ``position_value`` takes
+QUILT_FEATURES = 5  # entries ``quilt_features`` writes
+SCRATCH = QUILT_FEATURES + NUM_FEATURES  # length of the ``feat`` scratch array ``position_value`` takes
 
 
 @_jit
@@ -163,8 +171,8 @@ def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> floa
     """Estimated final score of player ``p`` in state ``s`` (see the module docstring): the terms of
     ``position_features`` weighted by ``feature_weight``. ``feat`` is scratch of ``SCRATCH`` entries
     (nothing is allocated: this runs for every candidate move of greedy and of the MCTS rollouts)."""
-    terms = feat[5:SCRATCH]
-    position_features(s, p, feat[:5], terms)  # the caller may read the terms in feat[5:]
+    terms = feat[QUILT_FEATURES:SCRATCH]
+    position_features(s, p, feat[:QUILT_FEATURES], terms)  # the caller may read the terms in feat[QUILT_FEATURES:]
     v = 0.0
     for k in range(NUM_FEATURES):
         v += terms[k] * feature_weight(k, w)
@@ -317,15 +325,14 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
     scores = np.empty(R.NUM_ACTIONS, dtype=np.float64)
     n = legal_list(s, mask, acts)
     score_actions(s, acts, n, w, scores)
-    # groups: buy slot 0, 1, 2 (a // 648), leather (3), advance (4)
     taken = np.zeros(n, dtype=np.bool_)
     k = 0
-    for group in range(5):
+    for group in range(NUM_GROUPS):
         for _ in range(width):
             best = -1
             for i in range(n):
                 a = acts[i]
-                g = a // R.SLOT_ACTIONS if a < R.LEATHER_BASE else (3 if a < R.ADVANCE else 4)
+                g = a // R.SLOT_ACTIONS if a < R.LEATHER_BASE else (LEATHER_GROUP if a < R.ADVANCE else ADVANCE_GROUP)
                 if g == group and not taken[i] and (best < 0 or scores[i] > scores[best]):
                     best = i
             if best < 0:
@@ -366,9 +373,9 @@ def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: Flo
             if masks[i, a]:
                 tmp[:] = s
                 R.step_into(tmp, a)
-                v = position_value(tmp, p, w, feat)  # leaves the terms in feat[5:]
+                v = position_value(tmp, p, w, feat)  # leaves the terms in feat[QUILT_FEATURES:]
                 for k in range(NUM_FEATURES):
-                    out[i, a, k] = feat[5 + k]
+                    out[i, a, k] = feat[QUILT_FEATURES + k]
                 if v > best:
                     best = v
                     best_a = a

@@ -44,22 +44,22 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior
+from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, NUM_GROUPS, feature_weights, greedy_prior
 from patchwork_env import observation
 from patchwork_env import rules as R
-from patchwork_env.bitboard import BOARD, CELLS, NUM_ORIENTATIONS, orient
+from patchwork_env.bitboard import BOARD, CELLS, MAX_CELLS, NUM_ORIENTATIONS, orient
 from patchwork_env.patches import NUM_PATCHES, PATCHES
 from patchwork_env.state import new_game
 
 NUM_ACTIONS = R.NUM_ACTIONS
 NUM_BUY = R.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
 MASK_VALUE = -1e8
-# decision groups of the action encoding: buy from market slot 0, 1, 2; place the leather patch; advance
-NUM_GROUPS = 5
+# the decision groups (``agents.heuristic.NUM_GROUPS``): buy from market slot 0, 1, 2; place the
+# leather patch; advance
 GROUP_BOUNDS = (0, R.SLOT_ACTIONS, 2 * R.SLOT_ACTIONS, R.LEATHER_BASE, R.ADVANCE, R.NUM_ACTIONS)
 GROUP_OF_ACTION: np.ndarray[Any, np.dtype[np.int64]] = np.repeat(np.arange(NUM_GROUPS), np.diff(GROUP_BOUNDS))
 MAX_PRIOR_SCALE = 1000.0  # beyond it the prior is plain greedy argmax and the logits only grow
-MAX_COVER = 8  # cells of the largest patch
+MAX_COVER = MAX_CELLS  # cells of the largest patch
 MAX_BORDER = 12  # most 4-neighbours outside any oriented patch
 _ZERO_ROW = CELLS  # gather index of a zero feature row (padding)
 _EDGE_ROW = CELLS + 1  # gather index of the learned off-board vector
@@ -95,19 +95,20 @@ class NetConfig:
     def to_dict(self) -> dict[str, int | bool | float]:
         return asdict(self)
 
-    def validate(self) -> None:
+    def validate(self, prefix: str = "net.") -> None:
+        """Raise ``ValueError`` naming the first impossible size (as ``<prefix><field>``)."""
         for name, value in self.to_dict().items():
             if name == "geometry":
                 if not isinstance(value, bool):
-                    raise ValueError(f"net.geometry must be true or false, got {value!r}")
+                    raise ValueError(f"{prefix}geometry must be true or false, got {value!r}")
             elif name == "prior_scale":
                 if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRIOR_SCALE:
                     raise ValueError(
-                        f"net.prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
+                        f"{prefix}prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
                         f"got {value!r}"
                     )
             elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"net.{name} must be a positive integer, got {value!r}")
+                raise ValueError(f"{prefix}{name} must be a positive integer, got {value!r}")
 
 
 # --- tables built once at import ---------------------------------------------------------------

@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import GROUP_OF_ACTION, MASK_VALUE, NUM_GROUPS, PatchworkNet, net_from_config, prior_for
+from agents.heuristic import NUM_GROUPS
+from agents.network import GROUP_OF_ACTION, MASK_VALUE, PatchworkNet, net_from_config, prior_for
 from patchwork_env import rules as R
 from patchwork_env.state import GameState
 

@@ -47,6 +47,8 @@ WORD0_CELLS = 63
 NUM_ORIENTATIONS = 8
 MAX_CELLS = 8
 SHAPE_BOX = 5
+BONUS_SIDE = 7  # the bonus tile's square: 7x7 cells, all covered
+BONUS_SQUARES = (BOARD - BONUS_SIDE + 1) ** 2  # 9 positions of that square on the board
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -185,11 +187,11 @@ def _build_tables() -> dict[str, IntArray]:
                     off_list.append(offset)
                     cell_rows.append(cells + [-1] * (MAX_CELLS - len(cells)))
     start[NUM_PATCHES] = len(lo_list)
-    bonus_lo = np.zeros(9, dtype=np.int64)
-    bonus_hi = np.zeros(9, dtype=np.int64)
-    for i in range(9):
-        r0, c0 = divmod(i, 3)
-        lo, hi = cells_to_words([(r0 + r) * BOARD + c0 + c for r in range(7) for c in range(7)])
+    bonus_lo = np.zeros(BONUS_SQUARES, dtype=np.int64)
+    bonus_hi = np.zeros(BONUS_SQUARES, dtype=np.int64)
+    for i in range(BONUS_SQUARES):
+        r0, c0 = divmod(i, BOARD - BONUS_SIDE + 1)
+        lo, hi = cells_to_words([(r0 + r) * BOARD + c0 + c for r in range(BONUS_SIDE) for c in range(BONUS_SIDE)])
         bonus_lo[i], bonus_hi[i] = lo, hi
     return {
         "canon": canon,

@@ -206,3 +206,28 @@ def test_registry_defaults_match_the_mcts_signature() -> None:
     sig = inspect.signature(MCTSAgent.__init__).parameters
     for p in MCTS_PARAMS:
         assert sig[p.name].default == p.default, p.name
+
+
+def test_heuristic_square_and_groups_follow_the_named_constants() -> None:
+    # the best bonus-sized square of quilt_features is the best of bitboard's bonus masks, and the
+    # decision groups of candidate_actions are the network's groups of the action encoding
+    from agents import heuristic as H
+    from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION
+    from patchwork_env import bitboard as B
+
+    assert len(B.BONUS_LO) == B.BONUS_SQUARES
+    assert all(
+        int(lo).bit_count() + int(hi).bit_count() == B.BONUS_SIDE**2
+        for lo, hi in zip(B.BONUS_LO, B.BONUS_HI, strict=True)
+    )
+    rng = np.random.default_rng(3)
+    out = np.zeros(H.QUILT_FEATURES)
+    for _ in range(200):
+        lo, hi = cells_to_words(np.flatnonzero(rng.random(B.CELLS) < rng.random()).tolist())
+        H.quilt_features(lo, hi, out)
+        best = max(
+            int(lo & a).bit_count() + int(hi & b).bit_count() for a, b in zip(B.BONUS_LO, B.BONUS_HI, strict=True)
+        )
+        assert out[4] == best
+    assert H.NUM_GROUPS == len(GROUP_BOUNDS) - 1 == GROUP_OF_ACTION.max() + 1
+    assert (GROUP_OF_ACTION[R.LEATHER_BASE], GROUP_OF_ACTION[R.ADVANCE]) == (H.LEATHER_GROUP, H.ADVANCE_GROUP)

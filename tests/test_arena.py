@@ -177,7 +177,7 @@ def test_evaluate_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.Captur
 
     out = tmp_path / "results.json"
     png = tmp_path / "elo.png"
-    main(["--agents", "greedy", "random", "--games", "4", "--seed", "2", "--workers", "1", "--no-progress",
+    main(["--agents", "greedy", "random", "--pairs", "2", "--seed", "2", "--workers", "1", "--no-progress",
           "--json", str(out), "--plot", str(png)])  # fmt: skip
     data = json.loads(out.read_text())
     pair = data["pairs"][0]
@@ -188,10 +188,26 @@ def test_evaluate_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.Captur
     assert "Elo" in capsys.readouterr().out
 
 
+def test_evaluate_old_games_option_is_half_as_many_pairs(capsys: pytest.CaptureFixture[str]) -> None:
+    # one unit (paired deals) for every evaluation size; the old --games N still plays N games
+    from train.evaluate import build_parser, main
+
+    assert build_parser().parse_args(["--games", "6"]).pairs == 3
+    assert build_parser().parse_args([]).pairs == 50
+    argv = ["--agents", "greedy", "random", "--seed", "2", "--workers", "1", "--no-progress"]
+    old, new = main([*argv, "--games", "4"]), main([*argv, "--pairs", "2"])
+    assert old["num_pairs"] == new["num_pairs"] == 2 and old["games_per_pair"] == 4
+    same = [(p["wins_a"], p["mean_margin_a"], p["games"]) for p in new["pairs"]]
+    assert [(p["wins_a"], p["mean_margin_a"], p["games"]) for p in old["pairs"]] == same  # the same games
+    assert "--games" not in build_parser().format_help()  # one documented spelling
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--agents", "greedy", "random", "--games", "5"], "even"),
+        (["--agents", "greedy", "random", "--pairs", "0"], "--pairs must be >= 1"),
+        (["--agents", "greedy", "random", "--pairs", "2", "--games", "4"], "not allowed with argument"),
         (["--agents", "greedy"], "at least two"),
         (["--agents", "greedy", "nobody"], "unknown agent"),
         (["--agents", "greedy", "greedy"], "distinct"),

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents.registry import AgentSpecError, make_agent
-from train import alphazero, evaluate, play, sb3_maskable, selfplay
+from train import alphazero, evaluate, play, rllib_selfplay, sb3_maskable, selfplay
 from train.cli import MAX_SEED
 from train.config import ConfigError, SB3Config, SelfPlayConfig, load_config
 
@@ -123,6 +123,8 @@ EVALUATE_BAD = [
     ["--agents", "random", "bogus"],
     ["--agents", "random", "greedy", "--games", "3"],
     ["--agents", "random", "greedy", "--games", "x"],
+    ["--agents", "random", "greedy", "--pairs", "0"],
+    ["--agents", "random", "greedy", "--pairs", "1", "--games", "2"],
     ["--agents", "random", "greedy", "--seed", "-1"],
     ["--agents", "random", "greedy", "--seed", str(MAX_SEED + 1)],
     ["--agents", "random", "greedy", "--workers", "0"],
@@ -168,14 +170,46 @@ TRAINER_BAD = [
 ]
 
 
+TRAINERS = [selfplay.cli, sb3_maskable.cli, alphazero.cli, rllib_selfplay.cli]
+
+
 @pytest.mark.parametrize("argv", TRAINER_BAD)
-@pytest.mark.parametrize("trainer", [selfplay.cli, sb3_maskable.cli])
+@pytest.mark.parametrize("trainer", TRAINERS)
 def test_trainer_errors_are_one_line_and_write_nothing(
     trainer: Callable[[list[str]], int], argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = tmp_path / "run"
     _assert_one_error_line(capsys, _exit_code(trainer, [*argv, "--run-dir", str(run_dir)]))
     assert not run_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("trainer", "cls"),
+    [
+        (selfplay.cli, "SelfPlayConfig"),
+        (sb3_maskable.cli, "SB3Config"),
+        (alphazero.cli, "AlphaZeroConfig"),
+        (rllib_selfplay.cli, "RLlibConfig"),
+    ],
+)
+def test_trainers_help_config_lists_their_keys(
+    trainer: Callable[[list[str]], int], cls: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    assert _exit_code(trainer, ["--help-config", "--run-dir", str(run_dir), "seed=-1"]) == 0  # nothing loaded
+    out = capsys.readouterr().out
+    assert out.startswith(f"{cls} keys") and "\n  eval_every: int = " in out
+    assert not run_dir.exists()
+
+
+def test_a_resume_without_trainer_state_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agents.network import NetConfig, PatchworkNet
+    from agents.ppo_agent import save_checkpoint
+
+    path = save_checkpoint(tmp_path / "net.pt", PatchworkNet(NetConfig(channels=4, blocks=1)))
+    code = _exit_code(selfplay.cli, ["--resume", str(path), "--run-dir", str(tmp_path / "run")])
+    _assert_one_error_line(capsys, code, "has no trainer state")
+    assert not (tmp_path / "run").exists()
 
 
 def test_selfplay_resume_from_an_empty_checkpoint(empty_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from pathlib import Path
 
 import pytest
 
+from agents.network import NetConfig
 from train.config import (
     AlphaZeroConfig,
     ConfigError,
@@ -134,3 +136,48 @@ def test_yaml_integers_for_float_keys_and_override_grammar() -> None:
     assert isinstance(cfg.time_limit_minutes, float) and cfg.time_limit_minutes == 8.0
     assert cfg.eval_opponents == {"random": 3}
     assert cfg.run_name == ""
+
+
+@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config, RLlibConfig, AlphaZeroConfig])
+def test_network_keys_are_netconfig_fields(cls: type) -> None:
+    # one definition of the network's sizes: the flat keys are NetConfig's fields, with its
+    # defaults, types and docs, in its order right after `progress`
+    net = [f.name for f in dataclasses.fields(NetConfig)]
+    names = [f.name for f in dataclasses.fields(cls)]
+    at = names.index("progress") + 1
+    assert names[at : at + len(net)] == net
+    assert cls().net_config() == NetConfig()
+    hints, net_hints = typing.get_type_hints(cls), typing.get_type_hints(NetConfig)
+    assert all(hints[name] is net_hints[name] for name in net)
+    docs = field_docs(cls)
+    assert docs["blocks"] == "Network: residual blocks (two 3x3 convolutions each) in the trunk."
+    cfg = load_config(None, cls, ["channels=8", "blocks=1", "geometry=false"])
+    assert cfg.net_config() == NetConfig(channels=8, blocks=1, geometry=False)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"channels": 0}, r"^channels must be a positive integer, got 0$"),
+        ({"head_hidden": -3}, r"^head_hidden must be a positive integer, got -3$"),
+        ({"prior_scale": 5000.0}, r"^prior_scale must be a number in \[0, 1000\]"),
+        ({"geometry": "maybe"}, r"geometry must be bool"),
+    ],
+)
+def test_network_key_errors_are_netconfigs(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_dict(SelfPlayConfig, data)
+
+
+@pytest.mark.parametrize("cls", [SelfPlayConfig, SB3Config, RLlibConfig, AlphaZeroConfig])
+def test_periodic_keys_name_the_trainers_unit(cls: type) -> None:
+    # each trainer's *_every keys count its run length's unit, and every one of them says so
+    unit, length = cls.period_unit
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert length in names and "period_unit" not in names
+    docs = field_docs(cls)
+    every = [name for name in names if name.endswith("_every")]
+    assert "eval_every" in every and "checkpoint_every" in every
+    for name in every:
+        assert docs[name].startswith(f"{unit.capitalize()} (the unit of ``{length}``) between"), name
+    assert f"*_every keys count {unit} (as {length} does)" in describe(cls)

@@ -134,7 +134,7 @@ def test_replay_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_evaluate_writes_every_game(tmp_path: Path) -> None:
     folder = tmp_path / "games"
-    evaluate_cli.main(["--agents", "greedy", "random", "--games", "4", "--workers", "1", "--no-progress",
+    evaluate_cli.main(["--agents", "greedy", "random", "--pairs", "2", "--workers", "1", "--no-progress",
                        "--records", str(folder)])  # fmt: skip
     (path,) = folder.iterdir()
     assert path.name == "greedy-vs-random.jsonl"

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,8 +42,8 @@ from agents.network import PatchworkNet, count_parameters
 from agents.ppo_agent import save_checkpoint
 from patchwork_env import rules
 from train import run_utils
-from train.cli import trainer_parser
-from train.config import AlphaZeroConfig, ConfigError, describe, load_config
+from train.cli import run_trainer, trainer_parser
+from train.config import AlphaZeroConfig
 from train.seeds import Stream, stream_rng, stream_seed
 
 
@@ -187,18 +186,13 @@ def cli(argv: list[str] | None = None) -> int:
         "configs/alphazero.yaml, configs/alphazero_smoke.yaml",
         "sims=32 games_per_iteration=128",
     )
-    args = parser.parse_args(argv)
-    if args.help_config:
-        print(describe(AlphaZeroConfig))
-        return 0
-    try:
-        cfg = load_config(args.config, AlphaZeroConfig, args.overrides)
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    name = Path(args.config).stem if args.config else "alphazero"
-    main(cfg, run_dir=args.run_dir, config_name=name)
-    return 0
+    return run_trainer(
+        parser,
+        argv,
+        AlphaZeroConfig,
+        "alphazero",
+        lambda cfg, args, name: main(cfg, run_dir=args.run_dir, config_name=name),
+    )
 
 
 if __name__ == "__main__":

@@ -1,24 +1,37 @@
 """The error convention of every command line here: one ``error: ...`` line on stderr and exit
-code 2, never a usage dump or a traceback (``Parser`` for argparse's own errors, ``fail`` for the
-checks after parsing)."""
+code 2, never a usage dump or a traceback (``Parser`` for argparse's own errors, ``fail`` or
+``report`` for the checks after parsing); and what every trainer's command line shares
+(``trainer_parser``, ``run_trainer``) and the evaluation-size option (``add_pairs_option``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import typing
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+if TYPE_CHECKING:
+    from train.config import CommonConfig
+
+C = TypeVar("C", bound="CommonConfig")
 
 # every seed a command line or config takes: every library seeded here accepts it (numpy's legacy
 # np.random.seed, which SB3 calls, only takes < 2**32), with room for the offsets the trainers add
 MAX_SEED = 2**31 - 1
 
 
-def fail(message: object) -> NoReturn:
-    """Print the first line of ``message`` as ``error: ...`` on stderr and exit with code 2."""
+def report(message: object) -> int:
+    """Print the first line of ``message`` as ``error: ...`` on stderr; return the exit code, 2."""
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
     print(f"error: {lines[0] if lines else 'invalid arguments'}", file=sys.stderr)
-    raise SystemExit(2)
+    return 2
+
+
+def fail(message: object) -> NoReturn:
+    """``report`` the error and exit with code 2."""
+    raise SystemExit(report(message))
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,6 +51,41 @@ def run_dir(text: str) -> str:
     return text
 
 
+class _GamesAsPairs(argparse.Action):
+    """The old spelling of a ``--pairs`` option that counted games (``--games 100`` is
+    ``--pairs 50``): still accepted, hidden from ``--help``; the games must be even."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        games = typing.cast(int, values)
+        if games < 2 or games % 2:
+            parser.error(
+                f"{self.option_strings[0]} must be an even number >= 2 (each deal is played twice, seats swapped), "
+                f"got {games}; it counts games: use --{self.dest.replace('_', '-')} N for N paired deals"
+            )
+        setattr(namespace, self.dest, games // 2)
+
+
+def add_pairs_option(
+    parser: argparse.ArgumentParser, option: str, old_games_option: str, default: int | None, help: str
+) -> None:
+    """``option`` (e.g. ``--pairs``) counts paired deals, each played twice with the seats swapped,
+    as every evaluation size here does (``final_eval_pairs``, ``eval_opponents: {spec: pairs}``,
+    ``agents.arena``'s ``num_pairs``); ``old_games_option`` (e.g. ``--games``), the old spelling that
+    counted games, still works (halved) and is hidden."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(option, type=int, default=default, metavar="PAIRS", help=help)
+    dest = option.lstrip("-").replace("-", "_")
+    group.add_argument(
+        old_games_option, type=int, dest=dest, action=_GamesAsPairs, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+
+
 def trainer_parser(prog: str, description: str, configs: str, example: str) -> Parser:
     """The options every trainer takes: ``--config``, ``--run-dir``, ``--help-config`` and
     ``key=value`` overrides (a trainer adds its own, e.g. ``--resume``, after these)."""
@@ -49,3 +97,38 @@ def trainer_parser(prog: str, description: str, configs: str, example: str) -> P
     parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
     parser.add_argument("overrides", nargs="*", help="key=value")
     return parser
+
+
+def run_trainer(
+    parser: argparse.ArgumentParser,
+    argv: list[str] | None,
+    config_class: type[C],
+    default_name: str,
+    train: Callable[[C, argparse.Namespace, str], object],
+    load: Callable[[argparse.Namespace], C] | None = None,
+    run_errors: tuple[type[Exception], ...] = (),
+) -> int:
+    """The command line of a trainer (``parser`` from ``trainer_parser``): ``--help-config`` prints
+    ``config_class``'s keys; else the config is loaded (``load(args)``; default: the ``--config``
+    file, or the defaults, with the overrides) and ``train(cfg, args, config_name)`` runs it, the
+    config name being the file's stem or else ``default_name``. A config
+    that cannot be loaded (bad file, key, value, checkpoint or a missing extra), and a
+    ``ConfigError`` or one of ``run_errors`` from ``train`` (raised before anything is written), is
+    one ``error:`` line and the return value 2 (``sys.exit(cli())``: exit code 2)."""
+    from train.config import ConfigError, describe, load_config  # train.config imports this module
+
+    args = parser.parse_args(argv)
+    if args.help_config:
+        print(describe(config_class))
+        return 0
+    try:
+        cfg = load(args) if load is not None else load_config(args.config, config_class, args.overrides)
+    except (ValueError, OSError, ImportError) as exc:  # ConfigError, CheckpointError: ValueErrors
+        return report(exc)
+    name = Path(args.config).stem if args.config else default_name
+    errors: tuple[type[Exception], ...] = (ConfigError, *run_errors)
+    try:
+        train(cfg, args, name)
+    except errors as exc:
+        return report(exc)
+    return 0

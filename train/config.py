@@ -26,16 +26,19 @@ import itertools
 import math
 import textwrap
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.network import MAX_PRIOR_SCALE, NetConfig
+from agents.network import NetConfig
 from train.cli import MAX_SEED
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -45,9 +48,41 @@ class ConfigError(ValueError):
 MAX_INT = 2**31 - 1  # no integer setting needs more; larger ones overflow torch and numpy conversions
 
 
+def _with_net_keys(after: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator (under ``@dataclass``): give the class ``NetConfig``'s fields, with their
+    types and defaults, right after the field ``after``; their help text is ``NetConfig``'s field
+    docs (``field_docs``). The network's sizes are defined once, in ``agents.network.NetConfig``,
+    and stay flat config keys (``channels=64``)."""
+
+    def insert(cls: type[T]) -> type[T]:
+        own = inspect.get_annotations(cls)
+        net = {f.name: f for f in dataclasses.fields(NetConfig)}
+        if clash := net.keys() & own.keys():
+            raise TypeError(f"{cls.__name__} redefines the network keys {sorted(clash)}")
+        items = list(own.items())
+        at = [name for name, _ in items].index(after) + 1
+        cls.__annotations__ = dict(items[:at] + [(name, f.type) for name, f in net.items()] + items[at:])
+        for name, f in net.items():
+            setattr(cls, name, f.default)
+        return cls
+
+    return insert
+
+
 @dataclass
+@_with_net_keys(after="progress")
 class CommonConfig:
-    """Settings shared by both trainers: run folder, seed, network, reward, opponents, evaluation."""
+    """Settings shared by every trainer: run folder, seed, network, reward, opponents, evaluation.
+
+    The network keys (``channels``, ``blocks``, ..., ``prior_scale``) are ``NetConfig``'s fields,
+    inserted after ``progress`` (``_with_net_keys``). Units: every evaluation size counts paired
+    deals, each played twice with the seats swapped (``eval_opponents``, ``final_eval_pairs``, like
+    ``python -m train.evaluate --pairs``); the periodic keys (``*_every``) count the unit of the
+    trainer's run length, named by ``period_unit``."""
+
+    # (unit, run-length key) of the *_every keys: each trainer's own step (a PPO update, an SB3
+    # timestep, an AlphaZero or RLlib iteration), so its shipped periods keep their meaning
+    period_unit: ClassVar[tuple[str, str]] = ("", "")
 
     run_name: str = ""
     """Run folder name under ``runs_dir``; empty: ``<config name>-s<seed>-<date-time>``."""
@@ -60,25 +95,6 @@ class CommonConfig:
     game engine and the other processes: several times slower under load); 2 pays only when idle."""
     progress: bool = True
     """Show a progress bar with ETA and the latest evaluation win rates."""
-
-    channels: int = 32
-    """Network: channels of the convolutional trunk over the 9x9 quilt."""
-    blocks: int = 2
-    """Network: residual blocks in the trunk."""
-    hidden: int = 128
-    """Network: width of the MLP over the scalar and circle features and of the value/advance MLPs."""
-    head_features: int = 16
-    """Network: trunk channels summed under and around each candidate placement (buy head)."""
-    head_hidden: int = 32
-    """Network: hidden width of the buy head's per-placement MLP."""
-    geometry: bool = True
-    """Network: give the buy head exact per-placement counts (cells it would isolate or leave with one
-    empty neighbour, edge contacts)."""
-    prior_scale: float = 0.0
-    """Network: 0 for a plain policy; > 0 for a residual policy on ``greedy``'s one-ply evaluation:
-    each action's logit gets the 9 terms of greedy's value of the action, weighted by this scale x
-    greedy's weights plus a learned state-dependent correction, so training starts from a softened
-    greedy (``agents.network.NetConfig``). Self-play trainer only."""
 
     learning_rate: float = 3e-4
     """Adam learning rate (start value when annealed)."""
@@ -107,35 +123,32 @@ class CommonConfig:
     """Weight of the past snapshots (together; one drawn uniformly) among pool opponents."""
 
     eval_opponents: dict[str, int] = field(default_factory=lambda: {"random": 20, "greedy": 50})
-    """Periodic evaluation: agent spec -> number of paired deals (each played twice, seats swapped)."""
+    """Periodic evaluation: agent spec -> paired deals (each played twice, seats swapped)."""
     eval_workers: int = 1
     """Processes the arena uses for evaluation (1: in-process; each extra-process evaluation pays
     about 10 s of start-up, so 2 pays only for long evaluations)."""
     final_eval_pairs: int = 100
-    """Paired deals per ``eval_opponents`` entry at the end of training (0: skip)."""
+    """Paired deals (each played twice, seats swapped) against each ``final_eval_opponents`` entry at
+    the end of training (0: skip)."""
     final_eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
     """Agent specs of the final evaluation."""
 
     def net_config(self) -> NetConfig:
-        return NetConfig(
-            self.channels,
-            self.blocks,
-            self.hidden,
-            self.head_features,
-            self.head_hidden,
-            self.geometry,
-            self.prior_scale,
-        )
+        """The network keys as the ``NetConfig`` they are the fields of."""
+        return NetConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(NetConfig)})
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first impossible value."""
-        for key in ("torch_threads", "channels", "blocks", "hidden", "head_features", "head_hidden", "eval_workers"):
+        try:
+            self.net_config().validate(prefix="")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        for key in ("torch_threads", "eval_workers"):
             _positive(self, key)
         _between(self, "seed", 0, MAX_SEED)
         _at_least(self, "final_eval_pairs", 0)
         _above(self, "learning_rate", 0.0)
         _above(self, "reward_margin_scale", 0.0)
-        _between(self, "prior_scale", 0.0, MAX_PRIOR_SCALE)
         _above(self, "max_grad_norm", 0.0)
         for key in ("gamma", "gae_lambda", "reward_margin_weight"):
             _between(self, key, 0.0, 1.0)
@@ -159,6 +172,8 @@ class CommonConfig:
 @dataclass
 class SelfPlayConfig(CommonConfig):
     """The batched self-play PPO trainer (``train.selfplay``)."""
+
+    period_unit = ("updates", "total_updates")
 
     num_games: int = 128
     """Games stepped together on the vector engine (each step: one decision in every game)."""
@@ -202,11 +217,12 @@ class SelfPlayConfig(CommonConfig):
     """Share of games where the latest learner plays both seats (both seats' moves are trained on);
     the other games draw an opponent from the pool, and the learner's seat at random."""
     snapshot_every: int = 10
-    """Updates between snapshots of the learner added to the pool."""
+    """Updates (the unit of ``total_updates``) between snapshots of the learner added to the pool."""
     eval_every: int = 10
-    """Updates between arena evaluations (and at the end); 0: only at the end."""
+    """Updates (the unit of ``total_updates``) between arena evaluations (and one at the end); 0: only
+    at the end."""
     checkpoint_every: int = 10
-    """Updates between checkpoints (always one at the end)."""
+    """Updates (the unit of ``total_updates``) between checkpoints (always one at the end)."""
     keep_best: str = ""
     """An ``eval_opponents`` spec: every periodic evaluation that beats the best win rate so far
     against it saves ``checkpoints/best.pt``, and the final evaluation (on deals the periodic ones
@@ -232,7 +248,7 @@ class SelfPlayConfig(CommonConfig):
         super().validate()
         if self.teacher:
             _check_spec("teacher", self.teacher)
-            if self.prior_scale <= 0:
+            if self.net_config().prior_scale <= 0:
                 raise ConfigError(
                     "teacher needs prior_scale > 0: distillation trains only the kind of move, placements "
                     "come from the greedy prior"
@@ -273,6 +289,8 @@ class SelfPlayConfig(CommonConfig):
 class SB3Config(CommonConfig):
     """The sb3-contrib MaskablePPO trainer (``train.sb3_maskable``) on ``SingleAgentEnv``."""
 
+    period_unit = ("learner decisions", "total_timesteps")
+
     n_envs: int = 8
     """Environments (DummyVecEnv) collecting experience; each has its own pool opponent."""
     n_steps: int = 256
@@ -290,11 +308,12 @@ class SB3Config(CommonConfig):
     latest_prob: float = 0.5
     """Share of episodes played against the latest snapshot of the learner (else a pool opponent)."""
     snapshot_every: int = 10_000
-    """Learner decisions between snapshots added to the opponent pool."""
+    """Learner decisions (the unit of ``total_timesteps``) between snapshots added to the opponent pool."""
     eval_every: int = 50_000
-    """Learner decisions between arena evaluations; 0: only at the end."""
+    """Learner decisions (the unit of ``total_timesteps``) between arena evaluations (and one at the
+    end); 0: only at the end."""
     checkpoint_every: int = 50_000
-    """Learner decisions between checkpoints (always one at the end)."""
+    """Learner decisions (the unit of ``total_timesteps``) between checkpoints (always one at the end)."""
 
     def validate(self) -> None:
         super().validate()
@@ -305,9 +324,9 @@ class SB3Config(CommonConfig):
         _at_least(self, "time_limit_minutes", 0.0)
         _above(self, "clip_range", 0.0)
         _between(self, "latest_prob", 0.0, 1.0)
-        if self.prior_scale != 0:
+        if (prior_scale := self.net_config().prior_scale) != 0:
             raise ConfigError(
-                f"prior_scale must be 0 for the MaskablePPO trainer, got {self.prior_scale}: its policy sees "
+                f"prior_scale must be 0 for the MaskablePPO trainer, got {prior_scale}: its policy sees "
                 "observations only, and the greedy prior is computed from game states (use train.selfplay)"
             )
         if self.batch_size > self.n_envs * self.n_steps:
@@ -472,23 +491,32 @@ def to_yaml(cfg: CommonConfig) -> str:
     return yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False)
 
 
+def _class_docs(klass: type) -> dict[str, str]:
+    """The docstrings (string literals under the fields) in ``klass``'s own body."""
+    docs: dict[str, str] = {}
+    tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    for node, nxt in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
 def field_docs(cls: type) -> dict[str, str]:
-    """Each field's docstring (the string literal under it in the class body), base classes first."""
+    """Each field's docstring (the string literal under it in the class body), base classes first;
+    the network keys have ``NetConfig``'s."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        body = tree.body[0].body  # type: ignore[attr-defined]
-        for node, nxt in itertools.pairwise(body):
-            if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
-                and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)
-            ):
-                docs[node.target.id] = " ".join(nxt.value.value.split())
+        if klass is CommonConfig:
+            docs.update({name: f"Network: {doc[:1].lower()}{doc[1:]}" for name, doc in _class_docs(NetConfig).items()})
+        if dataclasses.is_dataclass(klass):
+            docs.update(_class_docs(klass))
     return docs
 
 
@@ -496,7 +524,11 @@ def describe(cls: type[CommonConfig]) -> str:
     """Help text: every key with its type, default and docstring."""
     docs = field_docs(cls)
     hints = typing.get_type_hints(cls)
-    lines = [f"{cls.__name__} keys (YAML file and key=value overrides):"]
+    unit, length = cls.period_unit
+    lines = [
+        f"{cls.__name__} keys (YAML file and key=value overrides). Units: *_every keys count {unit} "
+        f"(as {length} does); evaluation sizes count paired deals (each deal played twice, seats swapped)."
+    ]
     default = cls()
     for f in dataclasses.fields(cls):
         lines.append(f"  {f.name}: {_type_name(hints[f.name])} = {getattr(default, f.name)!r}")
@@ -511,6 +543,8 @@ class AlphaZeroConfig(CommonConfig):
     ``max_grad_norm``, ``vf_coef``, ``reward_margin_weight`` (the value target's weight of the score
     margin, over a fixed 30 points: ``agents.az_search.final_value``) and the evaluation keys; the
     PPO-only keys (gamma, gae_lambda, ent_coef, reward_margin_scale, the opponent pool) are ignored."""
+
+    period_unit = ("iterations", "iterations")
 
     init_checkpoint: str = ""
     """Start from the network in this checkpoint (e.g. a distilled one); empty: a fresh network
@@ -559,9 +593,11 @@ class AlphaZeroConfig(CommonConfig):
     warmup_temp: float = 0.5
     """Softmax temperature (score points) of the warm-up games' greedy play."""
     eval_every: int = 5
-    """Iterations between arena evaluations of the network alone (and at the end); 0: only at the end."""
+    """Iterations (the unit of ``iterations``) between arena evaluations of the network alone (and
+    one at the end); 0: only at the end."""
     checkpoint_every: int = 1
-    """Iterations between checkpoints (``latest.pt``, and ``iter_<k>.pt`` at every evaluation)."""
+    """Iterations (the unit of ``iterations``) between checkpoints (``latest.pt``, and ``iter_<k>.pt``
+    at every evaluation)."""
 
     def validate(self) -> None:
         super().validate()
@@ -590,6 +626,8 @@ class RLlibConfig(CommonConfig):
     ``greedy_weight``, ``snapshot_weight``; ``pool_size`` frozen past copies) and the evaluation
     keys. ``reward_margin_weight`` and ``reward_margin_scale`` are not used: see ``reward``."""
 
+    period_unit = ("iterations", "total_iterations")
+
     reward: str = "score"
     """The AEC env's final reward: "win" (+1/-1) or "score" (score margin / 100, clipped to [-1, 1])."""
     num_env_runners: int = 1
@@ -617,11 +655,14 @@ class RLlibConfig(CommonConfig):
     """Share of games where the learner plays both seats; the others put a pool opponent in one seat
     (greedy, random or a frozen past copy, by the weights), the learner's seat drawn per game."""
     snapshot_every: int = 5
-    """Iterations between copies of the learner into the frozen pool (oldest slot replaced)."""
+    """Iterations (the unit of ``total_iterations``) between copies of the learner into the frozen
+    pool (oldest slot replaced)."""
     eval_every: int = 5
-    """Iterations between arena evaluations (and at the end); 0: only at the end."""
+    """Iterations (the unit of ``total_iterations``) between arena evaluations (and one at the end);
+    0: only at the end."""
     checkpoint_every: int = 10
-    """Iterations between checkpoints (final.pt and RLlib's own checkpoint at the end)."""
+    """Iterations (the unit of ``total_iterations``) between checkpoints (final.pt and RLlib's own
+    checkpoint at the end)."""
     init_checkpoint: str = ""
     """A checkpoint of this project (e.g. ``train.selfplay``'s ``final.pt``) whose network starts the
     learner and the frozen pool; its network settings must equal the config's. Empty: a fresh network."""

@@ -1,7 +1,7 @@
 """The demo job (``make demo``): train a small self-play PPO agent, measure it, write a report.
 
     python -m train.demo                                   # configs/quick.yaml, about 10 minutes
-    python -m train.demo --config configs/selfplay.yaml --eval-games 400
+    python -m train.demo --config configs/selfplay.yaml --eval-pairs 200
     python -m train.demo seed=1 total_updates=50           # key=value overrides of the config
     python -m train.demo --smoke                           # a tiny budget (< 1 minute): checks the pipeline
 
@@ -39,16 +39,16 @@ from agents.registry import AgentSpecError, parse_spec
 from patchwork_env.records import write_records
 from patchwork_env.replay import write_replay
 from train import run_utils
-from train.cli import Parser
+from train.cli import Parser, add_pairs_option
 from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
 from train.evaluate import format_table, plot_elo
 from train.selfplay import main as train_main
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = "configs/quick.yaml"
-DEFAULT_EVAL_GAMES = 200
+DEFAULT_EVAL_PAIRS = 100  # paired deals per opponent (200 games)
 DEFAULT_OPPONENTS = ("random", "greedy")
-SMOKE_EVAL_GAMES = 4
+SMOKE_EVAL_PAIRS = 2
 # --smoke: a few tiny updates of a tiny network, one evaluation, everything in this process
 SMOKE_OVERRIDES = {
     "num_games": 8,
@@ -79,7 +79,7 @@ class Plan:
     config_name: str
     folder: Path
     opponents: list[str]
-    eval_games: int
+    eval_pairs: int  # paired deals per opponent, each played twice with the seats swapped
     eval_seed: int
     workers: int
     smoke: bool
@@ -98,12 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--config", default=DEFAULT_CONFIG, help=f"trainer config, YAML (default {DEFAULT_CONFIG})")
     p.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/demo-<config>-s<seed>-<time>)")
-    p.add_argument(
+    add_pairs_option(
+        p,
+        "--eval-pairs",
         "--eval-games",
-        type=int,
-        default=None,
-        help=f"games against each opponent, even: every deal is played twice, seats swapped "
-        f"(default {DEFAULT_EVAL_GAMES}; {SMOKE_EVAL_GAMES} with --smoke)",
+        None,
+        f"paired deals against each opponent: every deal is played twice with the seats swapped "
+        f"(default {DEFAULT_EVAL_PAIRS}; {SMOKE_EVAL_PAIRS} with --smoke)",
     )
     p.add_argument(
         "--opponents",
@@ -134,11 +135,8 @@ def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
     if config_path is None:
         known = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml"))
         parser.error(f"--config: no such file {args.config!r}; the project's configs are {known or 'missing'}")
-    if args.eval_games is not None and (args.eval_games < 2 or args.eval_games % 2):
-        parser.error(
-            "--eval-games must be an even number >= 2 (each deal is played twice, seats swapped), "
-            f"got {args.eval_games}"
-        )
+    if args.eval_pairs is not None and args.eval_pairs < 1:
+        parser.error(f"--eval-pairs must be >= 1 (each deal is played twice, seats swapped), got {args.eval_pairs}")
     if args.eval_seed < 0:
         parser.error(f"--eval-seed must be >= 0, got {args.eval_seed}")
     if args.workers is not None and args.workers < 1:
@@ -164,7 +162,7 @@ def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
     folder = run_utils.run_folder(cfg, name, str(args.run_dir) if args.run_dir else None)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         parser.error(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
-    eval_games = args.eval_games or (SMOKE_EVAL_GAMES if args.smoke else DEFAULT_EVAL_GAMES)
+    eval_pairs = args.eval_pairs or (SMOKE_EVAL_PAIRS if args.smoke else DEFAULT_EVAL_PAIRS)
     workers = args.workers or (1 if args.smoke else cfg.eval_workers)
     command = " ".join(["python -m train.demo", *(shlex.quote(a) for a in argv)])
     return Plan(
@@ -173,7 +171,7 @@ def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
         name,
         folder,
         opponents,
-        eval_games,
+        eval_pairs,
         args.eval_seed,
         workers,
         args.smoke,
@@ -213,7 +211,7 @@ def evaluate(plan: Plan, checkpoint: Path, start: Path | None = None) -> Tournam
     try:
         agents = [f"ppo:{checkpoint}", *([f"ppo:{start}"] if start else []), *plan.opponents]
         return round_robin(
-            agents, plan.eval_games // 2, seed=plan.eval_seed, workers=plan.workers, progress=plan.config.progress
+            agents, plan.eval_pairs, seed=plan.eval_seed, workers=plan.workers, progress=plan.config.progress
         )
     finally:
         torch.set_num_threads(threads)
@@ -277,7 +275,7 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
     folder = plan.folder
     learner = result.agents[0]
     eval_cmd = (
-        f"python -m train.evaluate --agents {learner} {' '.join(plan.opponents)} --games {plan.eval_games} "
+        f"python -m train.evaluate --agents {learner} {' '.join(plan.opponents)} --pairs {plan.eval_pairs} "
         f"--seed {plan.eval_seed}"
     )
     overrides = " ".join(shlex.quote(o) for o in plan.overrides)
@@ -320,7 +318,8 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
             if len(result.agents) > len(plan.opponents) + 1
             else []
         ),
-        f"Elo (maximum likelihood, `{result.anchor}` = 0, 95% CI; every pair played the same {plan.eval_games} games):",
+        f"Elo (maximum likelihood, `{result.anchor}` = 0, 95% CI; every pair played the same "
+        f"{plan.eval_pairs} deals, {2 * plan.eval_pairs} games):",
         "",
         "| agent | Elo | 95% CI |",
         "|---|---:|---|",
@@ -410,13 +409,21 @@ def main(argv: Sequence[str] | None = None) -> Path:
     if not checkpoint.is_file():
         raise SystemExit(f"error: training ended without writing {checkpoint}")
 
-    banner(f"2/3 evaluation: {plan.eval_games} paired games against each of {', '.join(plan.opponents)}")
+    banner(
+        f"2/3 evaluation: {plan.eval_pairs} paired deals ({2 * plan.eval_pairs} games) "
+        f"against each of {', '.join(plan.opponents)}"
+    )
     t1 = time.perf_counter()
     start = Path(summary.get("start_checkpoint", plan.folder / "checkpoints" / "start.pt"))
     result = evaluate(plan, checkpoint, start if start.is_file() else None)
     eval_seconds = time.perf_counter() - t1
     print(format_table(result))
-    record = {"command": plan.command, "games_per_pair": plan.eval_games, "seed": plan.eval_seed}
+    record = {
+        "command": plan.command,
+        "num_pairs": plan.eval_pairs,
+        "games_per_pair": 2 * plan.eval_pairs,
+        "seed": plan.eval_seed,
+    }
     record |= {"seconds": eval_seconds, **result.to_dict()}
     (plan.folder / "demo_eval.json").write_text(json.dumps(record, indent=2) + "\n")
     plot_elo(result, plan.folder / "elo.png")

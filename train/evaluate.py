@@ -1,10 +1,12 @@
 """Measure agents against each other: a round robin of paired games, a table and an Elo ladder.
 
-    python -m train.evaluate --agents greedy random mcts:sims=200 --games 100 --seed 0 \\
+    python -m train.evaluate --agents greedy random mcts:sims=200 --pairs 50 --seed 0 \\
         --json results.json --plot elo.png
 
-``--games`` is the number of GAMES per pair of agents; it must be even, because each deal is
-played twice with the seats swapped (``--games 100`` = 50 deals). Every pair plays the same deals.
+``--pairs`` is the number of paired deals per pair of agents, like every evaluation size in the
+project (``final_eval_pairs``, ``eval_opponents``): each deal is played twice with the seats
+swapped (``--pairs 50`` = 100 games). Every pair of agents plays the same deals. The old
+``--games N`` (N even, N/2 deals) still works.
 The Elo ladder is anchored at ``random`` = 0 when it takes part (else at the first agent), with
 95% intervals from the Fisher information; win rates carry 95% Wilson score intervals (see
 ``agents.stats``). ``--workers`` defaults to every core. ``python -m train.evaluate --list``
@@ -30,7 +32,9 @@ from agents.arena import TournamentResult, round_robin
 from agents.ray_backend import BACKENDS, RayBackend, import_ray
 from agents.registry import AgentSpecError, describe_agents, make_agent
 from patchwork_env.records import write_records
-from train.cli import MAX_SEED, Parser
+from train.cli import MAX_SEED, Parser, add_pairs_option
+
+DEFAULT_PAIRS = 50
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,11 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--agents", nargs="+", metavar="SPEC", help="two or more agent specs (see below)")
-    p.add_argument(
+    add_pairs_option(
+        p,
+        "--pairs",
         "--games",
-        type=int,
-        default=100,
-        help="games per pair of agents, even: each deal is played twice with seats swapped (default 100)",
+        DEFAULT_PAIRS,
+        f"paired deals per pair of agents: each deal is played twice with the seats swapped, "
+        f"2 x PAIRS games (default {DEFAULT_PAIRS})",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the deals and the agents' generators (default 0)")
     p.add_argument(
@@ -79,10 +85,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
             make_agent(spec)
         except AgentSpecError as exc:
             parser.error(f"--agents: {str(exc).splitlines()[0]}")
-    if args.games < 2 or args.games % 2:
-        parser.error(
-            f"--games must be an even number >= 2 (each deal is played twice, seats swapped), got {args.games}"
-        )
+    if args.pairs < 1:
+        parser.error(f"--pairs must be >= 1 (paired deals, each played twice with the seats swapped), got {args.pairs}")
     if not 0 <= args.seed <= MAX_SEED:
         parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     if args.workers is not None and args.workers < 1:
@@ -158,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 parser.error(str(exc))
         result = round_robin(
             [a.strip() for a in args.agents],
-            num_pairs=args.games // 2,
+            num_pairs=args.pairs,
             seed=args.seed,
             workers=args.workers,
             progress=not args.no_progress,
@@ -169,10 +173,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             backend.close()
     seconds = time.perf_counter() - t0
     print(format_table(result))
-    print(f"\n{args.games} games per pair, seed {args.seed}, {seconds:.0f} s")
+    print(f"\n{args.pairs} paired deals ({2 * args.pairs} games) per pair of agents, seed {args.seed}, {seconds:.0f} s")
     out = {
         "command": "python -m train.evaluate " + " ".join(sys.argv[1:] if argv is None else argv),
-        "games_per_pair": args.games,
+        "num_pairs": args.pairs,
+        "games_per_pair": 2 * args.pairs,
         "seed": args.seed,
         "seconds": seconds,
         **result.to_dict(),

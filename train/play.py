@@ -28,7 +28,7 @@ from agents.registry import AgentSpecError, describe_agents, make_agent
 from patchwork_env import rules
 from patchwork_env.actions import action_to_str, decode_action, parse_action
 from patchwork_env.agent import Agent
-from patchwork_env.bitboard import orient
+from patchwork_env.bitboard import BOARD, orient
 from patchwork_env.patches import PATCHES
 from patchwork_env.state import GameState, IllegalActionError, new_game
 from train.cli import MAX_SEED, Parser
@@ -115,7 +115,7 @@ def describe_moves(state: GameState) -> str:
     legal = state.legal_actions().tolist()
     me = state.current_player
     if state.pending_leather:
-        cells = [divmod(a - rules.LEATHER_BASE, 9) for a in legal]
+        cells = [divmod(a - rules.LEATHER_BASE, BOARD) for a in legal]
         return f"place your leather patch (leather r<row>c<col>) on one of {len(cells)} free cells:\n  " + (
             compact_positions(cells)
         )

@@ -1,6 +1,6 @@
 """Write the replay of a recorded game as one self-contained HTML file (opens from disk, no server).
 
-    python -m train.evaluate --agents greedy random --games 4 --records games/
+    python -m train.evaluate --agents greedy random --pairs 2 --records games/
     python -m train.replay games/greedy-vs-random.jsonl --game 1 -o game.html
 
 ``--game K`` picks the K-th game of the file (0-based; default 0). Without ``-o`` the page is

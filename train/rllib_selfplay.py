@@ -27,6 +27,7 @@ TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_histor
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import numbers
@@ -44,8 +45,8 @@ from agents.network import PatchworkNet
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.ray_backend import import_ray, init_ray
 from train import run_utils
-from train.cli import trainer_parser
-from train.config import ConfigError, RLlibConfig, describe, load_config
+from train.cli import run_trainer, trainer_parser
+from train.config import ConfigError, RLlibConfig, load_config
 from train.seeds import Stream, stream_seed
 
 LEARNER = "learner"
@@ -292,23 +293,16 @@ def cli(argv: list[str] | None = None) -> int:
         "num_env_runners=2 total_iterations=50",
     )
     parser.add_argument("--address", help="a Ray cluster to join (auto or HOST:PORT); default: a local runtime")
-    args = parser.parse_args(argv)
-    if args.help_config:
-        print(describe(RLlibConfig))
-        return 0
-    try:
-        import_ray()
-        cfg = load_config(args.config, RLlibConfig, args.overrides)
-    except (ConfigError, ImportError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    name = Path(args.config).stem if args.config else "rllib"
-    try:
+
+    def load(args: argparse.Namespace) -> RLlibConfig:
+        import_ray()  # the scale extra: a missing one is an error line, not a traceback
+        return load_config(args.config, RLlibConfig, args.overrides)
+
+    def train(cfg: RLlibConfig, args: argparse.Namespace, name: str) -> None:
         main(cfg, run_dir=args.run_dir, config_name=name, address=args.address)
-    except (ConnectionError, ConfigError) as exc:  # joining the cluster, init_checkpoint: before any training
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    # ConnectionError: joining the cluster, before any training
+    return run_trainer(parser, argv, RLlibConfig, "rllib", train, load, run_errors=(ConnectionError,))
 
 
 if __name__ == "__main__":

@@ -46,8 +46,8 @@ from agents.progress import progress_bar
 from agents.registry import make_agent
 from agents.sb3_vec_env import SB3VecEnv
 from train import run_utils
-from train.cli import trainer_parser
-from train.config import ConfigError, SB3Config, describe, load_config
+from train.cli import run_trainer, trainer_parser
+from train.config import SB3Config
 from train.seeds import Stream, stream_rng, stream_seed
 
 
@@ -315,17 +315,9 @@ def cli(argv: list[str] | None = None) -> int:
         "configs/sb3.yaml",
         "total_timesteps=50000",
     )
-    args = parser.parse_args(argv)
-    if args.help_config:
-        print(describe(SB3Config))
-        return 0
-    try:
-        cfg = load_config(args.config, SB3Config, args.overrides)
-    except (ConfigError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    main(cfg, run_dir=args.run_dir, config_name=Path(args.config).stem if args.config else "sb3")
-    return 0
+    return run_trainer(
+        parser, argv, SB3Config, "sb3", lambda cfg, args, name: main(cfg, run_dir=args.run_dir, config_name=name)
+    )
 
 
 if __name__ == "__main__":

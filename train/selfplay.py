@@ -36,6 +36,7 @@ the games in progress are not saved (fresh deals are dealt on resume).
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -58,8 +59,8 @@ from agents.progress import progress_bar
 from patchwork_env import rules
 from patchwork_env.vector import VectorGames
 from train import run_utils
-from train.cli import trainer_parser
-from train.config import ConfigError, SelfPlayConfig, describe, from_dict, load_config, parse_overrides, to_yaml
+from train.cli import run_trainer, trainer_parser
+from train.config import ConfigError, SelfPlayConfig, from_dict, load_config, parse_overrides, to_yaml
 from train.seeds import Stream, stream_rng, stream_seed
 
 
@@ -593,30 +594,19 @@ def cli(argv: list[str] | None = None) -> int:
         "num_games=64 learning_rate=1e-3",
     )
     parser.add_argument("--resume", help="checkpoint to continue from (its config is used, then overrides)")
-    args = parser.parse_args(argv)
-    if args.help_config:
-        print(describe(SelfPlayConfig))
-        return 0
-    try:
-        if args.resume:
-            trainer = read_checkpoint(args.resume).get("trainer", {})
-            if "config" not in trainer:
-                raise ConfigError(f"{args.resume} has no trainer state: it cannot be resumed")
-            cfg = from_dict(SelfPlayConfig, {**trainer["config"], **parse_overrides(args.overrides)}, "resume")
-        elif args.config:
-            cfg = load_config(args.config, SelfPlayConfig, args.overrides)
-        else:
-            cfg = load_config(None, SelfPlayConfig, args.overrides)
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    name = Path(args.config).stem if args.config else "selfplay"
-    try:
+
+    def load(args: argparse.Namespace) -> SelfPlayConfig:
+        if not args.resume:
+            return load_config(args.config, SelfPlayConfig, args.overrides)
+        trainer = read_checkpoint(args.resume).get("trainer", {})
+        if "config" not in trainer:
+            raise ConfigError(f"{args.resume} has no trainer state: it cannot be resumed")
+        return from_dict(SelfPlayConfig, {**trainer["config"], **parse_overrides(args.overrides)}, "resume")
+
+    def train(cfg: SelfPlayConfig, args: argparse.Namespace, name: str) -> None:
         main(cfg, resume=args.resume, run_dir=args.run_dir, config_name=name)
-    except ConfigError as exc:  # raised before anything is written (e.g. a resume that changes the network)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return run_trainer(parser, argv, SelfPlayConfig, "selfplay", train, load)
 
 
 if __name__ == "__main__":
