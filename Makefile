@@ -22,6 +22,7 @@ setup: $(STAMP)
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check --exclude "*.ipynb" .
 	$(VENV)/bin/mypy patchwork_env agents train
 
 test: lint

@@ -188,4 +188,3 @@ class OpponentPool:
         self.snapshots = [
             Snapshot(int(s["id"]), int(s["update"]), self._materialise(s["weights"])) for s in data["snapshots"]
         ]
-

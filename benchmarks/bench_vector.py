@@ -47,6 +47,8 @@ def desynchronise(games: VectorGames, seed: int = 0) -> None:
         snapshot[age == ply] = games.states[age == ply]
     games.states[:] = snapshot
     games.refresh()
+
+
 C4 = "connect four raw_env"
 
 
