@@ -98,18 +98,28 @@ def main(out_dir: str) -> None:
     from train import selfplay
     from train.config import SelfPlayConfig, load_config
 
+    mapped: list[str] = []  # the function of every RayBackend.map call: proof the work went to Ray
+    original = RayBackend.map
+
+    def spy(self: RayBackend, fn: Any, shared: Any, items: Any) -> Any:
+        mapped.append(fn.__name__)
+        return original(self, fn, shared, items)
+
+    RayBackend.map = spy  # type: ignore[method-assign]
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         backend = RayBackend()  # uses the runtime started above
         cfg = load_config(None, SelfPlayConfig, [*DISTILL_OVERRIDES, "distill_backend=ray"])
         summary = selfplay.main(cfg, run_dir=str(out / "distill_ray"))
         report["distill"] = summary["distill"]
+        report["distill_mapped"] = list(mapped)
         report["peers"] = peers()
 
         search, temp_plies = smoke_search()
         samples, stats = play_chunked(search, AZ_GAMES, AZ_SEED, temp_plies, chunk=AZ_CHUNK, backend=backend)
         np.savez(out / "samples.npz", states=samples.states, policies=samples.policies, values=samples.values)
         report["selfplay_stats"] = stats
+        report["selfplay_mapped"] = mapped[len(report["distill_mapped"]) :]
         report["peers"] = sorted(set(report["peers"]) | set(peers()))
     finally:
         ray.shutdown()
