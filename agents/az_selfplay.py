@@ -6,7 +6,9 @@
   state, its policy target (a distribution over the legal actions) and the final value of the game
   from the mover's side. For the first ``temp_plies`` decisions of a game the move is drawn from
   the policy target (temperature 1), afterwards it is the search's choice. A function of a number
-  of games and a seed, so that another backend (processes, Ray) can run it elsewhere.
+  of games and a seed, so that another backend (processes, Ray) can run it elsewhere: game ``g``
+  of a seed has its deal and random stream from ``(seed, g)`` whatever else is played beside it, so
+  ``first`` plays games ``first, first + 1, ...`` of a larger set (a chunk; ``agents.az_backend``).
 * ``greedy_value_samples`` plays greedy self-play games for the value head's warm-up: a network
   with the greedy prior starts with a good policy and a meaningless value, and the search needs both.
 * ``ReplayBuffer``: the newest ``capacity`` samples, uniform minibatches.
@@ -44,20 +46,25 @@ class Samples:
         return len(self.states)
 
 
-def deal_states(num_games: int, seed: int) -> IntArray:
-    """``num_games`` fresh deals (rows of game states), deal ``g`` from seed stream ``(seed, g)``."""
+def deal_states(num_games: int, seed: int, first: int = 0) -> IntArray:
+    """``num_games`` fresh deals (rows of game states) of games ``first, first + 1, ...``; deal ``g``
+    from seed stream ``(seed, g)``."""
     return np.stack(
         [
             new_game(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(g,)))).array()
-            for g in range(num_games)
+            for g in range(first, first + num_games)
         ]
     )
 
 
-def play_games(search: BatchedSearch, num_games: int, seed: int, temp_plies: int) -> tuple[Samples, dict[str, float]]:
-    """Self-play ``num_games`` deals to the end with root noise; the samples and statistics."""
-    states = deal_states(num_games, seed)
-    rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(g, 1))) for g in range(num_games)]
+def play_games(
+    search: BatchedSearch, num_games: int, seed: int, temp_plies: int, first: int = 0
+) -> tuple[Samples, dict[str, float]]:
+    """Self-play ``num_games`` deals (games ``first, first + 1, ...`` of ``seed``) to the end with
+    root noise; the samples (game by game) and statistics."""
+    states = deal_states(num_games, seed, first)
+    rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(first + g, 1))) for g in range(num_games)]
+    evaluations0 = getattr(search.evaluator, "evaluations", 0)
     history: list[list[tuple[IntArray, F32]]] = [[] for _ in range(num_games)]
     active = list(range(num_games))
     searches = 0
@@ -87,6 +94,8 @@ def play_games(search: BatchedSearch, num_games: int, seed: int, temp_plies: int
         "decisions": float(len(rows)),
         "decisions_per_game": len(rows) / num_games,
         "seat0_win_rate": float(wins0),
+        "games": float(num_games),
+        "leaf_evaluations": float(getattr(search.evaluator, "evaluations", 0) - evaluations0),
     }
     return Samples(np.stack(rows), np.stack(policies), np.asarray(values, dtype=np.float32)), stats
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
@@ -136,3 +137,18 @@ class RayBackend:
         pending = [task.remote(fn, shared_ref, item) for item in items]
         for ref in pending:
             yield ray.get(ref)
+
+
+@contextmanager
+def open_backend(name: str, address: str | None = None, num_cpus: int | None = None) -> Iterator[RayBackend | None]:
+    """The backend a trainer's ``*_backend`` key names, for a ``with`` block: ``None`` for
+    ``local`` (the caller's own processes); for ``ray`` a ``RayBackend`` that has joined Ray on
+    entry (a cluster that cannot be joined fails here, before the caller writes anything) and
+    leaves it on exit. ``num_cpus``: those of a local Ray runtime started here."""
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {name!r}")
+    if name == "local":
+        yield None
+        return
+    with RayBackend(address, num_cpus) as backend:
+        yield backend

@@ -5,13 +5,15 @@
     python -m train.alphazero --config configs/alphazero.yaml seed=1 sims=32
     python -m train.alphazero --help-config
 
-Steps, in order (``main`` reads the same way):
+Steps, in order (``train`` reads the same way):
 
 1. **Start**: a fresh network (with ``prior_scale > 0`` a softened greedy) or ``init_checkpoint``.
 2. **Value warm-up**: the greedy prior gives the policy a head start, the value head has none, and
    the search needs both; ``warmup_games`` greedy self-play games train the value head alone.
 3. **Iterations**: self-play ``games_per_iteration`` games with the search
-   (``agents.az_selfplay.play_games``: one forward pass per simulation step over all games), add
+   (``agents.az_selfplay.play_games``: one forward pass per simulation step over all games; with
+   ``selfplay_chunk`` in chunks of games, and with ``selfplay_backend=ray`` [``--address``] each
+   chunk a Ray task: ``agents.az_backend``), add
    the samples to the replay buffer, then ``updates_per_iteration`` learner steps on uniform
    minibatches (policy cross-entropy to the search's targets + value MSE to the game results).
 4. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone (its most
@@ -25,6 +27,7 @@ The run folder layout is ``train.run_utils``'s (TensorBoard: ``selfplay/``, ``lo
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -35,14 +38,16 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.az_agent import NetEvaluator, load_net
+from agents.az_backend import play_chunked
 from agents.az_search import BatchedSearch, SearchConfig
-from agents.az_selfplay import ReplayBuffer, Samples, greedy_value_samples, learn_step, play_games
+from agents.az_selfplay import ReplayBuffer, Samples, greedy_value_samples, learn_step
 from agents.distill import group_parameters
 from agents.network import PatchworkNet, count_parameters
 from agents.ppo_agent import save_checkpoint
+from agents.ray_backend import Backend, open_backend
 from patchwork_env import rules
 from train import run_utils
-from train.cli import run_trainer, trainer_parser
+from train.cli import add_address_option, ray_address, run_trainer, trainer_parser
 from train.config import AlphaZeroConfig
 from train.seeds import Stream, stream_rng, stream_seed
 
@@ -60,10 +65,20 @@ def search_config(cfg: AlphaZeroConfig) -> SearchConfig:
     )
 
 
-def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str = "alphazero") -> dict[str, Any]:
-    """Train; returns a summary (run folder, counters, evaluations)."""
+def main(
+    config: AlphaZeroConfig, run_dir: str | None = None, config_name: str = "alphazero", address: str | None = None
+) -> dict[str, Any]:
+    """Train; returns a summary (run folder, counters, evaluations). With ``selfplay_backend=ray``
+    the self-play runs on Ray (``address``: a cluster; None: a local runtime), joined before
+    anything is written."""
+    config.validate()
+    with open_backend(config.selfplay_backend, address) as backend:
+        return train(config, run_dir, config_name, backend)
+
+
+def train(config: AlphaZeroConfig, run_dir: str | None, config_name: str, backend: Backend | None) -> dict[str, Any]:
+    """The run of ``main`` (self-play on ``backend`` if given, else in this process)."""
     cfg = config
-    cfg.validate()
     run_utils.set_threads(cfg.torch_threads)
     torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
     rng = stream_rng(cfg.seed, Stream.TRAIN)
@@ -119,12 +134,12 @@ def main(config: AlphaZeroConfig, run_dir: str | None = None, config_name: str =
     iteration = 0
     for iteration in range(1, cfg.iterations + 1):
         t0 = time.time()
-        evaluations0 = search.evaluator.evaluations  # type: ignore[attr-defined]
-        samples, stats = play_games(
-            search, cfg.games_per_iteration, stream_seed(cfg.seed, Stream.SELFPLAY, iteration), cfg.temp_plies
+        seed = stream_seed(cfg.seed, Stream.SELFPLAY, iteration)
+        samples, stats = play_chunked(
+            search, cfg.games_per_iteration, seed, cfg.temp_plies, cfg.selfplay_chunk, backend
         )
         selfplay_seconds = time.time() - t0
-        evaluations = search.evaluator.evaluations - evaluations0  # type: ignore[attr-defined]
+        evaluations = stats["leaf_evaluations"]
         buffer.add(samples)
         games += cfg.games_per_iteration
         t1 = time.time()
@@ -186,13 +201,12 @@ def cli(argv: list[str] | None = None) -> int:
         "configs/alphazero.yaml, configs/alphazero_smoke.yaml",
         "sims=32 games_per_iteration=128",
     )
-    return run_trainer(
-        parser,
-        argv,
-        AlphaZeroConfig,
-        "alphazero",
-        lambda cfg, args, name: main(cfg, run_dir=args.run_dir, config_name=name),
-    )
+    add_address_option(parser, "selfplay_backend")
+
+    def run(cfg: AlphaZeroConfig, args: argparse.Namespace, name: str) -> None:
+        main(cfg, run_dir=args.run_dir, config_name=name, address=ray_address(args, cfg, "selfplay_backend"))
+
+    return run_trainer(parser, argv, AlphaZeroConfig, "alphazero", run, run_errors=(ConnectionError,))
 
 
 if __name__ == "__main__":

@@ -99,6 +99,24 @@ def trainer_parser(prog: str, description: str, configs: str, example: str) -> P
     return parser
 
 
+def add_address_option(parser: argparse.ArgumentParser, key: str) -> None:
+    """``--address`` of a trainer whose config key ``key`` (e.g. ``distill_backend``) may be
+    ``ray``: the Ray cluster to join, spelled as ``train.evaluate`` and ``train.rllib_selfplay``
+    take it; ``ray_address`` reads it back."""
+    parser.add_argument(
+        "--address", help=f"with {key}=ray: a Ray cluster to join (auto or HOST:PORT); default: a local Ray runtime"
+    )
+
+
+def ray_address(args: argparse.Namespace, cfg: CommonConfig, key: str) -> str | None:
+    """``--address``, or a ``ConfigError`` if it is given while ``cfg``'s ``key`` is not ``ray``."""
+    from train.config import ConfigError  # train.config imports this module
+
+    if args.address is not None and getattr(cfg, key) != "ray":
+        raise ConfigError(f"--address needs {key}=ray (it names the Ray cluster of that step)")
+    return typing.cast(str | None, args.address)
+
+
 def run_trainer(
     parser: argparse.ArgumentParser,
     argv: list[str] | None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import importlib.util
 import inspect
 import itertools
 import math
@@ -36,6 +37,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from agents.network import NetConfig
+from agents.ray_backend import BACKENDS
 from train.cli import MAX_SEED
 
 T = TypeVar("T")
@@ -242,7 +244,12 @@ class SelfPlayConfig(CommonConfig):
     distill_lr: float = 1e-3
     """Adam learning rate of the distillation."""
     distill_workers: int = 2
-    """Processes labelling positions with the teacher (labels do not depend on it)."""
+    """Processes labelling positions with the teacher (labels do not depend on it); with
+    ``distill_backend=ray``, the CPUs of the local Ray runtime the command starts."""
+    distill_backend: str = "local"
+    """Where the teacher labels: ``local`` (``distill_workers`` processes) or ``ray`` (chunks of
+    positions as Ray tasks, ``agents.ray_backend``: on a local Ray runtime, or on the cluster of
+    ``--address`` / ``RAY_ADDRESS``; needs the ``scale`` extra). The same labels on both."""
 
     def validate(self) -> None:
         super().validate()
@@ -256,6 +263,7 @@ class SelfPlayConfig(CommonConfig):
         _at_least(self, "distill_positions", 2)  # one held out, one to train on
         for key in ("distill_epochs", "distill_workers"):
             _positive(self, key)
+        _check_backend(self, "distill_backend")
         _at_least(self, "distill_temp", 0.0)
         _above(self, "distill_lr", 0.0)
         if self.keep_best and self.keep_best not in self.eval_opponents:
@@ -356,6 +364,15 @@ def _between(cfg: Any, key: str, low: float, high: float) -> None:
     value = getattr(cfg, key)
     if not low <= value <= high:
         raise ConfigError(f"{key} must be in [{low}, {high}], got {value!r}")
+
+
+def _check_backend(cfg: Any, key: str) -> None:
+    """A backend name of ``agents.ray_backend.BACKENDS``; ``ray`` only with ray installed."""
+    value = getattr(cfg, key)
+    if value not in BACKENDS:
+        raise ConfigError(f"{key} must be one of {', '.join(map(repr, BACKENDS))}, got {value!r}")
+    if value == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError(f'{key}=ray needs the optional extra "scale": pip install -c constraints.txt -e ".[scale]"')
 
 
 def _check_spec(key: str, spec: str) -> None:
@@ -578,6 +595,16 @@ class AlphaZeroConfig(CommonConfig):
     temp_plies: int = 8
     """Self-play decisions (from the start of a game) whose move is sampled from the policy target;
     later moves are the search's choice."""
+    selfplay_backend: str = "local"
+    """Where the self-play games run: ``local`` (this process) or ``ray`` (each chunk of
+    ``selfplay_chunk`` games one Ray task, ``agents.az_backend``: on a local Ray runtime, or on the
+    cluster of ``--address`` / ``RAY_ADDRESS``; needs the ``scale`` extra). The same samples on both
+    for the same ``selfplay_chunk``."""
+    selfplay_chunk: int = 0
+    """Games per self-play chunk (searched together, one forward pass per simulation step); 0: all
+    ``games_per_iteration`` in one. Each game's deal and random stream do not depend on it, but a
+    batch of another size may round the network's outputs differently (``agents.az_backend``).
+    Needs > 0 with ``selfplay_backend=ray``."""
     buffer_size: int = 60_000
     """Replay buffer capacity (positions; the newest are kept)."""
     batch_size: int = 256
@@ -603,8 +630,21 @@ class AlphaZeroConfig(CommonConfig):
         super().validate()
         for key in ("iterations", "games_per_iteration", "sims", "considered", "buffer_size", "batch_size"):
             _positive(self, key)
-        for key in ("updates_per_iteration", "warmup_games", "warmup_steps", "temp_plies", "eval_every"):
+        for key in (
+            "updates_per_iteration",
+            "warmup_games",
+            "warmup_steps",
+            "temp_plies",
+            "eval_every",
+            "selfplay_chunk",
+        ):
             _at_least(self, key, 0)
+        _check_backend(self, "selfplay_backend")
+        if self.selfplay_backend == "ray" and not self.selfplay_chunk:
+            raise ConfigError(
+                "selfplay_backend=ray plays chunks of selfplay_chunk games as Ray tasks: set selfplay_chunk > 0 "
+                f"(at most games_per_iteration = {self.games_per_iteration})"
+            )
         _positive(self, "checkpoint_every")
         _at_least(self, "time_limit_minutes", 0.0)
         _at_least(self, "warmup_temp", 0.0)

@@ -22,8 +22,9 @@ game states (``agents.heuristic.greedy_prior``) and stores them for the update.
 
 With a ``teacher`` (e.g. ``mcts:sims=100``) a fresh run first distils the teacher's choice of
 move kind into the network (``agents.distill``: greedy self-play positions labelled in worker
-processes, then supervised epochs on the group choice only; logged as ``distill/``), evaluates
-that start as update 0, and then runs PPO from it.
+processes, or as Ray tasks with ``distill_backend=ray`` and ``--address``, then supervised epochs
+on the group choice only; logged as ``distill/``), evaluates that start as update 0, and then runs
+PPO from it.
 
 Every ``eval_every`` updates: arena games (``agents.arena.play_pairs``, paired deals) against the
 ``eval_opponents``, logged as ``eval/win_rate_vs_<agent>`` (with ``keep_best``, the best of them
@@ -56,10 +57,11 @@ from agents.opponent_pool import SELF, OpponentPool
 from agents.ppo import PPOSettings, Rollout, per_seat_gae, ppo_update, shaped_final_rewards
 from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.progress import progress_bar
+from agents.ray_backend import Backend, open_backend
 from patchwork_env import rules
 from patchwork_env.vector import VectorGames
 from train import run_utils
-from train.cli import run_trainer, trainer_parser
+from train.cli import add_address_option, ray_address, run_trainer, trainer_parser
 from train.config import ConfigError, SelfPlayConfig, from_dict, load_config, parse_overrides, to_yaml
 from train.seeds import Stream, stream_rng, stream_seed
 
@@ -69,15 +71,20 @@ def main(
     resume: str | None = None,
     run_dir: str | None = None,
     config_name: str = "selfplay",
+    address: str | None = None,
 ) -> dict[str, Any]:
-    """Train; returns a summary (run folder, counters, the last and final evaluations)."""
+    """Train; returns a summary (run folder, counters, the last and final evaluations).
+    ``address``: the Ray cluster of the labelling with ``distill_backend=ray`` (None: a local runtime)."""
     config.validate()
     run_utils.set_threads(config.torch_threads)
-    run = open_run(config, resume, run_dir, config_name)
-    learner, cfg = run.learner, run.cfg
-    if run.fresh and cfg.teacher:
-        run.distilled = distill_from_teacher(cfg, learner.net, run.writer)
-        save_checkpoint(run.folder / "checkpoints" / "distilled.pt", learner.net)  # the warm start alone
+    # the labelling's backend (distill_backend=ray: Ray joined before anything is written, left after it)
+    distils = resume is None and bool(config.teacher)
+    with open_backend(config.distill_backend if distils else "local", address, config.distill_workers) as labelling:
+        run = open_run(config, resume, run_dir, config_name)
+        learner, cfg = run.learner, run.cfg
+        if run.fresh and cfg.teacher:
+            run.distilled = distill_from_teacher(cfg, learner.net, run.writer, labelling)
+            save_checkpoint(run.folder / "checkpoints" / "distilled.pt", learner.net)  # the warm start alone
     if run.fresh:
         learner.start.load_state_dict(learner.net.state_dict())  # PPO's start policy (diagnostics, anchor)
         save_checkpoint(run.folder / "checkpoints" / "start.pt", learner.net)  # the start alone, as an agent
@@ -551,9 +558,12 @@ def make_optimizer(net: PatchworkNet, cfg: SelfPlayConfig) -> torch.optim.Adam:
     return torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5)
 
 
-def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) -> dict[str, Any]:
+def distill_from_teacher(
+    cfg: SelfPlayConfig, net: PatchworkNet, writer: Any, backend: Backend | None = None
+) -> dict[str, Any]:
     """The distillation warm start (``agents.distill``): sample positions, label them with
-    ``cfg.teacher``, train the network's choice of move kind; returns what it did and measured."""
+    ``cfg.teacher`` (on ``backend`` if given, else in ``distill_workers`` processes), train the
+    network's choice of move kind; returns what it did and measured."""
     t0 = time.time()
     seed = stream_seed(cfg.seed, Stream.DISTILL)
     states = sample_positions(cfg.distill_positions, seed=seed, temp=cfg.distill_temp)
@@ -562,7 +572,9 @@ def distill_from_teacher(cfg: SelfPlayConfig, net: PatchworkNet, writer: Any) ->
     with progress_bar(
         total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout
     ) as bar:
-        groups = teacher_groups(states, cfg.teacher, seed=seed, workers=cfg.distill_workers, progress=bar.update)
+        groups = teacher_groups(
+            states, cfg.teacher, seed=seed, workers=cfg.distill_workers, progress=bar.update, backend=backend
+        )
     labelled = time.time()
 
     def log(stats: DistillStats) -> None:
@@ -594,6 +606,7 @@ def cli(argv: list[str] | None = None) -> int:
         "num_games=64 learning_rate=1e-3",
     )
     parser.add_argument("--resume", help="checkpoint to continue from (its config is used, then overrides)")
+    add_address_option(parser, "distill_backend")
 
     def load(args: argparse.Namespace) -> SelfPlayConfig:
         if not args.resume:
@@ -604,9 +617,10 @@ def cli(argv: list[str] | None = None) -> int:
         return from_dict(SelfPlayConfig, {**trainer["config"], **parse_overrides(args.overrides)}, "resume")
 
     def train(cfg: SelfPlayConfig, args: argparse.Namespace, name: str) -> None:
-        main(cfg, resume=args.resume, run_dir=args.run_dir, config_name=name)
+        address = ray_address(args, cfg, "distill_backend")
+        main(cfg, resume=args.resume, run_dir=args.run_dir, config_name=name, address=address)
 
-    return run_trainer(parser, argv, SelfPlayConfig, "selfplay", train, load)
+    return run_trainer(parser, argv, SelfPlayConfig, "selfplay", train, load, run_errors=(ConnectionError,))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,131 @@
+"""The trainers' Ray switches inside a network namespace of their own (``tests/test_ray_trainers.py``
+starts ``unshare -n sh -c 'ip link set lo up && python tests/ray_trainer_checks.py OUT_DIR'``), with
+token authentication on:
+
+* ``python -m train.alphazero --config configs/alphazero_smoke.yaml selfplay_backend=ray
+  selfplay_chunk=1`` as a user runs it (the command starts its own local Ray runtime),
+* on one local Ray runtime started here (``ray.init``, 2 CPUs): ``train.selfplay``'s distillation
+  with ``distill_backend=ray`` (``DISTILL_OVERRIDES``), and one round of AlphaZero self-play
+  (``agents.az_backend.play_chunked``, chunks of ``AZ_CHUNK`` games) on the Ray backend,
+* ``ss -tn``: every TCP peer.
+
+It writes ``OUT_DIR/report.json`` (and the runs, and the self-play samples as ``samples.npz``);
+the test compares them with the local backend. Not a test module (pytest does not collect it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+AZ_SMOKE = ROOT / "configs" / "alphazero_smoke.yaml"
+AZ_CHUNK = 1  # alphazero_smoke plays 2 games per iteration: 2 tasks each
+AZ_GAMES, AZ_SEED = 3, 21  # the direct self-play round: 3 chunks of 1 game
+DISTILL_OVERRIDES = [
+    "channels=8",
+    "blocks=1",
+    "hidden=32",
+    "head_features=4",
+    "head_hidden=8",
+    "prior_scale=2.0",
+    "num_games=8",
+    "rollout_steps=8",
+    "total_updates=0",
+    "eval_every=0",
+    "final_eval_pairs=0",
+    "progress=false",
+    "teacher=mcts:sims=6",
+    "distill_positions=48",
+    "distill_epochs=2",
+    "distill_workers=1",
+    "seed=4",
+]
+
+
+def smoke_search(seed: int = 0) -> Any:
+    """The search of alphazero_smoke.yaml's network (seeded), the same in every process."""
+    import torch
+
+    from agents.az_agent import NetEvaluator
+    from agents.az_search import BatchedSearch
+    from agents.network import PatchworkNet
+    from train.alphazero import search_config
+    from train.config import AlphaZeroConfig, load_config
+
+    cfg = load_config(AZ_SMOKE, AlphaZeroConfig)
+    torch.manual_seed(seed)
+    return BatchedSearch(NetEvaluator(PatchworkNet(cfg.net_config())), search_config(cfg)), cfg.temp_plies
+
+
+def peers() -> list[str]:
+    """Peer addresses of every TCP connection in this namespace (``ss -tn``)."""
+    out = subprocess.run(["ss", "-tnH"], capture_output=True, text=True, check=True).stdout
+    return sorted({line.split()[4].rsplit(":", 1)[0] for line in out.splitlines() if line.strip()})
+
+
+def main(out_dir: str) -> None:
+    out = Path(out_dir)
+    os.environ["RAY_AUTH_MODE"] = "token"  # authentication on; the token travels in the environment
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+    report: dict[str, Any] = {}
+    t0 = time.time()
+
+    # the AlphaZero trainer's command line, as a user runs it (its own local Ray runtime)
+    command = [sys.executable, "-m", "train.alphazero", "--config", str(AZ_SMOKE), "--run-dir", str(out / "az_ray")]
+    proc = subprocess.run(
+        [*command, "selfplay_backend=ray", f"selfplay_chunk={AZ_CHUNK}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report["az_cli"] = {"returncode": proc.returncode, "stderr_tail": proc.stderr[-3000:]}
+    report["az_cli_seconds"] = time.time() - t0
+
+    import ray
+
+    from agents.az_backend import play_chunked
+    from agents.ray_backend import RayBackend
+    from train import selfplay
+    from train.config import SelfPlayConfig, load_config
+
+    mapped: list[str] = []  # the function of every RayBackend.map call: proof the work went to Ray
+    original = RayBackend.map
+
+    def spy(self: RayBackend, fn: Any, shared: Any, items: Any) -> Any:
+        mapped.append(fn.__name__)
+        return original(self, fn, shared, items)
+
+    RayBackend.map = spy  # type: ignore[method-assign]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        backend = RayBackend()  # uses the runtime started above
+        cfg = load_config(None, SelfPlayConfig, [*DISTILL_OVERRIDES, "distill_backend=ray"])
+        summary = selfplay.main(cfg, run_dir=str(out / "distill_ray"))
+        report["distill"] = summary["distill"]
+        report["distill_mapped"] = list(mapped)
+        report["peers"] = peers()
+
+        search, temp_plies = smoke_search()
+        samples, stats = play_chunked(search, AZ_GAMES, AZ_SEED, temp_plies, chunk=AZ_CHUNK, backend=backend)
+        np.savez(out / "samples.npz", states=samples.states, policies=samples.policies, values=samples.values)
+        report["selfplay_stats"] = stats
+        report["selfplay_mapped"] = mapped[len(report["distill_mapped"]) :]
+        report["peers"] = sorted(set(report["peers"]) | set(peers()))
+    finally:
+        ray.shutdown()
+    report["seconds"] = time.time() - t0
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

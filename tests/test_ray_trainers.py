@@ -1,0 +1,251 @@
+"""The trainers' Ray switches: ``distill_backend`` (``train.selfplay``'s MCTS labelling) and
+``selfplay_backend`` / ``selfplay_chunk`` (``train.alphazero``'s self-play, ``agents.az_backend``).
+
+The Ray runs happen once, in ``tests/ray_trainer_checks.py`` inside a network namespace made here
+(``unshare -n`` + ``ip link set lo up``, as ``tests/test_ray_scale.py`` does: loopback only, token
+authentication on); this process repeats them on the local backend and compares. The other tests
+need no Ray runtime.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("ray", reason="the scale extra (ray[rllib]) is not installed")
+
+from agents.az_backend import chunks_of, play_chunked
+from agents.az_search import BatchedSearch, SearchConfig
+from agents.az_selfplay import Samples, play_games
+from agents.ppo_agent import read_checkpoint
+from patchwork_env import rules
+from tests import ray_trainer_checks as checks
+from tests.test_ray_scale import LOOPBACK, SequentialBackend, _namespace_available
+from train import alphazero, selfplay
+from train.config import AlphaZeroConfig, ConfigError, SelfPlayConfig, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def ray_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if not _namespace_available():
+        pytest.skip("needs unshare -n and ip (util-linux, iproute2) and root, as in CI")
+    out = tmp_path_factory.mktemp("ray_trainers")
+    script = ROOT / "tests" / "ray_trainer_checks.py"
+    command = f"ip link set lo up && exec {sys.executable} {script} {out}"
+    env = {**os.environ, "HOME": str(out)}  # Ray may write ~/.ray: not the user's
+    proc = subprocess.run(
+        ["unshare", "-n", "sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env
+    )
+    assert proc.returncode == 0, f"trainer checks failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    report["dir"] = out
+    return report
+
+
+def _weights(path: Path) -> dict[str, torch.Tensor]:
+    return dict(read_checkpoint(path)["model"])
+
+
+def _same_weights(a: Path, b: Path) -> bool:
+    wa, wb = _weights(a), _weights(b)
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def _same_samples(a: Samples, b: Samples) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("states", "policies", "values"))
+
+
+# --- Ray in a namespace against the local backend -------------------------------------------------
+def test_distillation_labels_on_ray_equal_local_labels(ray_runs: dict[str, Any], tmp_path: Path) -> None:
+    cfg = load_config(None, SelfPlayConfig, checks.DISTILL_OVERRIDES)  # distill_backend=local
+    local = selfplay.main(cfg, run_dir=str(tmp_path / "distill_local"))["distill"]
+    assert ray_runs["distill_mapped"] == ["_label_chunk"]  # the labelling ran as Ray tasks
+    assert local["positions"] >= 10 and ray_runs["distill"]["positions"] == local["positions"]
+    assert ray_runs["distill"]["label_counts"] == local["label_counts"]
+    assert ray_runs["distill"]["val_accuracy"] == local["val_accuracy"]
+    # trained on the same labels: the same distilled network, bit for bit
+    ray_net = ray_runs["dir"] / "distill_ray" / "checkpoints" / "distilled.pt"
+    assert _same_weights(ray_net, tmp_path / "distill_local" / "checkpoints" / "distilled.pt")
+
+
+def test_alphazero_selfplay_samples_on_ray_equal_local(ray_runs: dict[str, Any]) -> None:
+    search, temp_plies = checks.smoke_search()
+    local, stats = play_chunked(search, checks.AZ_GAMES, checks.AZ_SEED, temp_plies, chunk=checks.AZ_CHUNK)
+    with np.load(ray_runs["dir"] / "samples.npz") as data:
+        remote = Samples(data["states"], data["policies"], data["values"])
+    assert ray_runs["selfplay_mapped"] == ["_play_chunk"]  # the games ran as Ray tasks
+    assert len(local) > 3 * 10  # whole games
+    assert _same_samples(remote, local)
+    assert ray_runs["selfplay_stats"] == stats
+
+
+def test_alphazero_command_on_ray_trains_the_network_local_training_does(
+    ray_runs: dict[str, Any], tmp_path: Path
+) -> None:
+    assert ray_runs["az_cli"]["returncode"] == 0, ray_runs["az_cli"]["stderr_tail"]
+    cfg = load_config(checks.AZ_SMOKE, AlphaZeroConfig, [f"selfplay_chunk={checks.AZ_CHUNK}"])
+    alphazero.main(cfg, run_dir=str(tmp_path / "az_local"))
+    remote = ray_runs["dir"] / "az_ray" / "checkpoints"
+    for name in ("iter_0.pt", "final.pt"):
+        assert _same_weights(remote / name, tmp_path / "az_local" / "checkpoints" / name), name
+
+
+def test_trainer_ray_traffic_stays_on_loopback(ray_runs: dict[str, Any]) -> None:
+    assert ray_runs["peers"], "ss -tn saw no connection at all"
+    assert set(ray_runs["peers"]) <= LOOPBACK, ray_runs["peers"]
+
+
+# --- chunks and the backend protocol, without Ray --------------------------------------------------
+def test_chunks_cover_the_games_in_order() -> None:
+    assert chunks_of(5, 0) == [(0, 5)]
+    assert chunks_of(5, 2) == [(0, 2), (2, 2), (4, 1)]
+    assert chunks_of(2, 8) == [(0, 2)]
+    with pytest.raises(ValueError, match="chunk >= 0"):
+        chunks_of(5, -1)
+
+
+def test_one_chunk_is_exactly_todays_self_play() -> None:
+    search, temp_plies = checks.smoke_search()
+    chunked, stats = play_chunked(search, 2, 5, temp_plies)
+    direct, direct_stats = play_games(search, 2, 5, temp_plies)
+    assert _same_samples(chunked, direct) and stats == direct_stats
+
+
+def test_chunks_play_the_same_deals_and_a_backend_the_same_games() -> None:
+    search, temp_plies = checks.smoke_search()
+    whole, _ = play_chunked(search, 3, 9, temp_plies)
+    chunked, stats = play_chunked(search, 3, 9, temp_plies, chunk=2)
+    assert stats["games"] == 3 and stats["decisions"] == len(chunked)
+    # every game's first position (its deal) is the same whatever the chunking
+    assert np.array_equal(_deals(whole), _deals(chunked)) and len(_deals(whole)) == 3
+    # the same chunking through a backend (job and samples pickled, as to a Ray worker)
+    via_backend, backend_stats = play_chunked(search, 3, 9, temp_plies, chunk=2, backend=SequentialBackend())
+    assert _same_samples(via_backend, chunked) and backend_stats == stats
+
+
+class RowWiseEvaluator:
+    """Uniform prior over the legal moves, value 0: each row's result is independent of the batch,
+    so any chunking must play exactly the same games (the per-game seeds are all that differs)."""
+
+    def __call__(self, states: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        masks = np.zeros((len(states), rules.NUM_ACTIONS), dtype=np.bool_)
+        rules.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
+        return masks, np.where(masks, 0.0, -1e9), np.zeros(len(states))
+
+
+def test_chunking_does_not_change_the_games_when_the_evaluator_is_row_wise() -> None:
+    search = BatchedSearch(RowWiseEvaluator(), SearchConfig(sims=4, considered=4))  # type: ignore[arg-type]
+    whole, _ = play_chunked(search, 3, 17, temp_plies=6)
+    for chunk in (1, 2):
+        assert _same_samples(play_chunked(search, 3, 17, temp_plies=6, chunk=chunk)[0], whole), chunk
+
+
+def _deals(samples: Samples) -> np.ndarray[Any, Any]:
+    """The first position of every game in ``samples`` (ply 0)."""
+    return samples.states[samples.states[:, rules.PLY] == 0]
+
+
+def test_a_worker_rebuilds_its_search_when_the_weights_change() -> None:
+    search, temp_plies = checks.smoke_search()
+    play_chunked(search, 2, 3, temp_plies, chunk=1, backend=SequentialBackend())  # the worker caches this net
+    net = search.evaluator.net  # type: ignore[attr-defined]
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    local, _ = play_chunked(search, 2, 3, temp_plies, chunk=1)
+    remote, _ = play_chunked(search, 2, 3, temp_plies, chunk=1, backend=SequentialBackend())
+    assert _same_samples(remote, local)
+
+
+# --- configs and command lines ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("cls", "path", "override", "message"),
+    [
+        (
+            AlphaZeroConfig,
+            "alphazero_smoke.yaml",
+            "selfplay_backend=cloud",
+            "selfplay_backend must be one of 'local', 'ray', got 'cloud'",
+        ),
+        (
+            SelfPlayConfig,
+            "selfplay.yaml",
+            "distill_backend=Ray",
+            "distill_backend must be one of 'local', 'ray', got 'Ray'",
+        ),
+        (AlphaZeroConfig, "alphazero_smoke.yaml", "selfplay_chunk=-2", "selfplay_chunk must be >= 0"),
+        (
+            AlphaZeroConfig,
+            "alphazero_smoke.yaml",
+            "selfplay_backend=ray",
+            "selfplay_backend=ray plays chunks of selfplay_chunk games",
+        ),
+    ],
+)
+def test_bad_backend_settings_are_config_errors(cls: Any, path: str, override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_config(ROOT / "configs" / path, cls, [override])
+
+
+def test_the_ray_backend_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(ConfigError, match=r'distill_backend=ray needs the optional extra "scale"'):
+        load_config(None, SelfPlayConfig, ["distill_backend=ray"])
+
+
+def test_shipped_configs_keep_the_local_backend() -> None:
+    assert load_config(ROOT / "configs" / "selfplay.yaml", SelfPlayConfig).distill_backend == "local"
+    az = load_config(ROOT / "configs" / "alphazero.yaml", AlphaZeroConfig)
+    assert (az.selfplay_backend, az.selfplay_chunk) == ("local", 0)
+
+
+def _error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.strip()]
+
+
+def test_address_without_the_ray_backend_is_one_error_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert selfplay.cli(["--address", "auto", "--run-dir", str(tmp_path / "sp")]) == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        "error: --address needs distill_backend=ray (it names the Ray cluster of that step)"
+    ]
+    assert (
+        alphazero.cli(["--config", str(checks.AZ_SMOKE), "--address", "auto", "--run-dir", str(tmp_path / "az")]) == 2
+    )
+    assert _error_lines(capsys.readouterr().err) == [
+        "error: --address needs selfplay_backend=ray (it names the Ray cluster of that step)"
+    ]
+    assert not (tmp_path / "sp").exists() and not (tmp_path / "az").exists()
+
+
+def test_an_unreachable_cluster_fails_before_the_run_folder_is_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["--config", str(checks.AZ_SMOKE), "--run-dir", str(tmp_path / "az"), "--address", "127.0.0.1:1"]
+    assert alphazero.cli([*argv, "selfplay_backend=ray", "selfplay_chunk=1"]) == 2
+    lines = _error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and lines[0].startswith("error: nothing answers at 127.0.0.1:1"), lines
+    assert not (tmp_path / "az").exists()
+
+
+def test_bad_backend_on_the_command_line_exits_2_with_one_error_line() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "train.alphazero", "--config", str(checks.AZ_SMOKE), "selfplay_backend=cluster"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert _error_lines(proc.stderr) == ["error: selfplay_backend must be one of 'local', 'ray', got 'cluster'"]
