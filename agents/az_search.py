@@ -38,7 +38,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
+from patchwork_env import rules
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -49,8 +49,8 @@ MARGIN_SCALE = 30.0  # score points that count as a full +-1 in the margin part 
 def final_value(s: IntArray, player: int, margin_weight: float) -> float:
     """A finished game's value for ``player`` in [-1, 1]: ``(1 - w) * (+1 win / -1 loss) + w *
     clip(margin / 30, -1, 1)``; the network's value head is trained on the same quantity."""
-    win = 1.0 if int(R.winner(s)) == player else -1.0
-    margin = float(R.score(s, player) - R.score(s, 1 - player))
+    win = 1.0 if int(rules.winner(s)) == player else -1.0
+    margin = float(rules.score(s, player) - rules.score(s, 1 - player))
     return (1.0 - margin_weight) * win + margin_weight * max(-1.0, min(1.0, margin / MARGIN_SCALE))
 
 
@@ -108,8 +108,8 @@ class Node:
 
     def __init__(self, state: IntArray, margin_weight: float) -> None:
         self.state = state
-        self.terminal = bool(R.is_terminal(state))
-        self.player = -1 if self.terminal else int(R.current_player(state))
+        self.terminal = bool(rules.is_terminal(state))
+        self.player = -1 if self.terminal else int(rules.current_player(state))
         self.value = final_value(state, 0, margin_weight) if self.terminal else 0.0  # terminal: player 0's side
         self.actions: IntArray | None = None  # None until evaluated
         self.logits = np.zeros(0)
@@ -139,7 +139,7 @@ class Node:
         if node is None:
             assert self.actions is not None
             arr = self.state.copy()
-            R.step_into(arr, int(self.actions[i]))
+            rules.step_into(arr, int(self.actions[i]))
             node = self.children[i] = Node(arr, margin_weight)
         return node
 
@@ -323,7 +323,7 @@ class BatchedSearch:
     def _results(self, roots: list[_Root]) -> SearchResult:
         b = len(roots)
         actions = np.empty(b, dtype=np.int64)
-        policies = np.zeros((b, R.NUM_ACTIONS), dtype=np.float32)
+        policies = np.zeros((b, rules.NUM_ACTIONS), dtype=np.float32)
         root_values = np.empty(b)
         net_values = np.empty(b)
         for k, root in enumerate(roots):

@@ -27,7 +27,7 @@ import torch
 from agents.az_search import BatchedSearch, final_value
 from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from agents.network import PatchworkNet, prior_for
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import new_game
 
 IntArray = npt.NDArray[np.int64]
@@ -74,22 +74,22 @@ def play_games(
         for k, g in enumerate(active):
             policy = result.policies[k]
             history[g].append((states[g].copy(), policy))
-            if states[g, R.PLY] < temp_plies:
+            if states[g, rules.PLY] < temp_plies:
                 p = policy.astype(np.float64)
-                action = int(rngs[g].choice(R.NUM_ACTIONS, p=p / p.sum()))
+                action = int(rngs[g].choice(rules.NUM_ACTIONS, p=p / p.sum()))
             else:
                 action = int(result.actions[k])
-            if R.step_into(states[g], action) != R.OK:  # pragma: no cover - the search only plays legal moves
+            if rules.step_into(states[g], action) != rules.OK:  # pragma: no cover - the search only plays legal moves
                 raise RuntimeError(f"self-play: the search chose illegal action {action}")
-        active = [g for g in active if not R.is_terminal(states[g])]
+        active = [g for g in active if not rules.is_terminal(states[g])]
     margin_weight = search.config.margin_weight
     rows, policies, values = [], [], []
     for g in range(num_games):
         for state, policy in history[g]:
             rows.append(state)
             policies.append(policy)
-            values.append(final_value(states[g], int(R.current_player(state)), margin_weight))
-    wins0 = np.mean([R.winner(states[g]) == 0 for g in range(num_games)])
+            values.append(final_value(states[g], int(rules.current_player(state)), margin_weight))
+    wins0 = np.mean([rules.winner(states[g]) == 0 for g in range(num_games)])
     stats = {
         "decisions": float(len(rows)),
         "decisions_per_game": len(rows) / num_games,
@@ -109,7 +109,7 @@ def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: 
     seen: list[IntArray] = []
     owner: list[IntArray] = []
     while True:
-        live = np.flatnonzero([not R.is_terminal(s) for s in states])
+        live = np.flatnonzero([not rules.is_terminal(s) for s in states])
         if live.size == 0:
             break
         block = np.ascontiguousarray(states[live])
@@ -117,10 +117,12 @@ def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: 
         owner.append(live)
         greedy_batch(block, DEFAULT_WEIGHTS, temp, stream, actions[: len(live)])
         for k, g in enumerate(live):
-            R.step_into(states[g], int(actions[k]))
+            rules.step_into(states[g], int(actions[k]))
     rows = np.concatenate(seen)
     games = np.concatenate(owner)
-    values = [final_value(states[g], int(R.current_player(s)), margin_weight) for s, g in zip(rows, games, strict=True)]
+    values = [
+        final_value(states[g], int(rules.current_player(s)), margin_weight) for s, g in zip(rows, games, strict=True)
+    ]
     return rows, np.asarray(values, dtype=np.float32)
 
 
@@ -131,8 +133,8 @@ class ReplayBuffer:
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
         self.capacity = capacity
-        self.states = np.zeros((capacity, R.STATE_LEN), dtype=np.int64)
-        self.policies = np.zeros((capacity, R.NUM_ACTIONS), dtype=np.float32)
+        self.states = np.zeros((capacity, rules.STATE_LEN), dtype=np.int64)
+        self.policies = np.zeros((capacity, rules.NUM_ACTIONS), dtype=np.float32)
         self.values = np.zeros(capacity, dtype=np.float32)
         self.size = 0
         self.next = 0
@@ -156,12 +158,12 @@ def net_inputs(net: PatchworkNet, states: IntArray) -> tuple[torch.Tensor, torch
     """Observation (mover's seat), legal mask and greedy-prior terms of each state, as tensors."""
     states = np.ascontiguousarray(states, dtype=np.int64)
     b = len(states)
-    masks = np.zeros((b, R.NUM_ACTIONS), dtype=np.bool_)
-    R.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
+    masks = np.zeros((b, rules.NUM_ACTIONS), dtype=np.bool_)
+    rules.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
     seats = np.empty(b, dtype=np.int64)
-    R.current_player_batch(states, seats)
-    obs = np.empty((b, R.OBS_DIM), dtype=np.float32)
-    R.observe_batch(states, seats, obs)
+    rules.current_player_batch(states, seats)
+    obs = np.empty((b, rules.OBS_DIM), dtype=np.float32)
+    rules.observe_batch(states, seats, obs)
     return torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states, masks)
 
 

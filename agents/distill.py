@@ -41,7 +41,7 @@ from agents.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_stat
 from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
 from agents.ray_backend import Backend
 from agents.registry import make_agent
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import GameState
 from patchwork_env.vector import VectorGames
 
@@ -60,7 +60,7 @@ def sample_positions(num: int, seed: int, temp: float = 0.5, num_games: int = 25
     games = VectorGames(num_games, seed=seed)
     stream = rng_state(seed)
     actions = np.empty(num_games, dtype=np.int64)
-    out = np.empty(((num + num_games - 1) // num_games * num_games, R.STATE_LEN), dtype=np.int64)
+    out = np.empty(((num + num_games - 1) // num_games * num_games, rules.STATE_LEN), dtype=np.int64)
     for start in range(0, len(out), num_games):
         out[start : start + num_games] = games.states
         greedy_batch(games.states, DEFAULT_WEIGHTS, temp, stream, actions)
@@ -72,8 +72,8 @@ def _as_states(states: IntArray) -> IntArray:
     """``states`` as a contiguous (N, STATE_LEN) int64 block, or a clear error (the compiled
     kernels would read out of bounds)."""
     arr = np.ascontiguousarray(states, dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] != R.STATE_LEN:
-        raise ValueError(f"states must have shape (N, {R.STATE_LEN}) (rows of game states), got {arr.shape}")
+    if arr.ndim != 2 or arr.shape[1] != rules.STATE_LEN:
+        raise ValueError(f"states must have shape (N, {rules.STATE_LEN}) (rows of game states), got {arr.shape}")
     return arr
 
 
@@ -83,8 +83,8 @@ def legal_groups(states: IntArray) -> npt.NDArray[np.bool_]:
 
 
 def _legal_masks(states: IntArray) -> npt.NDArray[np.bool_]:
-    masks = np.zeros((len(states), R.NUM_ACTIONS), dtype=np.bool_)
-    R.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
+    masks = np.zeros((len(states), rules.NUM_ACTIONS), dtype=np.bool_)
+    rules.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
     return masks
 
 
@@ -219,9 +219,9 @@ def distill(
     n = len(states)
     masks = _legal_masks(states)
     seats = np.empty(n, dtype=np.int64)
-    R.current_player_batch(states, seats)
-    obs = np.empty((n, R.OBS_DIM), dtype=np.float32)
-    R.observe_batch(states, seats, obs)
+    rules.current_player_batch(states, seats)
+    obs = np.empty((n, rules.OBS_DIM), dtype=np.float32)
+    rules.observe_batch(states, seats, obs)
     groups = np.asarray(groups, dtype=np.int64)
     if ((groups < 0) | (groups >= NUM_GROUPS)).any():
         raise ValueError(f"groups must be in [0, {NUM_GROUPS}), got values {sorted(set(groups.tolist()))[:8]}")

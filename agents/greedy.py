@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agents.heuristic import DEFAULT_WEIGHTS, greedy_action, greedy_batch, rng_state
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import GameState
 
 
@@ -32,9 +32,9 @@ class GreedyAgent:
         if self.weights.shape != DEFAULT_WEIGHTS.shape:
             raise ValueError(f"greedy: weights must have {len(DEFAULT_WEIGHTS)} entries, got {self.weights.shape}")
         self.name = "greedy" if self.temp == 0 else f"greedy:temp={self.temp:g}"
-        self._mask = np.empty(R.NUM_ACTIONS, dtype=np.bool_)
-        self._acts = np.empty(R.NUM_ACTIONS, dtype=np.int64)
-        self._scores = np.empty(R.NUM_ACTIONS, dtype=np.float64)
+        self._mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
+        self._acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+        self._scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         st = rng_state(int(rng.integers(1 << 62)))

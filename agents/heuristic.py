@@ -32,7 +32,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.bitboard import (
     BOARD,
     BONUS_SIDE,
@@ -63,13 +63,13 @@ WEIGHT_NAMES = ("time", "isolated", "domino", "edge", "square", "leather")
 # x0.5 or x2 stayed within noise (42-55%), apart from dropping the perimeter term (27%)
 DEFAULT_WEIGHTS = np.array([2.0, 3.0, 1.0, 0.25, 0.1, 2.0], dtype=np.float64)
 
-FINAL = R.FINAL_SPACE
-MARKS = R.INCOME_MARKS
+FINAL = rules.FINAL_SPACE
+MARKS = rules.INCOME_MARKS
 # decision groups of the action encoding: buy from market slot 0 .. MARKET_SIZE - 1, place the
 # leather patch, advance
-LEATHER_GROUP = R.MARKET_SIZE
-ADVANCE_GROUP = R.MARKET_SIZE + 1
-NUM_GROUPS = R.MARKET_SIZE + 2
+LEATHER_GROUP = rules.MARKET_SIZE
+ADVANCE_GROUP = rules.MARKET_SIZE + 1
+NUM_GROUPS = rules.MARKET_SIZE + 2
 
 
 @_jit
@@ -149,21 +149,21 @@ def position_features(s: IntArray, p: int, feat: FloatArray, out: FloatArray) ->
     income x income marks ahead, spaces left, minus empty / isolated / 2-cell-hole cells, minus the
     empty-area perimeter, 7 if p holds the 7x7 bonus, p's best 7x7 square while the bonus is
     unclaimed, 1 if p must place a leather patch now. ``feat`` is scratch (5 entries)."""
-    pos = s[R.POS + p]
+    pos = s[rules.POS + p]
     marks = 0
     for m in MARKS:
         if m > pos:
             marks += 1
-    quilt_features(s[R.QUILT + 2 * p], s[R.QUILT + 2 * p + 1], feat)
-    out[0] = s[R.BUTTONS + p] + s[R.INCOME + p] * marks
+    quilt_features(s[rules.QUILT + 2 * p], s[rules.QUILT + 2 * p + 1], feat)
+    out[0] = s[rules.BUTTONS + p] + s[rules.INCOME + p] * marks
     out[1] = FINAL - pos
     out[2] = -feat[0]
     out[3] = -feat[1]
     out[4] = -feat[2]
     out[5] = -feat[3]
-    out[6] = R.BONUS_POINTS if s[R.BONUS] == p else 0.0
-    out[7] = feat[4] if s[R.BONUS] < 0 else 0.0
-    out[8] = 1.0 if (s[R.PENDING] and s[R.TOP] == p) else 0.0
+    out[6] = rules.BONUS_POINTS if s[rules.BONUS] == p else 0.0
+    out[7] = feat[4] if s[rules.BONUS] < 0 else 0.0
+    out[8] = 1.0 if (s[rules.PENDING] and s[rules.TOP] == p) else 0.0
 
 
 @_jit
@@ -183,21 +183,21 @@ def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> floa
 def score_actions(s: IntArray, actions: IntArray, n: int, w: FloatArray, out: FloatArray) -> None:
     """``out[i]`` = value for the player to move of the position after ``actions[i]`` (i < n),
     each position produced by ``rules.step_into`` on a copy of ``s``."""
-    p = R.current_player(s)
+    p = rules.current_player(s)
     tmp = np.empty_like(s)
     feat = np.empty(SCRATCH, dtype=np.float64)
     for i in range(n):
         tmp[:] = s
-        R.step_into(tmp, actions[i])
+        rules.step_into(tmp, actions[i])
         out[i] = position_value(tmp, p, w, feat)
 
 
 @_jit
 def legal_list(s: IntArray, mask: npt.NDArray[np.bool_], out: IntArray) -> int:
     """Write the legal actions of ``s`` into ``out`` (length 2026); return their number."""
-    R.legal_mask_into(s, mask)
+    rules.legal_mask_into(s, mask)
     n = 0
-    for a in range(R.NUM_ACTIONS):
+    for a in range(rules.NUM_ACTIONS):
         if mask[a]:
             out[n] = a
             n += 1
@@ -269,14 +269,14 @@ def greedy_action(
         return -1
     if max_candidates > 0 and n > max_candidates:
         # acts is ascending, so advance (2025) is last when legal: keep it, sample the rest
-        keep_last = acts[n - 1] == R.ADVANCE
+        keep_last = acts[n - 1] == rules.ADVANCE
         pool = n - 1 if keep_last else n
         k = max_candidates - 1 if keep_last else max_candidates
         for i in range(k):
             j = i + int(_next(st) * (pool - i))
             acts[i], acts[j] = acts[j], acts[i]
         if keep_last:
-            acts[k] = R.ADVANCE
+            acts[k] = rules.ADVANCE
             k += 1
         n = k
     score_actions(s, acts, n, w, scores)
@@ -285,9 +285,9 @@ def greedy_action(
 
 @_jit
 def greedy_batch(states: IntArray, w: FloatArray, temp: float, st: npt.NDArray[np.uint64], out: IntArray) -> None:
-    mask = np.empty(R.NUM_ACTIONS, dtype=np.bool_)
-    acts = np.empty(R.NUM_ACTIONS, dtype=np.int64)
-    scores = np.empty(R.NUM_ACTIONS, dtype=np.float64)
+    mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
+    acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+    scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
     for i in range(states.shape[0]):
         out[i] = greedy_action(states[i], w, temp, 0, st, mask, acts, scores)
 
@@ -302,17 +302,17 @@ def rollout(
 ) -> tuple[int, int]:
     """Play ``s0`` to the end with the rollout policy; return (winner, score of 0 - score of 1)."""
     s = s0.copy()
-    mask = np.empty(R.NUM_ACTIONS, dtype=np.bool_)
-    acts = np.empty(R.NUM_ACTIONS, dtype=np.int64)
-    scores = np.empty(R.NUM_ACTIONS, dtype=np.float64)
-    while not R.is_terminal(s):
+    mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
+    acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+    scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
+    while not rules.is_terminal(s):
         if policy == ROLLOUT_RANDOM:
             n = legal_list(s, mask, acts)
             a = acts[int(_next(st) * n)]
         else:
             a = greedy_action(s, w, temp, max_candidates, st, mask, acts, scores)
-        R.step_into(s, a)
-    return R.winner(s), R.score(s, 0) - R.score(s, 1)
+        rules.step_into(s, a)
+    return rules.winner(s), rules.score(s, 0) - rules.score(s, 1)
 
 
 @_jit
@@ -320,9 +320,9 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
     """The actions worth searching in ``s``, best first: advance, and the ``width`` best-valued
     placements of each market patch (or the ``width`` best cells for a pending leather patch).
     Writes them into ``out`` with their values; returns how many (0 if the game is over)."""
-    mask = np.empty(R.NUM_ACTIONS, dtype=np.bool_)
-    acts = np.empty(R.NUM_ACTIONS, dtype=np.int64)
-    scores = np.empty(R.NUM_ACTIONS, dtype=np.float64)
+    mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
+    acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+    scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
     n = legal_list(s, mask, acts)
     score_actions(s, acts, n, w, scores)
     taken = np.zeros(n, dtype=np.bool_)
@@ -332,7 +332,11 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
             best = -1
             for i in range(n):
                 a = acts[i]
-                g = a // R.SLOT_ACTIONS if a < R.LEATHER_BASE else (LEATHER_GROUP if a < R.ADVANCE else ADVANCE_GROUP)
+                g = (
+                    a // rules.SLOT_ACTIONS
+                    if a < rules.LEATHER_BASE
+                    else (LEATHER_GROUP if a < rules.ADVANCE else ADVANCE_GROUP)
+                )
                 if g == group and not taken[i] and (best < 0 or scores[i] > scores[best]):
                     best = i
             if best < 0:
@@ -366,13 +370,13 @@ def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: Flo
     feat = np.empty(SCRATCH, dtype=np.float64)
     for i in range(states.shape[0]):
         s = states[i]
-        p = R.current_player(s)
+        p = rules.current_player(s)
         best = -np.inf
         best_a = -1
-        for a in range(R.NUM_ACTIONS):
+        for a in range(rules.NUM_ACTIONS):
             if masks[i, a]:
                 tmp[:] = s
-                R.step_into(tmp, a)
+                rules.step_into(tmp, a)
                 v = position_value(tmp, p, w, feat)  # leaves the terms in feat[QUILT_FEATURES:]
                 for k in range(NUM_FEATURES):
                     out[i, a, k] = feat[QUILT_FEATURES + k]
@@ -385,7 +389,7 @@ def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: Flo
         if best_a >= 0:
             for k in range(NUM_FEATURES):
                 feat[k] = out[i, best_a, k]
-            for a in range(R.NUM_ACTIONS):
+            for a in range(rules.NUM_ACTIONS):
                 if masks[i, a]:
                     for k in range(NUM_FEATURES):
                         out[i, a, k] -= feat[k]
@@ -399,15 +403,15 @@ def greedy_prior(
     ``prior_scale > 0``."""
     states = np.ascontiguousarray(np.atleast_2d(states), dtype=np.int64)
     masks = np.ascontiguousarray(np.atleast_2d(masks), dtype=np.bool_)
-    if states.ndim != 2 or states.shape[1] != R.STATE_LEN:
-        raise ValueError(f"greedy_prior: states must have shape (B, {R.STATE_LEN}), got {states.shape}")
-    if masks.shape != (len(states), R.NUM_ACTIONS):
-        raise ValueError(f"greedy_prior: masks must have shape ({len(states)}, {R.NUM_ACTIONS}), got {masks.shape}")
+    if states.ndim != 2 or states.shape[1] != rules.STATE_LEN:
+        raise ValueError(f"greedy_prior: states must have shape (B, {rules.STATE_LEN}), got {states.shape}")
+    if masks.shape != (len(states), rules.NUM_ACTIONS):
+        raise ValueError(f"greedy_prior: masks must have shape ({len(states)}, {rules.NUM_ACTIONS}), got {masks.shape}")
     w = np.asarray(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
     if w.shape != DEFAULT_WEIGHTS.shape:
         raise ValueError(
             f"greedy_prior: weights must have {len(DEFAULT_WEIGHTS)} entries {WEIGHT_NAMES}, got {w.shape}"
         )
-    out = np.empty((len(states), R.NUM_ACTIONS, NUM_FEATURES), dtype=np.float32)
+    out = np.empty((len(states), rules.NUM_ACTIONS, NUM_FEATURES), dtype=np.float32)
     action_features_batch(states, masks, w, out)
     return out

@@ -48,7 +48,7 @@ from agents.heuristic import (
     rng_state,
     rollout,
 )
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import GameState
 
 MARGIN_WEIGHT = 0.1
@@ -62,9 +62,9 @@ class Node:
 
     def __init__(self, arr: np.ndarray[Any, np.dtype[np.int64]]) -> None:
         self.arr = arr
-        self.ply = int(arr[R.PLY])
-        self.terminal = bool(R.is_terminal(arr))
-        self.player = -1 if self.terminal else int(R.current_player(arr))
+        self.ply = int(arr[rules.PLY])
+        self.terminal = bool(rules.is_terminal(arr))
+        self.player = -1 if self.terminal else int(rules.current_player(arr))
         self.actions: list[int] | None = None
         self.children: list[Node] = []
         self.next_new = 0
@@ -116,8 +116,8 @@ class MCTSAgent:
         self.name = "mcts:" + ",".join(budget)
         self.weights = DEFAULT_WEIGHTS.copy()
         self._policy = ROLLOUT_GREEDY if rollout == "greedy" else ROLLOUT_RANDOM
-        self._acts = np.empty(R.NUM_ACTIONS, dtype=np.int64)
-        self._vals = np.empty(R.NUM_ACTIONS, dtype=np.float64)
+        self._acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+        self._vals = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
         self._root: Node | None = None
         self.last_sims = 0  # simulations run for the last decision (for statistics)
 
@@ -175,13 +175,15 @@ class MCTSAgent:
         path = [root]
         while True:
             if node.terminal:
-                value = result_for_player0(int(R.winner(node.arr)), int(R.score(node.arr, 0) - R.score(node.arr, 1)))
+                value = result_for_player0(
+                    int(rules.winner(node.arr)), int(rules.score(node.arr, 0) - rules.score(node.arr, 1))
+                )
                 break
             self._expand(node)
             assert node.actions is not None
             if node.next_new < len(node.actions):
                 arr = node.arr.copy()
-                R.step_into(arr, node.actions[node.next_new])
+                rules.step_into(arr, node.actions[node.next_new])
                 node.next_new += 1
                 child = Node(arr)
                 node.children.append(child)

@@ -45,25 +45,24 @@ import torch.nn.functional as F
 from torch import nn
 
 from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, NUM_GROUPS, feature_weights, greedy_prior
-from patchwork_env import observation
-from patchwork_env import rules as R
+from patchwork_env import observation, rules
 from patchwork_env.bitboard import BOARD, CELLS, MAX_CELLS, NUM_ORIENTATIONS, orient
 from patchwork_env.patches import NUM_PATCHES, PATCHES
 from patchwork_env.state import new_game
 
-NUM_ACTIONS = R.NUM_ACTIONS
-NUM_BUY = R.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
+NUM_ACTIONS = rules.NUM_ACTIONS
+NUM_BUY = rules.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
 MASK_VALUE = -1e8
 # the decision groups (``agents.heuristic.NUM_GROUPS``): buy from market slot 0, 1, 2; place the
 # leather patch; advance
-GROUP_BOUNDS = (0, R.SLOT_ACTIONS, 2 * R.SLOT_ACTIONS, R.LEATHER_BASE, R.ADVANCE, R.NUM_ACTIONS)
+GROUP_BOUNDS = (0, rules.SLOT_ACTIONS, 2 * rules.SLOT_ACTIONS, rules.LEATHER_BASE, rules.ADVANCE, rules.NUM_ACTIONS)
 GROUP_OF_ACTION: np.ndarray[Any, np.dtype[np.int64]] = np.repeat(np.arange(NUM_GROUPS), np.diff(GROUP_BOUNDS))
 MAX_PRIOR_SCALE = 1000.0  # beyond it the prior is plain greedy argmax and the logits only grow
 MAX_COVER = MAX_CELLS  # cells of the largest patch
 MAX_BORDER = 12  # most 4-neighbours outside any oriented patch
 _ZERO_ROW = CELLS  # gather index of a zero feature row (padding)
 _EDGE_ROW = CELLS + 1  # gather index of the learned off-board vector
-_IDENTITY_FEATURES = [1, 2, 3, 4, *range(6, R.CIRCLE_FEATURES)]  # all but "present" and "affordable"
+_IDENTITY_FEATURES = [1, 2, 3, 4, *range(6, rules.CIRCLE_FEATURES)]  # all but "present" and "affordable"
 
 
 @dataclass(frozen=True)
@@ -199,13 +198,13 @@ class PatchworkNet(nn.Module):
         self.register_buffer("neighbours", NEIGHBOURS, persistent=False)
         num_vector = observation.OBS_DIM - observation.OBS_PLANES_END
         self.embed = nn.Sequential(nn.Linear(num_vector, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
-        self.stem = nn.Conv2d(R.N_PLANES, c, 3, padding=1)
+        self.stem = nn.Conv2d(rules.N_PLANES, c, 3, padding=1)
         self.film = nn.Linear(h, c)
         self.blocks = nn.Sequential(*[_ResBlock(c) for _ in range(cfg.blocks)])
         self.project = nn.Conv2d(c, f, 1)
         self.edge = nn.Parameter(torch.zeros(f))
-        self.slot_bias = nn.Linear(h + R.CIRCLE_FEATURES + R.MARKET_SIZE, d)
-        self.slot_logit = nn.Linear(h + R.CIRCLE_FEATURES + R.MARKET_SIZE, 1)
+        self.slot_bias = nn.Linear(h + rules.CIRCLE_FEATURES + rules.MARKET_SIZE, d)
+        self.slot_logit = nn.Linear(h + rules.CIRCLE_FEATURES + rules.MARKET_SIZE, 1)
         self.place_in = nn.Linear(2 * f + (3 if cfg.geometry else 0), d)
         self.place_out = nn.Linear(d, 1)
         self.leather = nn.Conv2d(c, 1, 1)
@@ -297,8 +296,8 @@ class PatchworkNet(nn.Module):
             acts = torch.arange(NUM_BUY).repeat(b)
         else:
             rows, acts = mask[:, :NUM_BUY].nonzero(as_tuple=True)
-        slot = acts // R.SLOT_ACTIONS
-        orientation = acts % R.SLOT_ACTIONS // CELLS
+        slot = acts // rules.SLOT_ACTIONS
+        orientation = acts % rules.SLOT_ACTIONS // CELLS
         anchor = acts % CELLS
         patch = self.patch_ids(obs)[rows, slot]
         cells = self.placement_cells[patch, orientation, anchor]  # (M, 20)
@@ -314,9 +313,9 @@ class PatchworkNet(nn.Module):
         slot_feats = observation.market(obs)
         slot_in = torch.cat(
             [
-                emb.unsqueeze(1).expand(b, R.MARKET_SIZE, -1),
-                slot_feats.reshape(b, R.MARKET_SIZE, -1),
-                torch.eye(R.MARKET_SIZE, dtype=obs.dtype).expand(b, -1, -1),
+                emb.unsqueeze(1).expand(b, rules.MARKET_SIZE, -1),
+                slot_feats.reshape(b, rules.MARKET_SIZE, -1),
+                torch.eye(rules.MARKET_SIZE, dtype=obs.dtype).expand(b, -1, -1),
             ],
             dim=-1,
         )
@@ -324,15 +323,15 @@ class PatchworkNet(nn.Module):
         place = self.place_out(F.relu(self.place_in(summed) + bias)).squeeze(-1)
         # two-level policy in one softmax: logit = slot logit + log-softmax of the placement among
         # the slot's legal placements, so p(buy slot s here) = p(slot s) * p(here | slot s)
-        group = rows * R.MARKET_SIZE + slot
+        group = rows * rules.MARKET_SIZE + slot
         slot_logits = self.slot_logit(slot_in).squeeze(-1)[rows, slot]
         if prior_logits is not None:
             # with the prior: placement logit + prior logit inside the slot, and the slot's logit +
             # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
             buy_prior = prior_logits[rows, acts]
             place = place + buy_prior
-            slot_logits = slot_logits + _group_logsumexp(buy_prior, group, b * R.MARKET_SIZE)
-        buy_logits = slot_logits + place - _group_logsumexp(place, group, b * R.MARKET_SIZE)
+            slot_logits = slot_logits + _group_logsumexp(buy_prior, group, b * rules.MARKET_SIZE)
+        buy_logits = slot_logits + place - _group_logsumexp(place, group, b * rules.MARKET_SIZE)
 
         fill = MASK_VALUE if mask is not None else 0.0
         buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)

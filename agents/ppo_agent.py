@@ -23,7 +23,7 @@ import torch
 
 from agents.heuristic import NUM_GROUPS
 from agents.network import GROUP_OF_ACTION, MASK_VALUE, PatchworkNet, net_from_config, prior_for
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import GameState
 
 FORMAT = "patchwork-ppo"
@@ -114,7 +114,7 @@ class PPOAgent:
         self.net = net.eval()
         self.deterministic = deterministic
         self.name = name
-        self._obs = np.zeros((1, R.OBS_DIM), dtype=np.float32)
+        self._obs = np.zeros((1, rules.OBS_DIM), dtype=np.float32)
 
     @torch.no_grad()
     def _choose(
@@ -137,7 +137,7 @@ class PPOAgent:
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if state.is_terminal:
             raise ValueError(f"{self.name}: the game is over, there is no action to take")
-        R.observe_into(state.array(), state.current_player, self._obs[0])
+        rules.observe_into(state.array(), state.current_player, self._obs[0])
         mask = np.array(state.legal_action_mask())[None, :]
         return int(self._choose(self._obs, mask, state.array()[None, :], rng)[0])
 
@@ -146,9 +146,9 @@ class PPOAgent:
     ) -> npt.NDArray[np.int64]:
         states = np.ascontiguousarray(states, dtype=np.int64)
         seats = np.empty(len(states), dtype=np.int64)
-        R.current_player_batch(states, seats)
-        obs = np.empty((len(states), R.OBS_DIM), dtype=np.float32)
-        R.observe_batch(states, seats, obs)
+        rules.current_player_batch(states, seats)
+        obs = np.empty((len(states), rules.OBS_DIM), dtype=np.float32)
+        rules.observe_batch(states, seats, obs)
         return self._choose(obs, np.asarray(masks, dtype=np.bool_), states, rng)
 
     # pickled for the arena's worker processes: weights and settings only

@@ -34,7 +34,7 @@ from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 from agents.network import NetConfig, PatchworkNet, prior_for
 from agents.registry import make_agent
 from patchwork_env import env as patchwork_aec_env
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import GameState
 
 STATE_BOUND = 2**62  # the flat state array holds counters and bitboard words (int64)
@@ -45,7 +45,7 @@ class WithGameState(BaseWrapper):  # type: ignore[misc]
 
     def __init__(self, env: Any) -> None:
         super().__init__(env)
-        state_space = spaces.Box(-STATE_BOUND, STATE_BOUND, shape=(R.STATE_LEN,), dtype=np.int64)
+        state_space = spaces.Box(-STATE_BOUND, STATE_BOUND, shape=(rules.STATE_LEN,), dtype=np.int64)
         self._spaces = {
             agent: spaces.Dict({**env.observation_space(agent).spaces, "state": state_space})
             for agent in env.possible_agents

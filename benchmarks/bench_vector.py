@@ -22,8 +22,7 @@ import argparse
 import numpy as np
 
 from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, timed
-from patchwork_env import rules as R
-from patchwork_env import vector_kernels as K
+from patchwork_env import rules, vector_kernels
 from patchwork_env.agent import RandomAgent
 from patchwork_env.vector import VectorGames
 from patchwork_env.vector_env import PatchworkVectorEnv
@@ -68,14 +67,14 @@ def env_case(n: int, opponent: object = "random", key: str = "env") -> Case:
     envs = PatchworkVectorEnv(n, opponent=opponent, seed=0)  # type: ignore[arg-type]
     envs.reset(seed=0)
     g = envs.games
-    streams = K.seed_streams(1, n)
+    streams = vector_kernels.seed_streams(1, n)
     actions = np.zeros(n, dtype=np.int64)
 
     def body() -> Counts:
-        K.random_actions(g.masks, g.counts, streams, actions)  # the learner: random legal actions
-        before = int(g.states[:, R.PLY].sum())
+        vector_kernels.random_actions(g.masks, g.counts, streams, actions)  # the learner: random legal actions
+        before = int(g.states[:, rules.PLY].sum())
         _, _, terminated, _, infos = envs.step(actions)
-        moves = int(g.states[:, R.PLY].sum()) - before
+        moves = int(g.states[:, rules.PLY].sum()) - before
         if terminated.any():
             moves += int(infos["final_info"]["plies"].sum())
         return {"steps": float(n), "moves": float(moves), "episodes": float(terminated.sum())}

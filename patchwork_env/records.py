@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.actions import action_to_str
 from patchwork_env.state import GameState, IllegalActionError, new_game
 
@@ -237,7 +237,7 @@ def _show(value: Any) -> str:
 def _action(value: Any, ply: int, line: int | None = None) -> int:
     if hasattr(value, "__index__") and not isinstance(value, bool):  # numpy integers from agents
         value = int(value.__index__())
-    return _int(value, "action", 0, R.NUM_ACTIONS - 1, line, ply)
+    return _int(value, "action", 0, rules.NUM_ACTIONS - 1, line, ply)
 
 
 def _text(value: Any, what: str, line: int | None, optional: bool = False) -> str | None:
@@ -272,8 +272,10 @@ def _deal(value: Any, line: int | None) -> Deal:
         raise RecordError(f"deal.circle must be a list of 33 patch ids, got {_show(circle)}", line)
     first = _int(value["first_player"], "deal.first_player", 0, 1, line)
     layout = value["leather_layout"]
-    if layout not in R.LEATHER_LAYOUTS:
-        raise RecordError(f"deal.leather_layout must be one of {sorted(R.LEATHER_LAYOUTS)}, got {_show(layout)}", line)
+    if layout not in rules.LEATHER_LAYOUTS:
+        raise RecordError(
+            f"deal.leather_layout must be one of {sorted(rules.LEATHER_LAYOUTS)}, got {_show(layout)}", line
+        )
     deal = Deal(tuple(circle), first, layout)
     try:
         deal.start()
@@ -297,7 +299,7 @@ def record_from_dict(data: Any, line: int | None = None) -> Record:
         raise RecordError(f"missing fields {missing}, unknown fields {unknown} (version 1 has {list(_FIELDS)})", line)
     actions = data["actions"]
     if not isinstance(actions, list):
-        raise RecordError(f"actions must be a list of integers 0..{R.NUM_ACTIONS - 1}, got {_show(actions)}", line)
+        raise RecordError(f"actions must be a list of integers 0..{rules.NUM_ACTIONS - 1}, got {_show(actions)}", line)
     if len(actions) > MAX_ACTIONS:
         raise RecordError(f"{len(actions)} actions: a game has at most {MAX_ACTIONS}", line)
     extras = data.get("extras")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.bitboard import orient
 from patchwork_env.patches import PATCHES
 
@@ -40,9 +40,9 @@ def track_line(state: GameState) -> str:
     """The time track 0..53: tokens 0/1 (B both), L leather patch, $ income mark, - plain."""
     chars = []
     leather = set(state.leather_remaining)
-    marks = {int(m) for m in R.INCOME_MARKS}
+    marks = {int(m) for m in rules.INCOME_MARKS}
     p0, p1 = state.positions
-    for space in range(R.FINAL_SPACE + 1):
+    for space in range(rules.FINAL_SPACE + 1):
         if space == p0 and space == p1:
             chars.append("B")
         elif space == p0:
@@ -246,9 +246,9 @@ def render_rgb(state: GameState, cell: int = 16) -> npt.NDArray[np.uint8]:
         _quilt(img, state, p, qy, x0, cell)
     ty = qy + quilt + gap
     leather = set(state.leather_remaining)
-    marks = {int(m) for m in R.INCOME_MARKS}
+    marks = {int(m) for m in rules.INCOME_MARKS}
     tx0 = (width - 54 * track_cell) // 2
-    for space in range(R.FINAL_SPACE + 1):
+    for space in range(rules.FINAL_SPACE + 1):
         x = tx0 + space * track_cell
         color = LEATHER_TRACK_COLOR if space in leather else INCOME_COLOR if space in marks else (220, 220, 220)
         img[ty : ty + track_cell, x : x + track_cell - 1] = color
@@ -263,8 +263,8 @@ def render_rgb(state: GameState, cell: int = 16) -> npt.NDArray[np.uint8]:
         x0 = gap + i * slot_w
         if x0 + 5 * small > width:
             break
-        _shape(img, patch, my, x0, small, faded=i >= R.MARKET_SIZE)
-        if i < R.MARKET_SIZE:
+        _shape(img, patch, my, x0, small, faded=i >= rules.MARKET_SIZE)
+        if i < rules.MARKET_SIZE:
             info = PATCHES[patch]
             _text(img, my + 5 * small + 2, x0, f"C{info.cost}T{info.time}", INK, px)
     return img
@@ -296,8 +296,8 @@ def render_svg(state: GameState, cell: int = 18) -> str:
     ty = 30 + quilt
     step = (width - 20) / 54
     leather = set(state.leather_remaining)
-    marks = {int(m) for m in R.INCOME_MARKS}
-    for space in range(R.FINAL_SPACE + 1):
+    marks = {int(m) for m in rules.INCOME_MARKS}
+    for space in range(rules.FINAL_SPACE + 1):
         fill = "#785a28" if space in leather else "#3c78c8" if space in marks else "#ddd"
         out.append(f'<rect x="{10 + space * step:.1f}" y="{ty}" width="{step - 1:.1f}" height="8" fill="{fill}"/>')
     for p, fill in ((0, "#dc2828"), (1, "#28a028")):

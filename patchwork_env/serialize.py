@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.bitboard import BOARD, BONUS_HI, BONUS_LO, CELLS, NUM_ORIENTATIONS, ORIENT_CANON, PLACEMENT_ROW
 from patchwork_env.edge import check_leather_layout
 from patchwork_env.observation import MAX_BUTTONS
@@ -117,7 +117,7 @@ def array_from_dict(data: dict[str, Any]) -> IntArray:
     if missing or unknown:
         raise ValueError(f"state dict: missing keys {missing}, unknown keys {unknown}")
     layout = check_leather_layout(data["leather_layout"])
-    positions = _pair(data, "positions", 0, R.FINAL_SPACE)
+    positions = _pair(data, "positions", 0, rules.FINAL_SPACE)
     buttons = _pair(data, "buttons", 0, MAX_BUTTONS)
     top = _int(data, "top", 0, 1)
     pending = data["pending_leather"]
@@ -131,7 +131,7 @@ def array_from_dict(data: dict[str, Any]) -> IntArray:
         raise ValueError(f"circle must hold distinct patch ids 0..{NUM_PATCHES - 1}, got {circle}")
     remaining = _int_list(data["leather_remaining"], "leather_remaining")
 
-    layout_spaces = R.LEATHER_LAYOUTS[layout]
+    layout_spaces = rules.LEATHER_LAYOUTS[layout]
     leather_mask = 0
     for space in remaining:
         if space not in layout_spaces:
@@ -139,8 +139,8 @@ def array_from_dict(data: dict[str, Any]) -> IntArray:
                 f"leather_remaining: {space!r} is not a leather space of the {layout} layout {layout_spaces}"
             )
         leather_mask |= 1 << space
-    s = np.zeros(R.STATE_LEN, dtype=np.int64)
-    R.new_state_into(s, np.array(circle, dtype=np.int64), top, R.LAYOUT_NAMES.index(layout), leather_mask)
+    s = np.zeros(rules.STATE_LEN, dtype=np.int64)
+    rules.new_state_into(s, np.array(circle, dtype=np.int64), top, rules.LAYOUT_NAMES.index(layout), leather_mask)
 
     placements = data["placements"]
     if not isinstance(placements, list | tuple) or len(placements) != 2:
@@ -155,14 +155,14 @@ def array_from_dict(data: dict[str, Any]) -> IntArray:
                     f"placement {entry!r} of player {player} must be 4 integers [patch, orientation, row, col]"
                 )
             patch, o, row, col = (int(x) for x in entry)
-            if R.placed_count(s, player) >= R.MAX_PLACED:
-                raise ValueError(f"player {player} has more than {R.MAX_PLACED} placements")
+            if rules.placed_count(s, player) >= rules.MAX_PLACED:
+                raise ValueError(f"player {player} has more than {rules.MAX_PLACED} placements")
             if patch == -1:
                 if not (o == 0 and 0 <= row < BOARD and 0 <= col < BOARD):
                     raise ValueError(
                         f"leather placement {entry!r} of player {player} must be [-1, 0, row 0..8, col 0..8]"
                     )
-                err = R.lay_leather(s, player, row * BOARD + col)
+                err = rules.lay_leather(s, player, row * BOARD + col)
             else:
                 if not 0 <= patch < NUM_PATCHES:
                     raise ValueError(f"placement {entry!r} of player {player}: no patch {patch}")
@@ -175,23 +175,23 @@ def array_from_dict(data: dict[str, Any]) -> IntArray:
                 placement = int(PLACEMENT_ROW[patch, o * CELLS + row * BOARD + col])
                 if placement < 0:
                     raise ValueError(f"placement {entry!r} of player {player} leaves the board")
-                err = R.lay_patch(s, player, patch, placement)
-            if err != R.OK:
+                err = rules.lay_patch(s, player, patch, placement)
+            if err != rules.OK:
                 raise ValueError(f"placement {entry!r} of player {player} overlaps an earlier one")
     if len(bought) != NUM_PATCHES:
         lost = sorted(set(range(NUM_PATCHES)) - bought)
         raise ValueError(f"patches {lost} are neither in the circle nor on a quilt")
 
-    R.set_position(s, positions, buttons, pending, bonus, first, ply)
+    rules.set_position(s, positions, buttons, pending, bonus, first, ply)
     squares = [_has_square(int(s[2 * p]), int(s[2 * p + 1])) for p in (0, 1)]
     if bonus >= 0 and not squares[bonus]:
         raise ValueError(f"bonus_owner is {bonus} but that quilt has no covered 7x7 square")
     if bonus < 0 and any(squares):
         raise ValueError("a quilt has a covered 7x7 square but nobody holds the bonus tile")
-    at_end = [p for p in (0, 1) if positions[p] == R.FINAL_SPACE]
+    at_end = [p for p in (0, 1) if positions[p] == rules.FINAL_SPACE]
     if (first >= 0) != bool(at_end) or (first >= 0 and first not in at_end):
         raise ValueError(f"first_to_finish is {data['first_to_finish']!r} but players {at_end} are on space 53")
-    if pending and R.empty_cells(s, top) == 0:
+    if pending and rules.empty_cells(s, top) == 0:
         raise ValueError(f"a leather patch is pending for player {top}, whose quilt is full")
     _check_reachable(s, placements, circle)
     return check_state_array(s)
@@ -213,19 +213,19 @@ def _check_reachable(s: npt.NDArray[np.int64], placements: Any, circle: list[int
     - TOP moved last, so is off space 0 once a decision was taken; an untouched circle (33
       patches) still ends with the 1x2 patch.
     """
-    layout_spaces = R.LEATHER_LAYOUTS[R.LAYOUT_NAMES[int(s[R.LAYOUT])]]
-    pos = (int(s[R.POS]), int(s[R.POS + 1]))
+    layout_spaces = rules.LEATHER_LAYOUTS[rules.LAYOUT_NAMES[int(s[rules.LAYOUT])]]
+    pos = (int(s[rules.POS]), int(s[rules.POS + 1]))
     furthest = max(pos)
-    top, pending, ply = int(s[R.TOP]), int(s[R.PENDING]), int(s[R.PLY])
+    top, pending, ply = int(s[rules.TOP]), int(s[rules.PENDING]), int(s[rules.PLY])
     expected = [x for x in layout_spaces if x > furthest]
-    left = [x for x in range(R.FINAL_SPACE + 1) if (int(s[R.LEATHER]) >> x) & 1]
+    left = [x for x in range(rules.FINAL_SPACE + 1) if (int(s[rules.LEATHER]) >> x) & 1]
     if left != expected:
         raise ValueError(
             f"leather_remaining is {left}, but with a token on space {furthest} exactly {expected} are left"
         )
     taken = len(layout_spaces) - len(expected)
     leathers = [sum(1 for e in placements[p] if int(e[0]) == -1) for p in (0, 1)]
-    full = [R.empty_cells(s, p) == 0 for p in (0, 1)]
+    full = [rules.empty_cells(s, p) == 0 for p in (0, 1)]
     if sum(leathers) + pending > taken or (sum(leathers) + pending < taken and not any(full)):
         raise ValueError(
             f"{sum(leathers)} leather patches placed and {pending} pending, but {taken} were taken from the "
@@ -246,20 +246,20 @@ def _check_reachable(s: npt.NDArray[np.int64], placements: Any, circle: list[int
     cost = [sum(PATCHES[x].cost for x in bought[p]) for p in (0, 1)]
     low_ply = sum(len(b) for b in bought) + sum(leathers)
     for p in (0, 1):
-        if pos[p] < R.FINAL_SPACE and pos[p] < time[p]:
+        if pos[p] < rules.FINAL_SPACE and pos[p] < time[p]:
             raise ValueError(f"player {p} bought patches of time {time[p]} in all but is only on space {pos[p]}")
         low_ply += int(time[p] < pos[p])
-        if pos[p] < R.FINAL_SPACE:
+        if pos[p] < rules.FINAL_SPACE:
             advanced_lo = advanced_hi = pos[p] - time[p]
         else:
             advanced_lo, advanced_hi = max(0, pos[p] - time[p]), pos[p] - len(bought[p])
-        marks = int((pos[p] >= R.INCOME_MARKS).sum())
-        lo = R.STARTING_BUTTONS + advanced_lo - cost[p]
-        hi = R.STARTING_BUTTONS + advanced_hi + marks * int(s[R.INCOME + p]) - cost[p]
-        if not lo <= int(s[R.BUTTONS + p]) <= hi:
+        marks = int((pos[p] >= rules.INCOME_MARKS).sum())
+        lo = rules.STARTING_BUTTONS + advanced_lo - cost[p]
+        hi = rules.STARTING_BUTTONS + advanced_hi + marks * int(s[rules.INCOME + p]) - cost[p]
+        if not lo <= int(s[rules.BUTTONS + p]) <= hi:
             raise ValueError(
-                f"player {p} has {int(s[R.BUTTONS + p])} buttons, but on space {pos[p]} with these patches "
-                f"(cost {cost[p]}, time {time[p]}, income {int(s[R.INCOME + p])}) it has {lo}..{hi}"
+                f"player {p} has {int(s[rules.BUTTONS + p])} buttons, but on space {pos[p]} with these patches "
+                f"(cost {cost[p]}, time {time[p]}, income {int(s[rules.INCOME + p])}) it has {lo}..{hi}"
             )
     high_ply = pos[0] + pos[1] + sum(leathers)
     if not low_ply <= ply <= high_ply:

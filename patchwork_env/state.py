@@ -18,8 +18,7 @@ from typing import Any, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
-from patchwork_env import serialize
+from patchwork_env import rules, serialize
 from patchwork_env.actions import Action, IllegalActionError, as_action_id, decode_action
 from patchwork_env.bitboard import ORIENT_CANON, PL_OFFSET, PL_START, popcount, words_to_board
 from patchwork_env.edge import GameOverError, check_leather_layout
@@ -32,16 +31,16 @@ IntArray = npt.NDArray[np.int64]
 
 
 _REASONS = {
-    R.E_GAME_OVER: "the game is over",
-    R.E_LEATHER_PENDING: "a leather patch is pending: only leather placements (1944..2024) are legal",
-    R.E_NO_LEATHER: "no leather patch is pending",
-    R.E_CELL_TAKEN: "that cell is already covered",
-    R.E_NO_SLOT: "no such market slot",
-    R.E_CANNOT_AFFORD: "cannot afford",
-    R.E_DUPLICATE: "duplicate orientation",
-    R.E_OFF_BOARD: "does not fit on the board there",
-    R.E_OVERLAP: "overlaps a patch already on the quilt",
-    R.E_OUT_OF_RANGE: "out of range",
+    rules.E_GAME_OVER: "the game is over",
+    rules.E_LEATHER_PENDING: "a leather patch is pending: only leather placements (1944..2024) are legal",
+    rules.E_NO_LEATHER: "no leather patch is pending",
+    rules.E_CELL_TAKEN: "that cell is already covered",
+    rules.E_NO_SLOT: "no such market slot",
+    rules.E_CANNOT_AFFORD: "cannot afford",
+    rules.E_DUPLICATE: "duplicate orientation",
+    rules.E_OFF_BOARD: "does not fit on the board there",
+    rules.E_OVERLAP: "overlaps a patch already on the quilt",
+    rules.E_OUT_OF_RANGE: "out of range",
 }
 
 
@@ -73,20 +72,20 @@ class GameState:
     def step(self, action: SupportsIndex) -> GameState:
         """The state after ``action``; raises ``IllegalActionError`` (a ValueError) if illegal."""
         a = action  # an in-range int needs no conversion: as_action_id's first test, inlined (hot path)
-        if type(a) is not int or not 0 <= a < R.NUM_ACTIONS:
+        if type(a) is not int or not 0 <= a < rules.NUM_ACTIONS:
             a = as_action_id(action)  # IllegalActionError for anything but an integer in 0..2025
         new = self._s.copy()
-        err = R.step_into(new, a)
+        err = rules.step_into(new, a)
         if err:
-            raise (GameOverError if err == R.E_GAME_OVER else IllegalActionError)(self._explain(a, err))
+            raise (GameOverError if err == rules.E_GAME_OVER else IllegalActionError)(self._explain(a, err))
         return GameState._wrap(new)
 
     def legal_action_mask(self) -> npt.NDArray[np.bool_]:
         """Read-only bool array (2026,): True where the action is legal (all False at the end)."""
         mask = self._mask
         if mask is None:
-            mask = np.empty(R.NUM_ACTIONS, dtype=np.bool_)
-            R.legal_mask_into(self._s, mask)
+            mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
+            rules.legal_mask_into(self._s, mask)
             mask.flags.writeable = False
             self._mask = mask
         return mask
@@ -103,36 +102,36 @@ class GameState:
 
     def scores(self) -> tuple[int, int]:
         """Buttons + 7 for the bonus tile - 2 per empty cell, for both players (any time)."""
-        return int(R.score(self._s, 0)), int(R.score(self._s, 1))
+        return int(rules.score(self._s, 0)), int(rules.score(self._s, 1))
 
     @property
     def winner(self) -> int | None:
-        w = int(R.winner(self._s))
+        w = int(rules.winner(self._s))
         return None if w < 0 else w
 
     # --- public fields -------------------------------------------------------------------------
     @property
     def current_player(self) -> int:
-        return int(R.current_player(self._s))
+        return int(rules.current_player(self._s))
 
     @property
     def is_terminal(self) -> bool:
-        return bool(R.is_terminal(self._s))
+        return bool(rules.is_terminal(self._s))
 
     @property
     def positions(self) -> tuple[int, int]:
         s = self._s
-        return int(s[R.POS]), int(s[R.POS + 1])
+        return int(s[rules.POS]), int(s[rules.POS + 1])
 
     @property
     def buttons(self) -> tuple[int, int]:
         s = self._s
-        return int(s[R.BUTTONS]), int(s[R.BUTTONS + 1])
+        return int(s[rules.BUTTONS]), int(s[rules.BUTTONS + 1])
 
     @property
     def income(self) -> tuple[int, int]:
         s = self._s
-        return int(s[R.INCOME]), int(s[R.INCOME + 1])
+        return int(s[rules.INCOME]), int(s[rules.INCOME + 1])
 
     def board(self, player: int) -> npt.NDArray[np.bool_]:
         """(9, 9) bool array, True where ``player``'s quilt is covered."""
@@ -145,55 +144,55 @@ class GameState:
 
     @property
     def circle(self) -> tuple[int, ...]:
-        n = int(self._s[R.NCIRCLE])
-        return tuple(int(x) for x in self._s[R.CIRCLE : R.CIRCLE + n])
+        n = int(self._s[rules.NCIRCLE])
+        return tuple(int(x) for x in self._s[rules.CIRCLE : rules.CIRCLE + n])
 
     @property
     def market(self) -> tuple[int, ...]:
-        return self.circle[: R.MARKET_SIZE]
+        return self.circle[: rules.MARKET_SIZE]
 
     @property
     def bonus_owner(self) -> int | None:
-        b = int(self._s[R.BONUS])
+        b = int(self._s[rules.BONUS])
         return None if b < 0 else b
 
     @property
     def pending_leather(self) -> bool:
-        return bool(self._s[R.PENDING])
+        return bool(self._s[rules.PENDING])
 
     @property
     def leather_layout(self) -> str:
-        return R.LAYOUT_NAMES[int(self._s[R.LAYOUT])]
+        return rules.LAYOUT_NAMES[int(self._s[rules.LAYOUT])]
 
     @property
     def leather_remaining(self) -> tuple[int, ...]:
-        bits = int(self._s[R.LEATHER])
-        return tuple(x for x in range(R.FINAL_SPACE + 1) if (bits >> x) & 1)
+        bits = int(self._s[rules.LEATHER])
+        return tuple(x for x in range(rules.FINAL_SPACE + 1) if (bits >> x) & 1)
 
     @property
     def top(self) -> int:
         """The player who moved last: on top when both tokens share a space."""
-        return int(self._s[R.TOP])
+        return int(self._s[rules.TOP])
 
     @property
     def first_to_finish(self) -> int | None:
-        f = int(self._s[R.FIRST53])
+        f = int(self._s[rules.FIRST53])
         return None if f < 0 else f
 
     @property
     def ply(self) -> int:
-        return int(self._s[R.PLY])
+        return int(self._s[rules.PLY])
 
     def placements(self, player: int) -> list[tuple[int, int, int, int]]:
         """What lies on ``player``'s quilt, in order: (patch, orientation, row, col); the
         leather patches as (-1, 0, row, col)."""
         _check_player(player)
         out = []
-        n = int(self._s[R.NPLACED + player])
-        for entry in self._s[R.LOG + player * R.MAX_PLACED : R.LOG + player * R.MAX_PLACED + n]:
+        n = int(self._s[rules.NPLACED + player])
+        for entry in self._s[rules.LOG + player * rules.MAX_PLACED : rules.LOG + player * rules.MAX_PLACED + n]:
             e = int(entry)
-            if e >= R.LEATHER_PLACEMENT:
-                out.append((-1, 0, *divmod(e - R.LEATHER_PLACEMENT, 9)))
+            if e >= rules.LEATHER_PLACEMENT:
+                out.append((-1, 0, *divmod(e - rules.LEATHER_PLACEMENT, 9)))
             else:
                 patch = _placement_patch(e)
                 o, cell = divmod(int(PL_OFFSET[e]), 81)
@@ -251,25 +250,25 @@ class GameState:
 
     # --- errors ------------------------------------------------------------------------------
     def _explain(self, action: int, err: int) -> str:
-        if err == R.E_OUT_OF_RANGE:
-            return f"action {action} is out of range: actions are 0..{R.NUM_ACTIONS - 1}"
+        if err == rules.E_OUT_OF_RANGE:
+            return f"action {action} is out of range: actions are 0..{rules.NUM_ACTIONS - 1}"
         d = decode_action(action)
         where = _describe(d)
         reason = _REASONS.get(err, f"error {err}")
-        if d.kind == "buy" and err in (R.E_CANNOT_AFFORD, R.E_DUPLICATE, R.E_OFF_BOARD, R.E_OVERLAP):
+        if d.kind == "buy" and err in (rules.E_CANNOT_AFFORD, rules.E_DUPLICATE, rules.E_OFF_BOARD, rules.E_OVERLAP):
             assert d.slot is not None and d.orientation is not None
             patch = self.circle[d.slot]
             p = PATCHES[patch]
-            if err == R.E_CANNOT_AFFORD:
+            if err == rules.E_CANNOT_AFFORD:
                 reason = f"cannot afford patch {patch} (cost {p.cost}, player has {self.buttons[self.current_player]})"
-            elif err == R.E_DUPLICATE:
+            elif err == rules.E_DUPLICATE:
                 canon = int(ORIENT_CANON[patch, d.orientation])
                 reason = f"duplicate orientation: patch {patch} in orientation {d.orientation} is orientation {canon}"
-            elif err == R.E_OFF_BOARD:
+            elif err == rules.E_OFF_BOARD:
                 reason = f"patch {patch} does not fit there (it would leave the board)"
             else:
                 reason = f"patch {patch} overlaps a patch already on the quilt"
-        elif d.kind == "buy" and err == R.E_NO_SLOT:
+        elif d.kind == "buy" and err == rules.E_NO_SLOT:
             reason = f"no such market slot: {len(self.market)} patches are on offer"
         return f"action {action} ({where}): {reason}"
 
@@ -316,8 +315,10 @@ def new_game(
         first_player = int(rng.integers(2))
     elif first_player not in (0, 1):
         raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
-    s = np.zeros(R.STATE_LEN, dtype=np.int64)
-    R.new_state_into(s, arr, int(first_player), R.LAYOUT_NAMES.index(leather_layout), R.leather_mask(leather_layout))
+    s = np.zeros(rules.STATE_LEN, dtype=np.int64)
+    rules.new_state_into(
+        s, arr, int(first_player), rules.LAYOUT_NAMES.index(leather_layout), rules.leather_mask(leather_layout)
+    )
     return GameState._wrap(s)
 
 

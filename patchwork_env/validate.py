@@ -35,7 +35,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.bitboard import CELLS, PL_START, WORD0_CELLS, bit_count
 from patchwork_env.observation import MAX_INCOME
 from patchwork_env.patches import NUM_PATCHES
@@ -44,11 +44,11 @@ IntArray = npt.NDArray[np.int64]
 
 # the patch of every placement row (PL_START[p] <= row < PL_START[p + 1])
 PLACEMENT_PATCH = np.repeat(np.arange(NUM_PATCHES, dtype=np.int64), np.diff(PL_START))
-NUM_LEATHER = len(R.LEATHER_LAYOUTS["revised"])
-LAYOUT_MASKS = np.array([R.leather_mask(name) for name in R.LAYOUT_NAMES], dtype=np.int64)
+NUM_LEATHER = len(rules.LEATHER_LAYOUTS["revised"])
+LAYOUT_MASKS = np.array([rules.leather_mask(name) for name in rules.LAYOUT_NAMES], dtype=np.int64)
 # each decision moves its player at least one space (patch times >= 1, an advance passes the
 # opponent), leather placements aside: 53 per player plus the leather patches
-MAX_PLY = 2 * R.FINAL_SPACE + NUM_LEATHER
+MAX_PLY = 2 * rules.FINAL_SPACE + NUM_LEATHER
 HI_LIMIT = 1 << (CELLS - WORD0_CELLS)
 
 # error codes of ``_state_error``: (field, what is allowed)
@@ -56,8 +56,8 @@ _FIELDS: tuple[tuple[str, str], ...] = (
     ("", ""),
     ("quilt word 0", f"a bitmask of cells 0..{WORD0_CELLS - 1}: 0 <= value < 2**{WORD0_CELLS}"),
     ("quilt word 1", f"a bitmask of cells {WORD0_CELLS}..{CELLS - 1}: 0 <= value < 2**{CELLS - WORD0_CELLS}"),
-    ("position", f"in 0..{R.FINAL_SPACE}"),
-    ("buttons", f"in 0..{R.STARTING_BUTTONS} + position + {MAX_INCOME} per income mark passed"),
+    ("position", f"in 0..{rules.FINAL_SPACE}"),
+    ("buttons", f"in 0..{rules.STARTING_BUTTONS} + position + {MAX_INCOME} per income mark passed"),
     ("income", f"in 0..{MAX_INCOME} and the button icons of the logged patches"),
     ("TOP", "0 or 1"),
     ("BONUS", "-1 (unclaimed), 0 or 1"),
@@ -68,9 +68,9 @@ _FIELDS: tuple[tuple[str, str], ...] = (
     ("NCIRCLE", f"in 0..{NUM_PATCHES}"),
     ("PLY", f"in 0..{MAX_PLY}, at least the placements, at most both positions + the leather placements"),
     ("CIRCLE", f"NCIRCLE distinct patch ids 0..{NUM_PATCHES - 1}, then -1"),
-    ("NPLACED", f"in 0..{R.MAX_PLACED}"),
-    ("LOG", f"NPLACED placement rows 0..{R.LEATHER_PLACEMENT - 1} or leather entries "
-            f"{R.LEATHER_PLACEMENT}..{R.LEATHER_PLACEMENT + CELLS - 1}, then -1"),
+    ("NPLACED", f"in 0..{rules.MAX_PLACED}"),
+    ("LOG", f"NPLACED placement rows 0..{rules.LEATHER_PLACEMENT - 1} or leather entries "
+            f"{rules.LEATHER_PLACEMENT}..{rules.LEATHER_PLACEMENT + CELLS - 1}, then -1"),
     ("LOG", "no patch twice in the circle or on a quilt, with room in the log for the patches and "
             "leather patches still to place"),
     ("LEATHER", f"at most {NUM_LEATHER} leather patches placed, pending or left"),
@@ -83,79 +83,80 @@ _FIELDS: tuple[tuple[str, str], ...] = (
 def _state_error(s: IntArray, placement_patch: IntArray, layout_masks: IntArray) -> tuple[int, int]:
     """(error code, index of the offending entry), or (0, -1) for a valid state."""
     for p in range(2):
-        if s[R.QUILT + 2 * p] < 0:  # bit 63 is the sign bit: not a cell
-            return _Q0, R.QUILT + 2 * p
-        if not 0 <= s[R.QUILT + 2 * p + 1] < HI_LIMIT:
-            return _Q1, R.QUILT + 2 * p + 1
-        if not 0 <= s[R.POS + p] <= R.FINAL_SPACE:
-            return _POS, R.POS + p
-        pos = s[R.POS + p]
+        if s[rules.QUILT + 2 * p] < 0:  # bit 63 is the sign bit: not a cell
+            return _Q0, rules.QUILT + 2 * p
+        if not 0 <= s[rules.QUILT + 2 * p + 1] < HI_LIMIT:
+            return _Q1, rules.QUILT + 2 * p + 1
+        if not 0 <= s[rules.POS + p] <= rules.FINAL_SPACE:
+            return _POS, rules.POS + p
+        pos = s[rules.POS + p]
         passed = 0
-        for m in R.INCOME_MARKS:
+        for m in rules.INCOME_MARKS:
             passed += m <= pos
-        if not 0 <= s[R.BUTTONS + p] <= R.STARTING_BUTTONS + pos + passed * MAX_INCOME:
-            return _BUT, R.BUTTONS + p
-        if not 0 <= s[R.INCOME + p] <= MAX_INCOME:
-            return _INC, R.INCOME + p
-    for i, lo, hi, code in ((R.TOP, 0, 1, _TOP), (R.BONUS, -1, 1, _BON), (R.PENDING, 0, 1, _PEN),
-                            (R.FIRST53, -1, 1, _F53), (R.LAYOUT, 0, 1, _LAY), (R.NCIRCLE, 0, NUM_PATCHES, _NC),
-                            (R.PLY, 0, MAX_PLY, _PLY), (R.NPLACED, 0, R.MAX_PLACED, _NP),
-                            (R.NPLACED + 1, 0, R.MAX_PLACED, _NP)):  # fmt: skip
+        if not 0 <= s[rules.BUTTONS + p] <= rules.STARTING_BUTTONS + pos + passed * MAX_INCOME:
+            return _BUT, rules.BUTTONS + p
+        if not 0 <= s[rules.INCOME + p] <= MAX_INCOME:
+            return _INC, rules.INCOME + p
+    for i, lo, hi, code in ((rules.TOP, 0, 1, _TOP), (rules.BONUS, -1, 1, _BON),
+                            (rules.PENDING, 0, 1, _PEN), (rules.FIRST53, -1, 1, _F53),
+                            (rules.LAYOUT, 0, 1, _LAY), (rules.NCIRCLE, 0, NUM_PATCHES, _NC),
+                            (rules.PLY, 0, MAX_PLY, _PLY), (rules.NPLACED, 0, rules.MAX_PLACED, _NP),
+                            (rules.NPLACED + 1, 0, rules.MAX_PLACED, _NP)):  # fmt: skip
         if not lo <= s[i] <= hi:
             return code, i
-    furthest = max(s[R.POS], s[R.POS + 1])
+    furthest = max(s[rules.POS], s[rules.POS + 1])
     beyond = ~((np.int64(2) << furthest) - 1)  # bits of the spaces after the furthest token
-    if s[R.LEATHER] & ~(layout_masks[s[R.LAYOUT]] & beyond):
-        return _LEA, R.LEATHER
+    if s[rules.LEATHER] & ~(layout_masks[s[rules.LAYOUT]] & beyond):
+        return _LEA, rules.LEATHER
     # the circle: n distinct ids, then -1
     seen = np.zeros(NUM_PATCHES, dtype=np.bool_)
-    n = s[R.NCIRCLE]
+    n = s[rules.NCIRCLE]
     for k in range(NUM_PATCHES):
-        c = s[R.CIRCLE + k]
+        c = s[rules.CIRCLE + k]
         if k < n:
             if not 0 <= c < NUM_PATCHES or seen[c]:
-                return _CIR, R.CIRCLE + k
+                return _CIR, rules.CIRCLE + k
             seen[c] = True
         elif c != -1:
-            return _CIR, R.CIRCLE + k
+            return _CIR, rules.CIRCLE + k
     # the logs: valid entries, then -1; every patch once in the circle or on a quilt
     leathers = 0
     for p in range(2):
-        base = R.LOG + p * R.MAX_PLACED
-        count = s[R.NPLACED + p]
+        base = rules.LOG + p * rules.MAX_PLACED
+        count = s[rules.NPLACED + p]
         income = 0
-        for k in range(R.MAX_PLACED):
+        for k in range(rules.MAX_PLACED):
             e = s[base + k]
             if k >= count:
                 if e != -1:
                     return _LOG, base + k
-            elif 0 <= e < R.LEATHER_PLACEMENT:
+            elif 0 <= e < rules.LEATHER_PLACEMENT:
                 patch = placement_patch[e]
                 if seen[patch]:
                     return _PAT, base + k
                 seen[patch] = True
-                income += R.PATCH_BUTTONS[patch]
-            elif R.LEATHER_PLACEMENT <= e < R.LEATHER_PLACEMENT + CELLS:
+                income += rules.PATCH_BUTTONS[patch]
+            elif rules.LEATHER_PLACEMENT <= e < rules.LEATHER_PLACEMENT + CELLS:
                 leathers += 1
             else:
                 return _LOG, base + k
-        if income != s[R.INCOME + p]:
-            return _INC, R.INCOME + p
-    to_place = s[R.NCIRCLE] + s[R.PENDING] + bit_count(s[R.LEATHER])
+        if income != s[rules.INCOME + p]:
+            return _INC, rules.INCOME + p
+    to_place = s[rules.NCIRCLE] + s[rules.PENDING] + bit_count(s[rules.LEATHER])
     for p in range(2):
-        if s[R.NPLACED + p] + to_place > R.MAX_PLACED:
-            return _PAT, R.NPLACED + p
-    if leathers + s[R.PENDING] + bit_count(s[R.LEATHER]) > NUM_LEATHER:
-        return _NLE, R.LEATHER
-    if not s[R.NPLACED] + s[R.NPLACED + 1] <= s[R.PLY] <= s[R.POS] + s[R.POS + 1] + leathers:
-        return _PLY, R.PLY
-    if s[R.PENDING]:
-        top = s[R.TOP]
-        if bit_count(s[R.QUILT + 2 * top]) + bit_count(s[R.QUILT + 2 * top + 1]) == CELLS:
-            return _PEN, R.PENDING
-    first = s[R.FIRST53]
-    if (first >= 0) != (furthest == R.FINAL_SPACE) or (first >= 0 and s[R.POS + first] != R.FINAL_SPACE):
-        return _F53, R.FIRST53
+        if s[rules.NPLACED + p] + to_place > rules.MAX_PLACED:
+            return _PAT, rules.NPLACED + p
+    if leathers + s[rules.PENDING] + bit_count(s[rules.LEATHER]) > NUM_LEATHER:
+        return _NLE, rules.LEATHER
+    if not s[rules.NPLACED] + s[rules.NPLACED + 1] <= s[rules.PLY] <= s[rules.POS] + s[rules.POS + 1] + leathers:
+        return _PLY, rules.PLY
+    if s[rules.PENDING]:
+        top = s[rules.TOP]
+        if bit_count(s[rules.QUILT + 2 * top]) + bit_count(s[rules.QUILT + 2 * top + 1]) == CELLS:
+            return _PEN, rules.PENDING
+    first = s[rules.FIRST53]
+    if (first >= 0) != (furthest == rules.FINAL_SPACE) or (first >= 0 and s[rules.POS + first] != rules.FINAL_SPACE):
+        return _F53, rules.FIRST53
     return _OK, -1
 
 
@@ -173,8 +174,8 @@ def _as_int64(array: Any, batch: bool, what: str) -> IntArray:
     arr = np.asarray(array)
     if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"{what} must hold integers (int64), got dtype {arr.dtype}")
-    if arr.ndim != 1 + batch or arr.shape[-1] != R.STATE_LEN:
-        want = f"(N, {R.STATE_LEN})" if batch else f"({R.STATE_LEN},)"
+    if arr.ndim != 1 + batch or arr.shape[-1] != rules.STATE_LEN:
+        want = f"(N, {rules.STATE_LEN})" if batch else f"({rules.STATE_LEN},)"
         raise ValueError(f"{what} must have shape {want}, got {arr.shape}")
     if arr.dtype != np.int64:
         if arr.size and (int(arr.min()) < np.iinfo(np.int64).min or int(arr.max()) > np.iinfo(np.int64).max):
@@ -209,7 +210,7 @@ def check_state_rows(states: IntArray) -> None:
 
 def state_from_bytes(data: Any) -> IntArray:
     """The validated array of a pickled state's payload (exactly ``8 * STATE_LEN`` bytes)."""
-    if not isinstance(data, bytes | bytearray | memoryview) or len(data) != 8 * R.STATE_LEN:
+    if not isinstance(data, bytes | bytearray | memoryview) or len(data) != 8 * rules.STATE_LEN:
         size = len(data) if isinstance(data, bytes | bytearray | memoryview) else type(data).__name__
-        raise ValueError(f"a pickled state holds {8 * R.STATE_LEN} bytes (int64 x {R.STATE_LEN}), got {size}")
+        raise ValueError(f"a pickled state holds {8 * rules.STATE_LEN} bytes (int64 x {rules.STATE_LEN}), got {size}")
     return check_state_array(np.frombuffer(data, dtype=np.int64))

@@ -30,8 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from patchwork_env import GameState, IllegalActionError, new_game
-from patchwork_env import rules as R
+from patchwork_env import GameState, IllegalActionError, new_game, rules
 from patchwork_env.observation import OBS_DIM, observation_bounds
 from patchwork_env.state import _from_bytes
 from patchwork_env.validate import MAX_PLY, check_state_array
@@ -84,7 +83,7 @@ def _play_checked(s: GameState, rng: np.random.Generator, steps: int, dict_close
         arr = s.array()
         check_state_array(arr)  # every successor is still valid
         for seat in (0, 1):
-            R.observe_into(arr, seat, obs)
+            rules.observe_into(arr, seat, obs)
             if not (np.all(obs >= LOW) and np.all(obs <= HIGH)):
                 bad = int(np.flatnonzero((obs < LOW) | (obs > HIGH))[0])
                 raise Failure(f"observation entry {bad} = {obs[bad]} outside [{LOW[bad]}, {HIGH[bad]}]")
@@ -112,11 +111,11 @@ def _mutate_array(arr: np.ndarray, rng: np.random.Generator) -> Any:
     a = arr.copy()
     kind = int(rng.integers(10))
     if kind == 0:  # a wrong length or dtype
-        n = int(rng.integers(R.STATE_LEN - 3, R.STATE_LEN + 4))
+        n = int(rng.integers(rules.STATE_LEN - 3, rules.STATE_LEN + 4))
         b = np.resize(a, n)
         return b.astype(rng.choice([np.int64, np.int32, np.float64, np.uint64, np.bool_])) if rng.random() < 0.5 else b
     for _ in range(int(rng.integers(1, 4))):
-        i = int(rng.integers(R.STATE_LEN)) if rng.random() < 0.5 else int(rng.integers(R.CIRCLE))
+        i = int(rng.integers(rules.STATE_LEN)) if rng.random() < 0.5 else int(rng.integers(rules.CIRCLE))
         r = rng.random()
         if r < 0.35:
             a[i] += int(rng.integers(-3, 4))
@@ -183,16 +182,16 @@ def mutate_action(rng: np.random.Generator, legal: np.ndarray) -> Any:
         lambda: pick,
         lambda: np.int16(pick),
         lambda: np.uint64(pick),
-        lambda: int(rng.integers(-5, R.NUM_ACTIONS + 5)),
+        lambda: int(rng.integers(-5, rules.NUM_ACTIONS + 5)),
         lambda: int(rng.choice(BIG)) * int(rng.choice([1, -1])) * 10 ** int(rng.integers(0, 30)),
         lambda: bool(rng.integers(2)),
         lambda: np.bool_(rng.integers(2)),
-        lambda: float(rng.integers(R.NUM_ACTIONS)),
-        lambda: np.float32(rng.integers(R.NUM_ACTIONS)),
+        lambda: float(rng.integers(rules.NUM_ACTIONS)),
+        lambda: np.float32(rng.integers(rules.NUM_ACTIONS)),
         lambda: np.uint64(rng.integers(0, 2**63)) * np.uint64(2),
         lambda: np.int8(rng.integers(-128, 127)),
-        lambda: np.array(int(rng.integers(R.NUM_ACTIONS))),
-        lambda: str(int(rng.integers(R.NUM_ACTIONS))),
+        lambda: np.array(int(rng.integers(rules.NUM_ACTIONS))),
+        lambda: str(int(rng.integers(rules.NUM_ACTIONS))),
         lambda: None,
         lambda: float("nan"),
     ]

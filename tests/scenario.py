@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchwork_env import GameState, encode_buy, new_game
-from patchwork_env import rules as R
+from patchwork_env import GameState, encode_buy, new_game, rules
 from patchwork_env.bitboard import cells_to_words
 
 # circle used by most scenarios: market is 9 (2x2, cost 6, time 5, 2 buttons), 1 (cost 1, time 3),
@@ -18,8 +17,8 @@ def start(first_player: int = 0, layout: str = "revised", circle: list[int] | No
     return new_game(circle=circle or CIRCLE, first_player=first_player, leather_layout=layout)
 
 
-_FIELDS = {"positions": R.POS, "buttons": R.BUTTONS, "top": R.TOP, "bonus_owner": R.BONUS,
-           "first_to_finish": R.FIRST53, "pending_leather": R.PENDING, "ply": R.PLY}  # fmt: skip
+_FIELDS = {"positions": rules.POS, "buttons": rules.BUTTONS, "top": rules.TOP, "bonus_owner": rules.BONUS,
+           "first_to_finish": rules.FIRST53, "pending_leather": rules.PENDING, "ply": rules.PLY}  # fmt: skip
 
 
 def position(base: GameState | None = None, **overrides: Any) -> GameState:
@@ -29,7 +28,7 @@ def position(base: GameState | None = None, **overrides: Any) -> GameState:
     arr = (base or start()).array().copy()
     for key, value in overrides.items():
         if key == "leather_remaining":
-            arr[R.LEATHER] = sum(1 << space for space in value)
+            arr[rules.LEATHER] = sum(1 << space for space in value)
         elif key in _FIELDS:
             values = value if isinstance(value, list | tuple) else [value]
             arr[_FIELDS[key] : _FIELDS[key] + len(values)] = [-1 if v is None else int(v) for v in values]

@@ -15,8 +15,7 @@ from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
 import patchwork_env
-from patchwork_env import IllegalActionError, new_game
-from patchwork_env import rules as R
+from patchwork_env import IllegalActionError, new_game, rules
 from patchwork_env.aec import AGENTS, SCORE_REWARD_SCALE, env, final_rewards, raw_env
 from patchwork_env.observation import OBS_DIM, observation_bounds, observation_table
 
@@ -94,8 +93,8 @@ def test_agent_selection_follows_the_game_and_repeats() -> None:
                 if after.pending_leather:
                     leather_stays += 1
                     mask = e.observe(agent)["action_mask"]
-                    assert mask[R.LEATHER_BASE : R.ADVANCE].any() and not mask[: R.LEATHER_BASE].any()
-                    assert not mask[R.ADVANCE]
+                    assert mask[rules.LEATHER_BASE : rules.ADVANCE].any() and not mask[: rules.LEATHER_BASE].any()
+                    assert not mask[rules.ADVANCE]
     assert repeats > 20  # the player behind moves again: consecutive turns happen in every game or so
     assert leather_stays > 0
 
@@ -107,9 +106,9 @@ def test_same_agent_twice_in_a_row_scripted() -> None:
     e.reset(options={"circle": [3, *[p for p in CIRCLE if p != 3]], "first_player": 0})
     assert patchwork_env.PATCHES[3].time == 1 and patchwork_env.PATCHES[3].cost <= 5
     assert e.agent_selection == "player_0"
-    e.step(R.ADVANCE)
+    e.step(rules.ADVANCE)
     assert e.agent_selection == "player_1"
-    action = int(np.flatnonzero(e.observe("player_1")["action_mask"][: R.SLOT_ACTIONS])[0])
+    action = int(np.flatnonzero(e.observe("player_1")["action_mask"][: rules.SLOT_ACTIONS])[0])
     e.step(action)
     assert e.game_state.positions == (1, 1)
     assert e.agent_selection == "player_1"
@@ -129,8 +128,8 @@ def test_masks_only_for_the_acting_agent() -> None:
         np.testing.assert_array_equal(obs["action_mask"].astype(bool), e.game_state.legal_action_mask())
         assert obs["action_mask"].sum() >= 1
         assert not e.observe(other)["action_mask"].any()
-        assert obs["observation"][R.OBS_PLANES_END + 21] == 1.0  # "to_move" from my seat
-        assert e.observe(other)["observation"][R.OBS_PLANES_END + 21] == 0.0
+        assert obs["observation"][rules.OBS_PLANES_END + 21] == 1.0  # "to_move" from my seat
+        assert e.observe(other)["observation"][rules.OBS_PLANES_END + 21] == 0.0
         e.step(random_action(obs, rng))
 
 
@@ -204,12 +203,12 @@ def test_raw_env_raises_on_illegal_actions_and_keeps_the_game() -> None:
     with pytest.raises(IllegalActionError, match=f"action {illegal}"):
         e.step(illegal)
     with pytest.raises(IllegalActionError, match="out of range"):
-        e.step(R.NUM_ACTIONS)
+        e.step(rules.NUM_ACTIONS)
     with pytest.raises(ValueError, match="integer"):
         e.step(None)
     assert e.game_state == before and e.agent_selection == agent
     assert e._cumulative_rewards == dict.fromkeys(AGENTS, 0.0)
-    e.step(R.ADVANCE)  # still playable
+    e.step(rules.ADVANCE)  # still playable
 
 
 def test_env_ends_the_game_on_an_illegal_action() -> None:
@@ -233,7 +232,7 @@ def test_env_ends_the_game_on_an_illegal_action() -> None:
     assert e.agents == []
 
 
-@pytest.mark.parametrize("action", [R.NUM_ACTIONS, -1, 2**63, 10**30, -(10**30), True, np.True_, 1.0, np.float64(2),
+@pytest.mark.parametrize("action", [rules.NUM_ACTIONS, -1, 2**63, 10**30, -(10**30), True, np.True_, 1.0, np.float64(2),
                                     "1", None, np.uint64(2**64 - 1)])  # fmt: skip
 @pytest.mark.parametrize("wrapped", [True, False])
 def test_env_rejects_out_of_range_actions(action: Any, wrapped: bool) -> None:
@@ -342,7 +341,7 @@ def test_spaces_are_the_same_objects() -> None:
     for agent in AGENTS:
         assert e.observation_space(agent) is e.observation_space(agent)
         assert e.action_space(agent) is e.action_space(agent)
-        assert e.action_space(agent).n == R.NUM_ACTIONS
+        assert e.action_space(agent).n == rules.NUM_ACTIONS
     assert e.observation_space("player_0") is not e.observation_space("player_1")
     with pytest.raises(ValueError, match="unknown agent 'player_2'"):
         e.observe("player_2")
@@ -397,7 +396,7 @@ def test_copy_is_independent() -> None:
     e = raw_env()
     e.reset(seed=2)
     clone = copy.deepcopy(e)
-    e.step(R.ADVANCE)
+    e.step(rules.ADVANCE)
     assert clone.game_state != e.game_state
     assert clone.game_state.ply == 0
 
@@ -409,7 +408,7 @@ def test_documented_observation_table_matches_the_layout() -> None:
     assert aec.__doc__ is not None
     assert observation_table() in aec.__doc__
     assert f"({OBS_DIM},)" in aec.__doc__
-    assert f"Discrete({R.NUM_ACTIONS})" in aec.__doc__
+    assert f"Discrete({rules.NUM_ACTIONS})" in aec.__doc__
     low, high = observation_bounds()
     assert f"float32 in [{low.min():.2f}, {high.max():.2f}]" in aec.__doc__
     assert f"/ {SCORE_REWARD_SCALE:g}, clipped to [-1, 1]" in aec.__doc__

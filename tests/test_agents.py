@@ -23,8 +23,7 @@ from agents.heuristic import (
 )
 from agents.mcts import MCTSAgent
 from agents.registry import MCTS_PARAMS
-from patchwork_env import new_game
-from patchwork_env import rules as R
+from patchwork_env import new_game, rules
 from patchwork_env.agent import Agent, BatchAgent, RandomAgent
 from patchwork_env.bitboard import cells_to_words
 from patchwork_env.state import GameState
@@ -88,8 +87,8 @@ def test_greedy_plays_a_best_valued_action(some_positions: list[GameState]) -> N
     agent = GreedyAgent()
     rng = np.random.default_rng(1)
     for state in some_positions[::5]:
-        acts = np.empty(R.NUM_ACTIONS, dtype=np.int64)
-        n = legal_list(state.array(), np.empty(R.NUM_ACTIONS, dtype=np.bool_), acts)
+        acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+        n = legal_list(state.array(), np.empty(rules.NUM_ACTIONS, dtype=np.bool_), acts)
         values = np.empty(n)
         score_actions(state.array(), acts[:n], n, DEFAULT_WEIGHTS, values)
         chosen = agent.act(state, rng)
@@ -230,4 +229,4 @@ def test_heuristic_square_and_groups_follow_the_named_constants() -> None:
         )
         assert out[4] == best
     assert H.NUM_GROUPS == len(GROUP_BOUNDS) - 1 == GROUP_OF_ACTION.max() + 1
-    assert (GROUP_OF_ACTION[R.LEATHER_BASE], GROUP_OF_ACTION[R.ADVANCE]) == (H.LEATHER_GROUP, H.ADVANCE_GROUP)
+    assert (GROUP_OF_ACTION[rules.LEATHER_BASE], GROUP_OF_ACTION[rules.ADVANCE]) == (H.LEATHER_GROUP, H.ADVANCE_GROUP)

@@ -11,7 +11,7 @@ from agents.az_agent import NetEvaluator
 from agents.az_search import BatchedSearch, Node, SearchConfig, considered_visits, final_value
 from agents.az_selfplay import deal_states, play_games
 from agents.network import NetConfig, PatchworkNet
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import GameState
 from tests.scenario import CIRCLE, cells_except, position, start, with_cells
 
@@ -27,7 +27,7 @@ DECOY = 648  # slot 1 (patch 1): a tie, lost
 def two_move_endgame() -> GameState:
     circle = [9, 1, 17, 0] + [p for p in CIRCLE if p not in (9, 1, 17, 0)]
     arr = start().array().copy()
-    arr[R.CIRCLE : R.CIRCLE + len(circle)] = circle  # unreachable order (patch 0 fourth): adopted unchecked
+    arr[rules.CIRCLE : rules.CIRCLE + len(circle)] = circle  # unreachable order (patch 0 fourth): adopted unchecked
     base = GameState._wrap(arr)
     s = position(base, positions=[51, 53], buttons=[10, 8], first_to_finish=1, top=1, leather_remaining=[])
     s = with_cells(s, 0, cells_except(0, 1, 2, 3, 4, 9, 10))
@@ -41,8 +41,8 @@ class MisleadingEvaluator:
     def __call__(
         self, states: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        masks = np.zeros((len(states), R.NUM_ACTIONS), dtype=np.bool_)
-        R.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
+        masks = np.zeros((len(states), rules.NUM_ACTIONS), dtype=np.bool_)
+        rules.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
         logp = np.where(masks, 0.0, -1e9)
         logp[masks[:, DECOY], DECOY] = 3.0
         return masks, logp, np.zeros(len(states))
@@ -54,7 +54,7 @@ def test_the_endgame_is_what_the_comment_says() -> None:
     after = s.step(WIN_FIRST)
     assert not after.is_terminal and after.current_player == 0  # P0 moves again
     assert after.step(WIN_SECOND).winner == 0
-    assert after.step(R.ADVANCE).winner == 1
+    assert after.step(rules.ADVANCE).winner == 1
     for a in s.legal_actions():
         if int(a) != WIN_FIRST:
             assert s.step(int(a)).winner == 1 or all(
@@ -124,8 +124,8 @@ def test_policy_targets_are_distributions_over_legal_actions(root: str) -> None:
     search = BatchedSearch(NetEvaluator(_tiny_net()), SearchConfig(sims=4, root=root, considered=4))
     samples, stats = play_games(search, num_games=2, seed=1, temp_plies=4)
     assert stats["decisions"] == len(samples) > 40
-    masks = np.zeros((len(samples), R.NUM_ACTIONS), dtype=np.bool_)
-    R.legal_mask_batch(samples.states, masks, np.zeros(len(samples), dtype=np.int64))
+    masks = np.zeros((len(samples), rules.NUM_ACTIONS), dtype=np.bool_)
+    rules.legal_mask_batch(samples.states, masks, np.zeros(len(samples), dtype=np.int64))
     assert (samples.policies >= 0).all()
     assert not samples.policies[~masks].any()
     np.testing.assert_allclose(samples.policies.sum(1), 1.0, atol=1e-5)

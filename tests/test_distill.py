@@ -21,7 +21,7 @@ from agents.distill import (
 from agents.greedy import GreedyAgent
 from agents.network import NetConfig, PatchworkNet, prior_for
 from agents.ppo_agent import read_checkpoint
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import new_game
 from train import selfplay
 from train.config import ConfigError, SelfPlayConfig, from_dict
@@ -50,10 +50,10 @@ def test_groups_follow_the_action_encoding() -> None:
 
 def test_sampled_positions_are_live_and_reproducible(positions: np.ndarray) -> None:
     states = sample_positions(300, seed=3)
-    assert states.shape == (300, R.STATE_LEN)
+    assert states.shape == (300, rules.STATE_LEN)
     assert np.array_equal(states, sample_positions(300, seed=3))
     assert not np.array_equal(states, sample_positions(300, seed=4))
-    assert not any(R.is_terminal(s) for s in states)
+    assert not any(rules.is_terminal(s) for s in states)
     assert len({s.tobytes() for s in states}) > 250  # 256 games side by side, then their next moves
     assert 50 < len(positions) < 300
     with pytest.raises(ValueError, match="need num >= 1"):
@@ -63,15 +63,15 @@ def test_sampled_positions_are_live_and_reproducible(positions: np.ndarray) -> N
 def test_legal_groups_match_the_masks(positions: np.ndarray) -> None:
     groups = legal_groups(positions)
     for state, row in zip(positions[:40], groups[:40], strict=True):
-        mask = np.zeros(R.NUM_ACTIONS, dtype=np.bool_)
-        R.legal_mask_into(state, mask)
+        mask = np.zeros(rules.NUM_ACTIONS, dtype=np.bool_)
+        rules.legal_mask_into(state, mask)
         assert row.tolist() == [bool(mask[g == GROUP_OF_ACTION].any()) for g in range(NUM_GROUPS)]
 
 
 def test_teacher_labels_are_the_group_of_the_teachers_move(positions: np.ndarray) -> None:
     labels = teacher_groups(positions[:60], "greedy")
-    masks = np.zeros((60, R.NUM_ACTIONS), dtype=np.bool_)
-    R.legal_mask_batch(positions[:60], masks, np.zeros(60, dtype=np.int64))
+    masks = np.zeros((60, rules.NUM_ACTIONS), dtype=np.bool_)
+    rules.legal_mask_batch(positions[:60], masks, np.zeros(60, dtype=np.int64))
     moves = GreedyAgent().act_batch(positions[:60], masks, np.random.default_rng(0))
     assert labels.tolist() == GROUP_OF_ACTION[moves].tolist()
     seen: list[int] = []
@@ -116,12 +116,12 @@ def test_distillation_learns_the_move_kind_and_keeps_placements(positions: np.nd
 def test_group_logits_are_the_log_mass_of_each_group(positions: np.ndarray) -> None:
     net = PatchworkNet(PRIOR_NET).eval()
     states = positions[:16]
-    masks = np.zeros((16, R.NUM_ACTIONS), dtype=np.bool_)
-    R.legal_mask_batch(states, masks, np.zeros(16, dtype=np.int64))
+    masks = np.zeros((16, rules.NUM_ACTIONS), dtype=np.bool_)
+    rules.legal_mask_batch(states, masks, np.zeros(16, dtype=np.int64))
     seats = np.empty(16, dtype=np.int64)
-    R.current_player_batch(states, seats)
-    obs = np.empty((16, R.OBS_DIM), dtype=np.float32)
-    R.observe_batch(states, seats, obs)
+    rules.current_player_batch(states, seats)
+    obs = np.empty((16, rules.OBS_DIM), dtype=np.float32)
+    rules.observe_batch(states, seats, obs)
     with torch.no_grad():
         logits, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states, masks))
     mass = torch.softmax(group_logits(logits), 1).numpy()

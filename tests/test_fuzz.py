@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchwork_env import GameState, IllegalActionError, new_game
-from patchwork_env import rules as R
+from patchwork_env import GameState, IllegalActionError, new_game, rules
 from patchwork_env.validate import check_state_array, check_state_rows
 from patchwork_env.vector import VectorGames
 from tests.fuzz_states import Failure, _Payload, check_safe, mutate_dict, reachable_states, run
@@ -47,12 +46,12 @@ def test_the_fuzzer_catches_an_unsafe_state() -> None:
     """check_safe fails on a state the checks would reject (here: buttons beyond the space), and
     on a successor that from_dict would reject."""
     arr = STATES[5].array().copy()
-    arr[R.BUTTONS] = 10_000
+    arr[rules.BUTTONS] = 10_000
     s = GameState._wrap(arr)  # bypasses the check on purpose
     with pytest.raises(Failure, match="buttons"):
         check_safe(s, np.random.default_rng(0), 5, dict_closed=False)
     arr = STATES[40].array().copy()
-    arr[R.PLY] = arr[R.NPLACED] + arr[R.NPLACED + 1]  # valid for the kernels, but no advance counted
+    arr[rules.PLY] = arr[rules.NPLACED] + arr[rules.NPLACED + 1]  # valid for the kernels, but no advance counted
     with pytest.raises(Failure, match="ply is"):
         check_safe(GameState(arr), np.random.default_rng(0), 5, dict_closed=True)
 
@@ -67,18 +66,18 @@ def test_fuzz_counts_rejections_and_acceptances() -> None:
 @pytest.mark.parametrize(
     ("index", "value", "field"),
     [
-        (R.CIRCLE, 10**9, "CIRCLE"),
-        (R.NPLACED, 10**7, "NPLACED"),
-        (R.POS, 54, "position"),
-        (R.BUTTONS, 10_000, "buttons"),
-        (R.TOP, 2, "TOP"),
-        (R.LAYOUT, 2, "LAYOUT"),
-        (R.QUILT, -1, "quilt word 0"),
-        (R.QUILT + 1, 1 << 18, "quilt word 1"),
-        (R.LEATHER, 1 << 27, "LEATHER"),
-        (R.NCIRCLE, 34, "NCIRCLE"),
-        (R.PLY, -1, "PLY"),
-        (R.LOG, 7349 + 81, "LOG"),
+        (rules.CIRCLE, 10**9, "CIRCLE"),
+        (rules.NPLACED, 10**7, "NPLACED"),
+        (rules.POS, 54, "position"),
+        (rules.BUTTONS, 10_000, "buttons"),
+        (rules.TOP, 2, "TOP"),
+        (rules.LAYOUT, 2, "LAYOUT"),
+        (rules.QUILT, -1, "quilt word 0"),
+        (rules.QUILT + 1, 1 << 18, "quilt word 1"),
+        (rules.LEATHER, 1 << 27, "LEATHER"),
+        (rules.NCIRCLE, 34, "NCIRCLE"),
+        (rules.PLY, -1, "PLY"),
+        (rules.LOG, 7349 + 81, "LOG"),
     ],
 )
 def test_raw_arrays_out_of_range_name_the_field(index: int, value: int, field: str) -> None:
@@ -96,7 +95,7 @@ def test_raw_arrays_out_of_range_name_the_field(index: int, value: int, field: s
         games.refresh()
 
 
-@pytest.mark.parametrize("size", [0, 8, 8 * R.STATE_LEN - 1, 8 * R.STATE_LEN + 8])
+@pytest.mark.parametrize("size", [0, 8, 8 * rules.STATE_LEN - 1, 8 * rules.STATE_LEN + 8])
 def test_truncated_or_long_pickles_are_rejected(size: int) -> None:
     payload = b"\x00" * size
     bad = pickle.dumps(_Payload(payload))  # unpickles through GameState's own reducer
@@ -104,8 +103,9 @@ def test_truncated_or_long_pickles_are_rejected(size: int) -> None:
         pickle.loads(bad)
 
 
-@pytest.mark.parametrize("array", [np.zeros(R.STATE_LEN, dtype=np.float64), np.zeros(R.STATE_LEN, dtype=np.bool_),
-                                   np.zeros(R.STATE_LEN - 1, dtype=np.int64), [[0] * R.STATE_LEN]])  # fmt: skip
+@pytest.mark.parametrize("array", [np.zeros(rules.STATE_LEN, dtype=np.float64),
+                                   np.zeros(rules.STATE_LEN, dtype=np.bool_),
+                                   np.zeros(rules.STATE_LEN - 1, dtype=np.int64), [[0] * rules.STATE_LEN]])  # fmt: skip
 def test_raw_arrays_of_the_wrong_kind(array: Any) -> None:
     with pytest.raises(ValueError, match="state array must"):
         check_state_array(array)
@@ -118,8 +118,8 @@ def test_every_reachable_state_passes_and_rows_are_checked_together() -> None:
 
 
 # --- actions ----------------------------------------------------------------------------------------
-BAD_ACTIONS = [True, False, np.True_, 1.0, np.float32(3), float("nan"), "5", None, -1, R.NUM_ACTIONS, 2**63, -(2**64),
-               10**100, np.uint64(2**64 - 1), np.int64(-5)]  # fmt: skip
+BAD_ACTIONS = [True, False, np.True_, 1.0, np.float32(3), float("nan"), "5", None, -1, rules.NUM_ACTIONS,
+               2**63, -(2**64), 10**100, np.uint64(2**64 - 1), np.int64(-5)]  # fmt: skip
 
 
 @pytest.mark.parametrize("action", BAD_ACTIONS)

@@ -16,7 +16,7 @@ import pytest
 from pettingzoo.test import api_test
 
 import patchwork_env
-from patchwork_env import rules as R
+from patchwork_env import rules
 
 
 # --- TorchRL ------------------------------------------------------------------------------------
@@ -55,7 +55,7 @@ def test_tianshou_masked_dqn_trains_on_the_aec_env() -> None:
 
     torch.manual_seed(0)
     env = make()
-    net = Net(state_shape=env.observation_space["observation"].shape, action_shape=R.NUM_ACTIONS, hidden_sizes=[16])
+    net = Net(state_shape=env.observation_space["observation"].shape, action_shape=rules.NUM_ACTIONS, hidden_sizes=[16])
     policy = DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.2, eps_inference=0.0)
     learner = DQN(policy=policy, optim=AdamOptimizerFactory(lr=1e-3), gamma=1.0, target_update_freq=10)
     opponent = MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space)
@@ -98,7 +98,7 @@ def _supersuit_wrappers() -> dict[str, Callable[[Any], Any]]:
         "sticky_actions_v0": lambda e: ss.sticky_actions_v0(e, 0.25),
         "frame_skip_v0": lambda e: ss.frame_skip_v0(e, 2),
         "pad_action_space_v0": ss.pad_action_space_v0,
-        "nan_noop_v0": lambda e: ss.nan_noop_v0(e, R.ADVANCE),
+        "nan_noop_v0": lambda e: ss.nan_noop_v0(e, rules.ADVANCE),
         "nan_zeros_v0": ss.nan_zeros_v0,
         "nan_random_v0": ss.nan_random_v0,
     }
@@ -129,5 +129,5 @@ def test_action_masker_around_gymnasium_make() -> None:
     )  # the documented form: gymnasium.make's wrappers do not forward action_masks()
     env.reset(seed=0)
     mask = env.action_masks()
-    assert mask.shape == (R.NUM_ACTIONS,) and mask.any()
+    assert mask.shape == (rules.NUM_ACTIONS,) and mask.any()
     assert np.array_equal(mask, env.unwrapped.action_masks())

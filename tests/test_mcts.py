@@ -7,8 +7,7 @@ import pytest
 
 from agents.heuristic import DEFAULT_WEIGHTS, candidate_actions
 from agents.mcts import MARGIN_WEIGHT, MCTSAgent, Node, result_for_player0
-from patchwork_env import new_game
-from patchwork_env import rules as R
+from patchwork_env import new_game, rules
 from patchwork_env.agent import RandomAgent
 from patchwork_env.state import GameState
 
@@ -74,14 +73,14 @@ def test_exploration_prefers_the_less_visited_child() -> None:
 
 def test_candidates_are_legal_best_first_and_few() -> None:
     s = new_game(2)
-    out = np.empty(R.NUM_ACTIONS, dtype=np.int64)
-    vals = np.empty(R.NUM_ACTIONS)
+    out = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+    vals = np.empty(rules.NUM_ACTIONS)
     k = candidate_actions(s.array(), DEFAULT_WEIGHTS, 3, out, vals)
     legal = set(s.legal_actions().tolist())
-    assert R.ADVANCE in out[:k]
+    assert rules.ADVANCE in out[:k]
     assert set(out[:k].tolist()) <= legal
     assert list(vals[:k]) == sorted(vals[:k], reverse=True)
-    buyable = {a // R.SLOT_ACTIONS for a in legal if a < R.LEATHER_BASE}
+    buyable = {a // rules.SLOT_ACTIONS for a in legal if a < rules.LEATHER_BASE}
     assert k == 1 + 3 * len(buyable)  # advance + 3 placements per buyable slot
     assert len(legal) > 100  # so the search is much narrower than the game
 
@@ -109,7 +108,7 @@ def test_single_candidate_positions_return_at_once() -> None:
     # a leather patch with width 1 leaves one candidate: no search is needed
     s = new_game(0)
     while not s.pending_leather:
-        s = s.step(R.ADVANCE)
+        s = s.step(rules.ADVANCE)
     agent = MCTSAgent(sims=50, width=1)
     a = agent.act(s, np.random.default_rng(0))
     assert s.is_legal(a) and agent.last_sims == 0

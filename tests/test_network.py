@@ -16,7 +16,7 @@ from agents.network import (
     sample_actions,
 )
 from agents.ppo_agent import PPOAgent
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.patches import PATCHES
 from patchwork_env.state import GameState, new_game
 from patchwork_env.vector import VectorGames
@@ -43,7 +43,7 @@ def test_output_shapes_and_masking(batch: tuple[torch.Tensor, torch.Tensor, np.n
     obs, mask, _ = batch
     net = PatchworkNet(SMALL)
     logits, value = net(obs, mask)
-    assert logits.shape == (48, R.NUM_ACTIONS) and value.shape == (48,)
+    assert logits.shape == (48, rules.NUM_ACTIONS) and value.shape == (48,)
     assert torch.all(logits[~mask] == MASK_VALUE) and torch.all(logits[mask] > MASK_VALUE / 2)
     probs = torch.softmax(logits, -1)
     assert torch.all(probs[~mask] == 0)
@@ -54,7 +54,7 @@ def test_output_shapes_and_masking(batch: tuple[torch.Tensor, torch.Tensor, np.n
 def test_market_patch_recognised_from_the_observation(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
     obs, _, states = batch
     ids = PatchworkNet(SMALL).patch_ids(obs).numpy()
-    market = states[:, R.CIRCLE : R.CIRCLE + R.MARKET_SIZE]
+    market = states[:, rules.CIRCLE : rules.CIRCLE + rules.MARKET_SIZE]
     present = market >= 0
     assert present.sum() > 100
     np.testing.assert_array_equal(ids[present], market[present])
@@ -63,10 +63,10 @@ def test_market_patch_recognised_from_the_observation(batch: tuple[torch.Tensor,
 def test_placement_table_matches_the_legal_buys(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
     """Every legal buy covers exactly its patch's area, all on empty cells of the own quilt."""
     obs, mask, states = batch
-    rows, acts = mask[:, : R.LEATHER_BASE].nonzero(as_tuple=True)
-    slot = acts // R.SLOT_ACTIONS
-    patch = torch.from_numpy(states[:, R.CIRCLE : R.CIRCLE + 3])[rows, slot]
-    cells = PLACEMENT_CELLS[patch, acts % R.SLOT_ACTIONS // 81, acts % 81][:, :8]
+    rows, acts = mask[:, : rules.LEATHER_BASE].nonzero(as_tuple=True)
+    slot = acts // rules.SLOT_ACTIONS
+    patch = torch.from_numpy(states[:, rules.CIRCLE : rules.CIRCLE + 3])[rows, slot]
+    cells = PLACEMENT_CELLS[patch, acts % rules.SLOT_ACTIONS // 81, acts % 81][:, :8]
     own = torch.cat([obs[:, :81], torch.zeros(48, 2)], dim=1)
     area = torch.tensor([p.area for p in PATCHES])
     assert len(rows) > 500
@@ -76,13 +76,13 @@ def test_placement_table_matches_the_legal_buys(batch: tuple[torch.Tensor, torch
     i, a = int(rows[0]), int(acts[0])
     state = states[i].copy()
     cell = int(cells[0, 0])
-    player = R.current_player(state)
+    player = rules.current_player(state)
     if cell < 63:
-        state[R.QUILT + 2 * player] |= np.int64(1) << cell
+        state[rules.QUILT + 2 * player] |= np.int64(1) << cell
     else:
-        state[R.QUILT + 2 * player + 1] |= np.int64(1) << (cell - 63)
-    legal = np.zeros(R.NUM_ACTIONS, dtype=np.bool_)
-    R.legal_mask_into(state, legal)
+        state[rules.QUILT + 2 * player + 1] |= np.int64(1) << (cell - 63)
+    legal = np.zeros(rules.NUM_ACTIONS, dtype=np.bool_)
+    rules.legal_mask_into(state, legal)
     assert not legal[a]
 
 
@@ -96,14 +96,15 @@ def test_dense_and_sparse_heads_agree_up_to_the_per_slot_normalisation(
         dense, v2 = net(obs, None)
     torch.testing.assert_close(v1, v2)
     # within one (game, slot) the placement logits differ only by a constant
-    rows, acts = mask[:, : R.LEATHER_BASE].nonzero(as_tuple=True)
+    rows, acts = mask[:, : rules.LEATHER_BASE].nonzero(as_tuple=True)
     diff = sparse[rows, acts] - dense[rows, acts]
-    group = rows * 3 + acts // R.SLOT_ACTIONS
+    group = rows * 3 + acts // rules.SLOT_ACTIONS
     for g in torch.unique(group)[:20]:
         d = diff[group == g]
         assert torch.allclose(d, d[0].expand_as(d), atol=1e-4)
     torch.testing.assert_close(
-        sparse[:, R.LEATHER_BASE :][mask[:, R.LEATHER_BASE :]], dense[:, R.LEATHER_BASE :][mask[:, R.LEATHER_BASE :]]
+        sparse[:, rules.LEATHER_BASE :][mask[:, rules.LEATHER_BASE :]],
+        dense[:, rules.LEATHER_BASE :][mask[:, rules.LEATHER_BASE :]],
     )
 
 
@@ -114,16 +115,16 @@ def test_two_level_policy_initial_slot_probabilities(batch: tuple[torch.Tensor, 
     with torch.no_grad():
         probs = torch.softmax(PatchworkNet(SMALL)(obs, mask)[0], -1)
     for i in range(48):
-        if mask[i, R.LEATHER_BASE : R.ADVANCE].any():
+        if mask[i, rules.LEATHER_BASE : rules.ADVANCE].any():
             continue
         options = 1 + sum(bool(mask[i, s * 648 : (s + 1) * 648].any()) for s in range(3))
-        assert abs(float(probs[i, R.ADVANCE]) - 1 / options) < 0.1
+        assert abs(float(probs[i, rules.ADVANCE]) - 1 / options) < 0.1
 
 
 def test_entropy_is_over_legal_actions_only() -> None:
-    mask = torch.zeros(2, R.NUM_ACTIONS, dtype=torch.bool)
+    mask = torch.zeros(2, rules.NUM_ACTIONS, dtype=torch.bool)
     mask[0, [3, 7]] = True
-    mask[1, R.ADVANCE] = True
+    mask[1, rules.ADVANCE] = True
     logits = torch.where(mask, torch.zeros(()), torch.full((), MASK_VALUE))
     ent = legal_entropy(torch.log_softmax(logits, -1), mask)
     torch.testing.assert_close(ent, torch.tensor([np.log(2.0), 0.0], dtype=torch.float32))
@@ -166,14 +167,14 @@ def test_net_config_errors() -> None:
 def test_most_probable_move_picks_the_likeliest_kind_of_move_first() -> None:
     from agents.ppo_agent import most_probable_move
 
-    mask = torch.zeros(1, R.NUM_ACTIONS, dtype=torch.bool)
-    mask[0, [0, 1, 2, 3, 4, 5, R.ADVANCE]] = True
-    probs = torch.zeros(1, R.NUM_ACTIONS)
+    mask = torch.zeros(1, rules.NUM_ACTIONS, dtype=torch.bool)
+    mask[0, [0, 1, 2, 3, 4, 5, rules.ADVANCE]] = True
+    probs = torch.zeros(1, rules.NUM_ACTIONS)
     probs[0, :6] = torch.tensor([0.05, 0.2, 0.1, 0.1, 0.1, 0.05])  # slot 0: 0.6 in all
-    probs[0, R.ADVANCE] = 0.4  # the single likeliest action, but the less likely kind of move
+    probs[0, rules.ADVANCE] = 0.4  # the single likeliest action, but the less likely kind of move
     logits = torch.where(mask, probs.clamp_min(1e-30).log(), torch.full((), MASK_VALUE))
     assert int(most_probable_move(logits, mask)[0]) == 1
-    assert int(logits.argmax()) == R.ADVANCE
+    assert int(logits.argmax()) == rules.ADVANCE
 
 
 def test_geometry_counts_of_a_placement() -> None:
@@ -182,7 +183,7 @@ def test_geometry_counts_of_a_placement() -> None:
     from agents.network import MAX_COVER
 
     net = PatchworkNet(SMALL)
-    obs = torch.zeros(1, R.OBS_DIM)
+    obs = torch.zeros(1, rules.OBS_DIM)
     obs[0, 0 * 9 + 1] = 1.0  # own quilt: (0, 1) filled
     o = 1  # the 1x2 patch (id 0) turned a quarter: vertical
     anchor = 1 * 9 + 0  # top-left at (1, 0): covers (1, 0) and (2, 0)

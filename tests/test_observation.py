@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchwork_env import PATCHES, GameState, new_game
-from patchwork_env import rules as R
+from patchwork_env import PATCHES, GameState, new_game, rules
 from patchwork_env.bitboard import orient
 from patchwork_env.observation import (
     CIRCLE_FEATURE_NAMES,
@@ -91,7 +90,7 @@ def test_cover_planes_are_the_union_of_fitting_placements() -> None:
             if PATCHES[patch].cost > s.buttons[seat]:
                 continue  # the plane ignores the price, the legal actions do not
             union = np.zeros((9, 9), dtype=bool)
-            for a in np.flatnonzero(legal[slot * R.SLOT_ACTIONS : (slot + 1) * R.SLOT_ACTIONS]):
+            for a in np.flatnonzero(legal[slot * rules.SLOT_ACTIONS : (slot + 1) * rules.SLOT_ACTIONS]):
                 o, cell = divmod(int(a), 81)
                 row, col = divmod(cell, 9)
                 for r, c in orient(PATCHES[patch].cells, o):
@@ -130,7 +129,7 @@ def test_bounds_hold_every_observation() -> None:
 
 def test_bounds_follow_from_the_rules() -> None:
     low, high = observation_bounds()
-    b = R.OBS_PLANES_END
+    b = rules.OBS_PLANES_END
     assert high[b + SCALAR_INDEX["buttons_me"]] * 50 == pytest.approx(5 + 53 + 9 * 38)
     assert low[b + SCALAR_INDEX["score_me"]] * 50 == pytest.approx(-162)
 
@@ -141,7 +140,10 @@ def test_an_all_zero_observation_is_in_the_space() -> None:
     from patchwork_env.aec import observation_space
 
     space = observation_space()
-    zero = {"observation": np.zeros(R.OBS_DIM, dtype=np.float32), "action_mask": np.zeros(R.NUM_ACTIONS, np.int8)}
+    zero = {
+        "observation": np.zeros(rules.OBS_DIM, dtype=np.float32),
+        "action_mask": np.zeros(rules.NUM_ACTIONS, np.int8),
+    }
     assert space.contains(zero)
     low, _ = observation_bounds()
     assert (low <= 0).all()

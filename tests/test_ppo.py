@@ -16,8 +16,7 @@ from agents.ppo import PPOSettings, drift_from_start, per_seat_gae, ppo_update
 from agents.ppo_agent import CheckpointError, load_ppo_agent, net_from_checkpoint, read_checkpoint
 from patchwork_env.state import new_game
 from patchwork_env.vector import VectorGames
-from train import run_utils as U
-from train import selfplay
+from train import run_utils, selfplay
 from train.config import ConfigError, SelfPlayConfig, from_dict
 from train.seeds import Stream, stream_seed
 
@@ -280,7 +279,7 @@ def _settings(**extra: object) -> PPOSettings:
 def test_update_logs_the_diagnostics_and_drift_from_the_start() -> None:
     torch.manual_seed(0)
     net = PatchworkNet(NetConfig(**TINY_NET, prior_scale=2.0))
-    start = U.frozen_copy(net)
+    start = run_utils.frozen_copy(net)
     batch = _prior_batch(net)
     same = drift_from_start(net, start, batch, torch.Generator().manual_seed(0))
     assert same["diag/agree_start"] == 1.0 and abs(same["diag/kl_to_start"]) < 1e-6
@@ -319,7 +318,7 @@ def test_anchor_keeps_the_policy_closer_to_its_start() -> None:
     for coef in (0.0, 10.0):
         torch.manual_seed(2)
         net = PatchworkNet(NetConfig(**TINY_NET, prior_scale=2.0))
-        start = U.frozen_copy(net)
+        start = run_utils.frozen_copy(net)
         batch = _prior_batch(net, seed=2)
         optimizer = torch.optim.Adam(net.parameters(), lr=0.02)
         metrics = ppo_update(
@@ -340,9 +339,9 @@ def test_a_short_run_does_not_lower_its_start_against_greedy(tmp_path: Path) -> 
     cfg = _tiny_config(tmp_path, **SHORT_RUN)
     folder = Path(selfplay.main(cfg)["run_folder"]) / "checkpoints"
     rates = [
-        U.evaluate(net_from_checkpoint(read_checkpoint(folder / name)), {"greedy": 50}, seed=5, workers=1)["greedy"][
-            "win_rate"
-        ]
+        run_utils.evaluate(net_from_checkpoint(read_checkpoint(folder / name)), {"greedy": 50}, seed=5, workers=1)[
+            "greedy"
+        ]["win_rate"]
         for name in ("start.pt", "final.pt")
     ]
     assert rates[1] >= rates[0] - 0.05, f"start {rates[0]:.3f}, after {cfg.total_updates} updates {rates[1]:.3f}"

@@ -14,7 +14,7 @@ from agents.greedy import GreedyAgent
 from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior, score_actions
 from agents.network import NetConfig, PatchworkNet, prior_for
 from agents.ppo_agent import PPOAgent, load_ppo_agent
-from patchwork_env import rules as R
+from patchwork_env import rules
 from patchwork_env.state import new_game
 from patchwork_env.vector import VectorGames
 from train import selfplay
@@ -40,7 +40,7 @@ def positions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_prior_is_greedys_value_relative_to_the_best(positions: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     states, masks, _ = positions
     terms = greedy_prior(states, masks)
-    assert terms.shape == (len(states), R.NUM_ACTIONS, NUM_FEATURES) and terms.dtype == np.float32
+    assert terms.shape == (len(states), rules.NUM_ACTIONS, NUM_FEATURES) and terms.dtype == np.float32
     assert np.all(terms[~masks] == 0.0)
     prior = terms @ feature_weights(DEFAULT_WEIGHTS).astype(np.float32)
     for i in range(len(states)):
@@ -77,7 +77,7 @@ def test_zero_residual_policy_is_the_scaled_prior(positions: tuple[np.ndarray, n
     with torch.no_grad():
         net.advance[-1].bias.fill_(5.0)
     moved, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior)
-    assert torch.allclose(moved[:, R.ADVANCE], logits[:, R.ADVANCE] + 5.0)
+    assert torch.allclose(moved[:, rules.ADVANCE], logits[:, rules.ADVANCE] + 5.0)
 
 
 def test_prior_argument_is_required_exactly_when_the_net_has_one(
@@ -90,7 +90,7 @@ def test_prior_argument_is_required_exactly_when_the_net_has_one(
     plain = PatchworkNet(NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8))
     assert prior_for(plain, states[:2], masks[:2]) is None
     with pytest.raises(ValueError, match="no greedy prior"):
-        plain(o, m, torch.zeros(2, R.NUM_ACTIONS, NUM_FEATURES))
+        plain(o, m, torch.zeros(2, rules.NUM_ACTIONS, NUM_FEATURES))
     with pytest.raises(ValueError, match="prior must have shape"):
         PatchworkNet(PRIOR_NET)(o, m, torch.zeros(2, 5))
     for bad in (-1.0, 5000.0, True):

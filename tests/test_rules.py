@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchwork_env import ADVANCE, GameState, IllegalActionError, encode_leather
-from patchwork_env import rules as R
+from patchwork_env import ADVANCE, GameState, IllegalActionError, encode_leather, rules
 from tests.scenario import CIRCLE, buy, cells_except, play, position, start, with_cells
 
 
@@ -125,8 +124,8 @@ def test_placement_errors_name_the_reason() -> None:
 
 def test_no_such_market_slot_when_fewer_than_three_patches_are_left() -> None:
     arr = start().array().copy()
-    arr[R.NCIRCLE] = 2  # a raw late-game circle (two patches left)
-    arr[R.CIRCLE + 2 : R.CIRCLE + 33] = -1  # the other patches are out of the game
+    arr[rules.NCIRCLE] = 2  # a raw late-game circle (two patches left)
+    arr[rules.CIRCLE + 2 : rules.CIRCLE + 33] = -1  # the other patches are out of the game
     s = GameState(arr)
     assert s.market == (9, 1) and not s.legal_action_mask()[1296:1944].any()
     with pytest.raises(IllegalActionError, match="no such market slot: 2 patches are on offer"):

@@ -12,13 +12,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import patchwork_env
-from patchwork_env import GameState, IllegalActionError, SingleAgentEnv
-from patchwork_env import rules as R
+from patchwork_env import GameState, IllegalActionError, SingleAgentEnv, rules
 from patchwork_env.aec import final_rewards
 from patchwork_env.agent import RandomAgent
 from patchwork_env.observation import SCALAR_INDEX
 
-TO_MOVE = R.OBS_PLANES_END + SCALAR_INDEX["to_move"]
+TO_MOVE = rules.OBS_PLANES_END + SCALAR_INDEX["to_move"]
 
 
 class RecordingAgent:
@@ -172,7 +171,7 @@ def test_illegal_action_lose_ends_the_episode() -> None:
     assert env.game_state == before
     assert not env.action_masks().any() and not info["action_mask"].any()
     with pytest.raises(RuntimeError, match="call reset"):
-        env.step(R.ADVANCE)
+        env.step(rules.ADVANCE)
 
 
 def test_illegal_action_raise_keeps_the_position() -> None:
@@ -183,14 +182,14 @@ def test_illegal_action_raise_keeps_the_position() -> None:
     with pytest.raises(IllegalActionError, match=f"action {illegal}"):
         env.step(illegal)
     assert env.game_state == before
-    env.step(R.ADVANCE)
+    env.step(rules.ADVANCE)
 
 
 def test_an_illegal_opponent_is_reported() -> None:
     env = SingleAgentEnv(opponent=lambda state: 1943, seat=0)
     env.reset(seed=0, options={"first_player": 0})
     with pytest.raises(IllegalActionError, match="the opponent '<lambda>' chose an illegal action"):
-        env.step(R.ADVANCE)
+        env.step(rules.ADVANCE)
 
 
 def test_set_opponent() -> None:
@@ -198,7 +197,7 @@ def test_set_opponent() -> None:
     recorder = RecordingAgent()
     env.set_opponent(recorder)
     env.reset(seed=1, options={"first_player": 0})
-    env.step(R.ADVANCE)
+    env.step(rules.ADVANCE)
     assert recorder.seen
 
 
@@ -221,7 +220,7 @@ def test_bad_arguments(kwargs: dict[str, Any], error: type[Exception], message: 
 
 def test_step_before_reset() -> None:
     with pytest.raises(RuntimeError, match="reset"):
-        SingleAgentEnv().step(R.ADVANCE)
+        SingleAgentEnv().step(rules.ADVANCE)
 
 
 # --- checkers and a learner ------------------------------------------------------------------

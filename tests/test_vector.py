@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchwork_env import IllegalActionError, new_game
-from patchwork_env import rules as R
-from patchwork_env import vector_kernels as K
+from patchwork_env import IllegalActionError, new_game, rules, vector_kernels
 from patchwork_env.observation import observe
 from patchwork_env.patches import NUM_PATCHES, STARTING_PATCH
 from patchwork_env.state import GameState
@@ -94,10 +92,10 @@ def test_seeded_streams_are_per_game() -> None:
 def test_deals_are_uniform() -> None:
     """First players and the position of a patch in the circle, over 4,000 deals."""
     games = VectorGames(4000, seed=0)
-    circles = games.states[:, R.CIRCLE : R.CIRCLE + NUM_PATCHES]
+    circles = games.states[:, rules.CIRCLE : rules.CIRCLE + NUM_PATCHES]
     assert (circles[:, -1] == STARTING_PATCH).all()
     assert (np.sort(circles, axis=1) == np.arange(NUM_PATCHES)).all()
-    first = games.states[:, R.TOP]
+    first = games.states[:, rules.TOP]
     assert abs(first.mean() - 0.5) < 0.04  # 5 standard deviations
     where = np.argmax(circles == 1, axis=1)
     counts = np.bincount(where, minlength=NUM_PATCHES - 1)
@@ -110,13 +108,13 @@ def test_deals_are_uniform() -> None:
 def test_sampler_picks_the_kth_legal_action() -> None:
     rng = np.random.default_rng(0)
     for density in (0.001, 0.02, 0.5, 1.0):
-        mask = rng.random(R.NUM_ACTIONS) < density
+        mask = rng.random(rules.NUM_ACTIONS) < density
         mask[-1] = True  # the last (tail) entry is reachable too
         legal = np.flatnonzero(mask)
         for k in [0, 1, len(legal) // 2, len(legal) - 1]:
             if k < len(legal):
-                assert K.kth_legal(mask, k) == legal[k]
-        assert K.kth_legal(mask, len(legal)) == -1
+                assert vector_kernels.kth_legal(mask, k) == legal[k]
+        assert vector_kernels.kth_legal(mask, len(legal)) == -1
 
 
 def test_row_sampler_picks_the_legal_action_of_rank_u_times_count() -> None:
@@ -125,7 +123,7 @@ def test_row_sampler_picks_the_legal_action_of_rank_u_times_count() -> None:
         games.step(games.sample_random())
     uniforms = np.random.default_rng(0).random(64)
     got = np.empty(64, dtype=np.int64)
-    K.sample_rows(games.masks, uniforms, got)
+    vector_kernels.sample_rows(games.masks, uniforms, got)
     for i in range(64):
         legal = np.flatnonzero(games.masks[i])
         assert got[i] == legal[int(uniforms[i] * len(legal))]
@@ -133,7 +131,7 @@ def test_row_sampler_picks_the_legal_action_of_rank_u_times_count() -> None:
 
 def test_random_actions_are_legal_and_uniform() -> None:
     state = new_game(seed=5)
-    for a in (R.ADVANCE, R.ADVANCE, R.ADVANCE):
+    for a in (rules.ADVANCE, rules.ADVANCE, rules.ADVANCE):
         state = state.step(a)
     legal = state.legal_actions()
     games = VectorGames(30 * len(legal), seed=1)
@@ -154,7 +152,7 @@ def test_illegal_actions_raise_and_change_nothing() -> None:
         games.step(games.sample_random())
     before = (games.states.copy(), games.masks.copy(), games.current_player.copy(), games.counts.copy())
     legal = games.sample_random().copy()
-    for bad_action, needle in ((-1, "out of range"), (R.NUM_ACTIONS, "out of range"), (None, "")):
+    for bad_action, needle in ((-1, "out of range"), (rules.NUM_ACTIONS, "out of range"), (None, "")):
         actions = legal.copy()
         if bad_action is None:  # a masked-out action inside the range
             bad_action = int(np.flatnonzero(~games.masks[3])[0])
@@ -210,10 +208,10 @@ def test_constructor_rejects_bad_values() -> None:
         VectorGames(0)
     with pytest.raises(ValueError, match="leather_layout"):
         VectorGames(2, leather_layout="nope")
-    assert VectorGames(2, seed=0).nbytes_per_game() > R.STATE_LEN * 8 + R.NUM_ACTIONS
+    assert VectorGames(2, seed=0).nbytes_per_game() > rules.STATE_LEN * 8 + rules.NUM_ACTIONS
 
 
 def test_original_leather_layout_is_dealt() -> None:
     games = VectorGames(2, seed=0, leather_layout="original")
     assert games.game(0).leather_layout == "original"
-    assert games.game(0).leather_remaining == R.LEATHER_LAYOUTS["original"]
+    assert games.game(0).leather_remaining == rules.LEATHER_LAYOUTS["original"]

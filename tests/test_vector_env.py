@@ -9,8 +9,7 @@ import numpy.typing as npt
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from patchwork_env import IllegalActionError
-from patchwork_env import rules as R
+from patchwork_env import IllegalActionError, rules
 from patchwork_env.aec import SCORE_REWARD_SCALE, final_rewards
 from patchwork_env.agent import RandomAgent
 from patchwork_env.observation import observe
@@ -69,10 +68,10 @@ def check_learner_view(envs: PatchworkVectorEnv, obs: npt.NDArray[np.float32], i
 def test_spaces_and_metadata() -> None:
     envs = PatchworkVectorEnv(3, seed=0)
     assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
-    assert envs.single_observation_space.shape == (R.OBS_DIM,)
-    assert envs.observation_space.shape == (3, R.OBS_DIM)
+    assert envs.single_observation_space.shape == (rules.OBS_DIM,)
+    assert envs.observation_space.shape == (3, rules.OBS_DIM)
     assert envs.action_space.shape == (3,)
-    assert int(envs.single_action_space.n) == R.NUM_ACTIONS  # type: ignore[attr-defined]
+    assert int(envs.single_action_space.n) == rules.NUM_ACTIONS  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match="reset"):
         envs.step(np.zeros(3, dtype=np.int64))
 
@@ -194,13 +193,13 @@ def test_opponent_that_plays_illegally_is_named() -> None:
         name = "cheater"
 
         def act(self, state: GameState, rng: np.random.Generator) -> int:
-            return R.NUM_ACTIONS - 2  # a leather placement: never legal without a pending patch
+            return rules.NUM_ACTIONS - 2  # a leather placement: never legal without a pending patch
 
     envs = PatchworkVectorEnv(2, opponent=Cheater(), seat=1, seed=0)
     with pytest.raises(IllegalActionError, match="cheater"):  # at the opponent's first turn
         envs.reset(seed=0)
         for _ in range(10):
-            envs.step(np.full(2, R.ADVANCE))
+            envs.step(np.full(2, rules.ADVANCE))
 
 
 def test_bad_arguments() -> None:
@@ -264,9 +263,9 @@ def test_sb3_vec_env_trains_maskable_ppo() -> None:
     venv = SB3VecEnv(num_envs=4, opponent="random", seed=0)
     venv.seed(3)
     obs = venv.reset()
-    assert obs.shape == (4, R.OBS_DIM)
+    assert obs.shape == (4, rules.OBS_DIM)
     masks = np.stack(venv.env_method("action_masks"))
-    assert masks.shape == (4, R.NUM_ACTIONS) and venv.has_attr("action_masks")
+    assert masks.shape == (4, rules.NUM_ACTIONS) and venv.has_attr("action_masks")
     rng = np.random.default_rng(0)
     done_seen = False
     for _ in range(60):
@@ -274,7 +273,7 @@ def test_sb3_vec_env_trains_maskable_ppo() -> None:
         assert len(infos) == 4
         for i in np.flatnonzero(dones):
             done_seen = True
-            assert infos[i]["terminal_observation"].shape == (R.OBS_DIM,)
+            assert infos[i]["terminal_observation"].shape == (rules.OBS_DIM,)
             assert rewards[i] in (-1.0, 1.0)
     assert done_seen
     model = MaskablePPO("MlpPolicy", VecMonitor(venv), n_steps=16, batch_size=32, n_epochs=1, seed=0)
