@@ -15,7 +15,7 @@ import pytest
 
 from agents.registry import AgentSpecError, make_agent
 from train import alphazero, evaluate, play, rllib_selfplay, sb3_maskable, selfplay
-from train.cli import MAX_SEED
+from train.cli import MAX_ARENA_SEED, MAX_SEED
 from train.config import ConfigError, SB3Config, SelfPlayConfig, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +126,7 @@ EVALUATE_BAD = [
     ["--agents", "random", "greedy", "--pairs", "0"],
     ["--agents", "random", "greedy", "--pairs", "1", "--games", "2"],
     ["--agents", "random", "greedy", "--seed", "-1"],
-    ["--agents", "random", "greedy", "--seed", str(MAX_SEED + 1)],
+    ["--agents", "random", "greedy", "--seed", str(MAX_ARENA_SEED + 1)],
     ["--agents", "random", "greedy", "--workers", "0"],
     ["--agents", "random", "greedy", "--json", "/no/such/dir/x.json"],
     ["--agents", "random", "greedy", "--plot", "elo.txt"],

@@ -11,6 +11,7 @@ import pytest
 
 from tests.test_ppo import _tiny_config
 from train import alphazero, run_utils, selfplay
+from train.cli import MAX_ARENA_SEED
 from train.config import AlphaZeroConfig, load_config
 from train.seeds import Stream, stream_rng, stream_seed
 
@@ -24,6 +25,8 @@ def test_streams_are_the_seed_sequence_children_and_distinct() -> None:
             assert stream_seed(seed, stream) == int(children[stream].generate_state(1)[0])
         values = {stream_seed(seed, s, *index) for s in Stream for index in ((), (0,), (1,), (2,))}
         assert len(values) == 4 * len(Stream)
+        # every stream seed is one that train.evaluate --seed accepts (to replay a trainer's deals)
+        assert all(0 <= value <= MAX_ARENA_SEED for value in values)
     # the old offsets made run 10_000's training deals run 0's evaluation deals; streams do not
     assert stream_seed(10_000, Stream.TRAIN) != stream_seed(0, Stream.EVAL)
     a, b = stream_rng(3, Stream.TRAIN).integers(2**62, size=4), stream_rng(3, Stream.TRAIN).integers(2**62, size=4)

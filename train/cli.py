@@ -17,9 +17,12 @@ if TYPE_CHECKING:
 
 C = TypeVar("C", bound="CommonConfig")
 
-# every seed a command line or config takes: every library seeded here accepts it (numpy's legacy
-# np.random.seed, which SB3 calls, only takes < 2**32), with room for the offsets the trainers add
+# the seed of a run (configs, train.play): every library seeded from it accepts it (the trainers
+# derive their seeds through SeedSequence, train.seeds; configs cap every integer at 2**31 - 1)
 MAX_SEED = 2**31 - 1
+# the seed of arena deals (train.evaluate --seed; it only seeds SeedSequence): up to 2**32 - 1, so
+# every evaluation stream of a trainer (train.seeds.stream_seed, < 2**32) can be replayed
+MAX_ARENA_SEED = 2**32 - 1
 
 
 def report(message: object) -> int:

@@ -32,7 +32,7 @@ from agents.arena import TournamentResult, round_robin
 from agents.ray_backend import BACKENDS, RayBackend, import_ray
 from agents.registry import AgentSpecError, describe_agents, make_agent
 from patchwork_env.records import write_records
-from train.cli import MAX_SEED, Parser, add_pairs_option
+from train.cli import MAX_ARENA_SEED, Parser, add_pairs_option
 
 DEFAULT_PAIRS = 50
 
@@ -87,8 +87,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
             parser.error(f"--agents: {str(exc).splitlines()[0]}")
     if args.pairs < 1:
         parser.error(f"--pairs must be >= 1 (paired deals, each played twice with the seats swapped), got {args.pairs}")
-    if not 0 <= args.seed <= MAX_SEED:
-        parser.error(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
+    if not 0 <= args.seed <= MAX_ARENA_SEED:
+        parser.error(f"--seed must be in 0..{MAX_ARENA_SEED}, got {args.seed}")
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     if args.address is not None and args.backend != "ray":
