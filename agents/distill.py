@@ -7,14 +7,20 @@ search such as ``mcts`` adds over greedy is mostly the first choice (MCTS itself
 advance plus each patch at greedy's best placement). So:
 
 * **Positions** come from greedy self-play on the vector engine with a softmax temperature
-  (``sample_positions``): every decision of every game, the kind of positions the learner meets.
-* **Labels**: the teacher (any agent spec, normally ``mcts:sims=100``) plays each position once;
-  the label is the *group* of its move (``GROUP_OF_ACTION``: slot 0, 1, 2, leather, advance).
-  ``legal_groups`` finds the positions with a single legal group, which the trainer drops (the
-  mask decides them). Labelling runs in worker processes; each position has its own random
-  stream, so the labels do not depend on the number of workers.
-* **Loss**: cross-entropy between the network's probability of each group (the log-sum-exp of
-  its logits over the group's actions) and the teacher's group.
+  (``sample_positions``), and then, round by round (DAgger), from the network's own games against
+  greedy and against itself (``student_positions``): the positions the student actually reaches,
+  which greedy self-play never shows the teacher (for example both players waiting).
+* **Targets**: the teacher (any agent spec, normally ``mcts:sims=100``) searches each position
+  once; the target is its root visit share per *group* of moves (``GROUP_OF_ACTION``: slot 0, 1,
+  2, leather, advance), or the one-hot group of its move for an agent without a search tree
+  (``teacher_targets``). ``legal_groups`` finds the positions with a single legal group, which the
+  trainer drops (the mask decides them). Labelling runs in worker processes (or Ray tasks); each
+  position has its own random stream, so the targets do not depend on the number of workers.
+  Measured on 29,626 positions of the shipped network's games against greedy: ``mcts:sims=100``'s
+  largest group share averages 0.59 (mean entropy 0.86 nats), so one-hot labels of its move would
+  be noisy.
+* **Loss**: cross-entropy between the teacher's distribution and the network's probability of each
+  group (the log-sum-exp of its logits over the group's actions).
 * **Only the group choice is trained** (``group_parameters``): the placement-only parts of the
   buy head and the learned correction of the prior's weights stay as they are, so placements stay
   the prior's (the shared trunk still moves the small residual placement logit a little).
@@ -22,7 +28,10 @@ advance plus each patch at greedy's best placement). So:
   2, 6 epochs, 200 games against greedy each): training every parameter made the network choose
   better groups but place worse, 45.5% [38.7, 52.4]; that network's group choices with greedy's
   placements won 67.5% [60.7, 73.6]; training only the group choice (this module) won 69.5%
-  [62.8, 75.5]. ``configs/selfplay.yaml`` runs it inside ``train.selfplay`` (results in README).
+  [62.8, 75.5]. The network needs ``NetConfig.group_scale`` to follow the teacher: without it the
+  prior's group-level logits (score points x ``prior_scale``) cannot be undone, and the held-out
+  loss stayed above that of a uniform guess (1.77 nats against ln 5 = 1.61, ``configs/selfplay.yaml``).
+  ``configs/dagger.yaml`` runs it all inside ``train.selfplay`` (results in README).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import torch
 
 from agents.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
 from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
+from agents.ppo_agent import PPOAgent
 from agents.ray_backend import Backend
 from agents.registry import make_agent
 from patchwork_env import rules
@@ -46,6 +56,7 @@ from patchwork_env.state import GameState
 from patchwork_env.vector import VectorGames
 
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 # parameters that only shape the placement inside a group (or the prior's weights): not trained
 PLACEMENT_ONLY = ("prior_weights", "place_in", "place_out", "slot_bias", "project", "edge")
@@ -65,6 +76,34 @@ def sample_positions(num: int, seed: int, temp: float = 0.5, num_games: int = 25
         out[start : start + num_games] = games.states
         greedy_batch(games.states, DEFAULT_WEIGHTS, temp, stream, actions)
         games.step(actions)
+    return out[:num]
+
+
+def student_positions(num: int, seed: int, net: PatchworkNet, mirror: bool = False, num_games: int = 128) -> IntArray:
+    """``num`` positions from games of the network ``net`` (the student), where greedy self-play
+    does not lead (DAgger): against ``greedy`` (deterministic; the network's seat alternates game
+    by game and it plays its most probable move), or with ``mirror`` against itself (both seats
+    sample from its policy, so games differ). Every decision of ``num_games`` games played side by
+    side, finished games dealt again."""
+    if num < 1 or num_games < 1:
+        raise ValueError(f"need num >= 1 and num_games >= 1; got {num}, {num_games}")
+    student = PPOAgent(net, deterministic=not mirror)
+    games = VectorGames(num_games, seed=seed)
+    stream = rng_state(seed)
+    rng = np.random.default_rng(seed)
+    seat = np.arange(num_games) % 2  # the student's seat in each game (ignored in a mirror)
+    actions = np.empty(num_games, dtype=np.int64)
+    out = np.empty(((num + num_games - 1) // num_games * num_games, rules.STATE_LEN), dtype=np.int64)
+    for start in range(0, len(out), num_games):
+        out[start : start + num_games] = games.states
+        turn = np.ones(num_games, dtype=np.bool_) if mirror else games.current_player == seat
+        if not turn.all():
+            greedy_batch(games.states, DEFAULT_WEIGHTS, 0.0, stream, actions)
+        rows = np.flatnonzero(turn)
+        if rows.size:
+            actions[rows] = student.act_batch(games.states[rows], games.masks[rows], rng)
+        done = games.step(actions).done
+        seat[done] = 1 - seat[done]
     return out[:num]
 
 
@@ -109,32 +148,40 @@ def _init_worker(spec: str, seed: int) -> None:
     _init_labeller(spec, seed)
 
 
-def _label(job: tuple[int, IntArray]) -> int:
+def _label(job: tuple[int, IntArray]) -> FloatArray:
     index, row = job
     agent = _TEACHER["agent"]
     reset = getattr(agent, "reset", None)
     if callable(reset):
         reset()  # positions are unrelated: no tree (or other memory) carries over
     rng = np.random.default_rng(np.random.SeedSequence(_TEACHER["seed"], spawn_key=(index,)))
-    return int(GROUP_OF_ACTION[agent.act(GameState._wrap(row.copy()), rng)])
+    action = agent.act(GameState._wrap(row.copy()), rng)
+    target: FloatArray = np.zeros(NUM_GROUPS)
+    visits = getattr(agent, "last_visits", None) or [(action, 1)]
+    for candidate, n in visits:
+        target[GROUP_OF_ACTION[candidate]] += n
+    target /= target.sum()
+    return target
 
 
-def _label_chunk(shared: tuple[str, int], jobs: list[tuple[int, IntArray]]) -> list[int]:
+def _label_chunk(shared: tuple[str, int], jobs: list[tuple[int, IntArray]]) -> list[FloatArray]:
     """A chunk of positions labelled on a backend's worker (the teacher is built once per worker)."""
     if _TEACHER.get("key") != shared:
         _init_labeller(*shared)
     return [_label(job) for job in jobs]
 
 
-def teacher_groups(
+def teacher_targets(
     states: IntArray,
     teacher: str,
     seed: int = 0,
     workers: int = 1,
     progress: Callable[[int], None] | None = None,
     backend: Backend | None = None,
-) -> IntArray:
-    """The group of the move ``teacher`` (an agent spec) makes in each position; the same labels
+) -> FloatArray:
+    """(N, 5) the choice of move kind ``teacher`` (an agent spec) makes in each position, as a
+    distribution over the groups: a search that reports its root (``mcts``'s ``last_visits``) gives
+    its visit shares per group, any other agent the one-hot group of its move. The same targets
     for any number of ``workers`` (processes; 1 labels in this process) and on a ``backend``
     (``agents.ray_backend``: chunks of positions as its tasks, instead of ``workers``).
     ``progress(k)`` is called as labels arrive."""
@@ -147,9 +194,9 @@ def teacher_groups(
         raise ValueError(f"positions {finished[:8].tolist()} are finished games: there is no move to label")
     jobs = list(enumerate(states))
     if not jobs:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros((0, NUM_GROUPS))
     chunk = max(1, min(64, len(jobs) // (4 * workers)))
-    labels: Iterator[int]
+    labels: Iterator[FloatArray]
     if backend is not None:
         chunks = [jobs[k : k + chunk] for k in range(0, len(jobs), chunk)]
         labels = (label for part in backend.map(_label_chunk, (teacher, seed), chunks) for label in part)
@@ -165,8 +212,8 @@ def teacher_groups(
     return out
 
 
-def _collect(labels: Iterator[int], n: int, every: int, progress: Callable[[int], None] | None) -> IntArray:
-    out = np.empty(n, dtype=np.int64)
+def _collect(labels: Iterator[FloatArray], n: int, every: int, progress: Callable[[int], None] | None) -> FloatArray:
+    out = np.empty((n, NUM_GROUPS))
     for i, label in enumerate(labels):
         out[i] = label
         if progress is not None and (i + 1) % every == 0:
@@ -174,6 +221,22 @@ def _collect(labels: Iterator[int], n: int, every: int, progress: Callable[[int]
     if progress is not None and n % every:
         progress(n % every)
     return out
+
+
+def _as_targets(targets: npt.NDArray[Any]) -> FloatArray:
+    """(N, 5) distributions from distributions or group labels, or a clear error."""
+    arr = np.asarray(targets)
+    if arr.ndim == 1:
+        if arr.dtype.kind not in "iu" or ((arr < 0) | (arr >= NUM_GROUPS)).any():
+            raise ValueError(f"group labels must be integers in [0, {NUM_GROUPS}), got {sorted(set(arr.tolist()))[:8]}")
+        one_hot: FloatArray = np.eye(NUM_GROUPS)[arr]
+        return one_hot
+    if arr.ndim != 2 or arr.shape[1] != NUM_GROUPS:
+        raise ValueError(f"targets must be (N,) group labels or (N, {NUM_GROUPS}) distributions, got shape {arr.shape}")
+    dist = arr.astype(np.float64)
+    if not np.isfinite(dist).all() or (dist < 0).any() or not np.allclose(dist.sum(1), 1.0, atol=1e-6):
+        raise ValueError("target distributions must be finite, non-negative and sum to 1 in every row")
+    return dist
 
 
 # --- the student ----------------------------------------------------------------------------------
@@ -201,19 +264,24 @@ class DistillStats:
 def distill(
     net: PatchworkNet,
     states: IntArray,
-    groups: IntArray,
+    targets: npt.NDArray[Any],
     epochs: int,
     lr: float,
     seed: int = 0,
     batch_size: int = 256,
     val_share: float = 0.1,
     log: Callable[[DistillStats], None] | None = None,
+    held_out: npt.NDArray[np.bool_] | None = None,
 ) -> list[DistillStats]:
-    """Train ``net``'s group choice on (position, teacher group) pairs with Adam; a ``val_share``
-    of the positions is held out for the statistics (the epoch-0 entry is the untrained net)."""
+    """Train ``net``'s group choice on (position, teacher target) pairs with Adam: ``targets`` are
+    (N, 5) distributions over the groups (``teacher_targets``) or (N,) group labels. A
+    ``val_share`` of the positions is held out for the statistics (the epoch-0 entry is the
+    untrained net; accuracy: the net's most probable group is the target's). ``held_out`` (N,)
+    bool: these positions instead (DAgger rounds keep earlier rounds' held-out positions out of
+    training)."""
     states = _as_states(states)
-    if len(states) != len(groups):
-        raise ValueError(f"states and groups differ in length: {len(states)} vs {len(groups)}")
+    if len(states) != len(targets):
+        raise ValueError(f"states and targets differ in length: {len(states)} vs {len(targets)}")
     if len(states) < 2:
         raise ValueError(f"distillation needs at least 2 labelled positions, got {len(states)}")
     n = len(states)
@@ -222,17 +290,23 @@ def distill(
     rules.current_player_batch(states, seats)
     obs = np.empty((n, rules.OBS_DIM), dtype=np.float32)
     rules.observe_batch(states, seats, obs)
-    groups = np.asarray(groups, dtype=np.int64)
-    if ((groups < 0) | (groups >= NUM_GROUPS)).any():
-        raise ValueError(f"groups must be in [0, {NUM_GROUPS}), got values {sorted(set(groups.tolist()))[:8]}")
-    if not _groups_of(masks)[np.arange(n), groups].all():
-        raise ValueError("a label names a group with no legal action in its position (labels and states out of step?)")
-    target = torch.from_numpy(groups)
+    dist = _as_targets(targets)
+    if (dist[~_groups_of(masks)] > 0).any():
+        raise ValueError(
+            "a target puts mass on a group with no legal action in its position (targets and states out of step?)"
+        )
+    target = torch.from_numpy(dist.astype(np.float32))
+    best = torch.from_numpy(dist.argmax(1))
 
     rng = np.random.default_rng(seed)
-    order = rng.permutation(n)
-    n_val = max(1, round(val_share * n))
-    val, train = order[:n_val], order[n_val:]
+    if held_out is None:
+        order = rng.permutation(n)
+        n_val = max(1, round(val_share * n))
+        val, train = order[:n_val], order[n_val:]
+    else:
+        if np.shape(held_out) != (n,) or not held_out.any():
+            raise ValueError(f"held_out must be ({n},) bools with at least one True")
+        val, train = np.flatnonzero(held_out), rng.permutation(np.flatnonzero(~held_out))
     if len(train) == 0:
         raise ValueError("no positions left to train on after the held-out share")
 
@@ -241,7 +315,8 @@ def distill(
             torch.from_numpy(obs[rows]), torch.from_numpy(masks[rows]), prior_for(net, states[rows], masks[rows])
         )
         g = group_logits(logits)
-        return torch.nn.functional.cross_entropy(g, target[rows]), (g.argmax(1) == target[rows]).float().mean()
+        loss = -(target[rows] * torch.log_softmax(g, 1)).sum(1).mean()
+        return loss, (g.argmax(1) == best[rows]).float().mean()
 
     def evaluate(epoch: int, train_loss: float) -> DistillStats:
         net.eval()
@@ -283,5 +358,6 @@ __all__ = [
     "group_parameters",
     "legal_groups",
     "sample_positions",
-    "teacher_groups",
+    "student_positions",
+    "teacher_targets",
 ]

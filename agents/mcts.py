@@ -29,7 +29,8 @@ Choices, all documented here because Patchwork is unlike the textbook two-player
 * **Subtree reuse:** after a move the chosen child becomes the root; on the next call the new
   position is looked up among the nodes exactly ``ply`` difference deeper (plies count every
   decision, so no other depth can hold it), and its subtree is kept if found.
-* The move played is the most visited root candidate.
+* The move played is the most visited root candidate; ``last_visits`` keeps every root
+  candidate's visit count (the distillation's soft targets, ``agents.distill``).
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ class MCTSAgent:
         self._vals = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
         self._root: Node | None = None
         self.last_sims = 0  # simulations run for the last decision (for statistics)
+        self.last_visits: list[tuple[int, int]] = []  # (root candidate, visits) of the last decision
 
     def reset(self) -> None:
         """Forget the tree (the arena calls this before each game)."""
@@ -144,6 +146,7 @@ class MCTSAgent:
                 self._simulate(root, st)
                 self.last_sims += 1
         visits = [child.n for child in root.children]
+        self.last_visits = list(zip(root.actions, visits, strict=False))
         best = visits.index(max(visits)) if visits else 0
         self._root = root.children[best] if self.reuse and root.children else None
         return root.actions[best]

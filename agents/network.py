@@ -90,6 +90,17 @@ class NetConfig:
     at ``prior_scale`` x greedy's own weights plus a learned, state-dependent correction (zero at
     start). So the untrained policy is ``greedy:temp=1/prior_scale``; training learns how much each
     term is worth in each position, and the rest of the network adds a residual logit."""
+    group_scale: bool = False
+    """With the prior: the prior's say in the choice of move *kind* (which market patch, or advance)
+    is multiplied by a learned, state-dependent factor (1 at start; the prior inside a kind, i.e.
+    where a patch goes, is not). Without it the kind-level logits keep the prior's full scale
+    (score-point differences x ``prior_scale``), so a teacher that disagrees with greedy, or
+    hesitates between two kinds, cannot be matched (``agents.distill``); older checkpoints lack it."""
+    kind_weights: bool = False
+    """With the prior: the choice of move kind weighs greedy's value terms with weights of its own
+    (the placement weights plus a learned, state-dependent correction, zero at start), so which
+    patch to buy, or whether to advance, can value buttons, time or empty cells differently from
+    where a patch goes."""
 
     def to_dict(self) -> dict[str, int | bool | float]:
         return asdict(self)
@@ -97,9 +108,9 @@ class NetConfig:
     def validate(self, prefix: str = "net.") -> None:
         """Raise ``ValueError`` naming the first impossible size (as ``<prefix><field>``)."""
         for name, value in self.to_dict().items():
-            if name == "geometry":
+            if name in ("geometry", "group_scale", "kind_weights"):
                 if not isinstance(value, bool):
-                    raise ValueError(f"{prefix}geometry must be true or false, got {value!r}")
+                    raise ValueError(f"{prefix}{name} must be true or false, got {value!r}")
             elif name == "prior_scale":
                 if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRIOR_SCALE:
                     raise ValueError(
@@ -214,11 +225,19 @@ class PatchworkNet(nn.Module):
             base = cfg.prior_scale * feature_weights(DEFAULT_WEIGHTS)
             self.register_buffer("prior_base", torch.tensor(base, dtype=torch.float32), persistent=False)
             self.prior_weights = nn.Linear(2 * c + h, NUM_FEATURES)
+            if cfg.group_scale:
+                self.group_scale = nn.Linear(2 * c + h, 1)
+            if cfg.kind_weights:
+                self.kind_weights = nn.Linear(2 * c + h, NUM_FEATURES)
         for layer in self.modules():
             if isinstance(layer, nn.Linear | nn.Conv2d):
                 _init(layer, float(np.sqrt(2.0)))  # CleanRL's layer_init: activations keep their scale
         if cfg.prior_scale > 0:
             _init(self.prior_weights, 0.0)  # start exactly at greedy's weights
+            if cfg.group_scale:
+                _init(self.group_scale, 0.0)  # factor exp(0) = 1: the plain prior at start
+            if cfg.kind_weights:
+                _init(self.kind_weights, 0.0)  # the placement weights at start
         for out, std in (
             (self.place_out, 0.01),
             (self.slot_logit, 0.01),
@@ -286,9 +305,15 @@ class PatchworkNet(nn.Module):
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
         prior_logits = None
+        kind_scale = None  # (B,) the prior's weight in the choice of move kind (NetConfig.group_scale)
+        kind_logits = None  # (B, 2026) the prior as the choice of kind sees it (NetConfig.kind_weights)
         if prior is not None:  # (B, 2026): the state-dependent weighting of greedy's value terms
             weights = self.prior_base + self.prior_weights(pooled)
             prior_logits = torch.einsum("bak,bk->ba", prior, weights)
+            if cfg.group_scale:
+                kind_scale = self.group_scale(pooled).squeeze(-1).clamp(-5.0, 5.0).exp()
+            if cfg.kind_weights:
+                kind_logits = torch.einsum("bak,bk->ba", prior, weights + self.kind_weights(pooled))
 
         # buy head over (game, action) pairs: the legal ones, or all of them
         if mask is None:
@@ -330,14 +355,22 @@ class PatchworkNet(nn.Module):
             # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
             buy_prior = prior_logits[rows, acts]
             place = place + buy_prior
-            slot_logits = slot_logits + _group_logsumexp(buy_prior, group, b * rules.MARKET_SIZE)
+            kind_prior = buy_prior if kind_logits is None else kind_logits[rows, acts]
+            slot_prior = _group_logsumexp(kind_prior, group, b * rules.MARKET_SIZE)
+            slot_logits = slot_logits + (slot_prior if kind_scale is None else kind_scale[rows] * slot_prior)
         buy_logits = slot_logits + place - _group_logsumexp(place, group, b * rules.MARKET_SIZE)
 
         fill = MASK_VALUE if mask is not None else 0.0
         buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)
         rest = torch.cat([self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
         if prior_logits is not None:
-            rest = rest + prior_logits[:, NUM_BUY:]
+            rest_prior = prior_logits[:, NUM_BUY:]
+            advance = rest_prior[:, -1:] if kind_logits is None else kind_logits[:, -1:]
+            if kind_scale is not None:
+                advance = kind_scale.unsqueeze(1) * advance
+            # advance is a kind of its own (leather is never a choice of kind)
+            rest_prior = torch.cat([rest_prior[:, :-1], advance], dim=1)
+            rest = rest + rest_prior
         logits = torch.cat([buy, rest], dim=1)
         if mask is not None:
             logits = apply_mask(logits, mask)

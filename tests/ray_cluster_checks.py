@@ -4,7 +4,7 @@ a simulated two-node Ray cluster (``ray.cluster_utils.Cluster``, two nodes of on
 authentication on, then on it
 
 * an arena round robin on the Ray backend,
-* MCTS labelling (``agents.distill.teacher_groups``) on the Ray backend,
+* MCTS labelling (``agents.distill.teacher_targets``) on the Ray backend,
 * a round robin while one Ray worker process running a game is killed (SIGKILL),
 * a driver without the cluster's token trying to join (must be refused),
 * a two-iteration ``configs/rllib_smoke.yaml`` run,
@@ -95,7 +95,7 @@ def main(out_path: str) -> None:
     from ray.cluster_utils import Cluster
 
     from agents.arena import round_robin
-    from agents.distill import teacher_groups
+    from agents.distill import teacher_targets
     from agents.ray_backend import RayBackend
     from train.config import RLlibConfig, load_config
     from train.rllib_selfplay import main as rllib_main
@@ -126,7 +126,7 @@ def main(out_path: str) -> None:
         report["killed_run"] = arena_numbers(faulty)
         report["peers"] += peers()
 
-        report["labels"] = teacher_groups(label_positions(), TEACHER, seed=LABEL_SEED, backend=backend).tolist()
+        report["labels"] = teacher_targets(label_positions(), TEACHER, seed=LABEL_SEED, backend=backend).tolist()
 
         report["no_token"] = refused_without_token(cluster.address)
 

@@ -33,6 +33,7 @@ def test_every_shipped_config_is_tested() -> None:
     assert SHIPPED == [
         "alphazero.yaml",
         "alphazero_smoke.yaml",
+        "dagger.yaml",
         "quick.yaml",
         "quick_scratch.yaml",
         "rllib.yaml",

@@ -3,6 +3,7 @@ a self-play run and checkpoint with it."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from pathlib import Path
 
@@ -78,6 +79,42 @@ def test_zero_residual_policy_is_the_scaled_prior(positions: tuple[np.ndarray, n
         net.advance[-1].bias.fill_(5.0)
     moved, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior)
     assert torch.allclose(moved[:, rules.ADVANCE], logits[:, rules.ADVANCE] + 5.0)
+
+
+@pytest.mark.parametrize("option", ["group_scale", "kind_weights"])
+def test_kind_options_start_at_the_prior_and_leave_placements_alone(
+    positions: tuple[np.ndarray, np.ndarray, np.ndarray], option: str
+) -> None:
+    states, masks, obs = positions
+    torch.manual_seed(3)
+    plain = PatchworkNet(PRIOR_NET)
+    scaled = PatchworkNet(dataclasses.replace(PRIOR_NET, **{option: True}))
+    scaled.load_state_dict(plain.state_dict(), strict=False)  # the same weights, plus the new layer
+    layer = getattr(scaled, option)
+    assert set(scaled.state_dict()) - set(plain.state_dict()) == {f"{option}.weight", f"{option}.bias"}
+    o, m, prior = torch.from_numpy(obs), torch.from_numpy(masks), prior_for(plain, states, masks)
+    assert prior is not None
+    with torch.no_grad():
+        before, _ = plain(o, m, prior)
+        torch.testing.assert_close(scaled(o, m, prior)[0], before)  # zero at start: the same policy
+        layer.bias.copy_(torch.linspace(-2.0, 1.0, len(layer.bias)))  # a different say in the kind of move
+        after, _ = scaled(o, m, prior)
+    kinds = {"slot 0": slice(0, rules.SLOT_ACTIONS), "leather": slice(rules.LEATHER_BASE, rules.ADVANCE)}
+    for name, part in kinds.items():  # where a patch goes, given its kind: unchanged
+        rows = m[:, part].sum(1) > 1
+        torch.testing.assert_close(
+            torch.log_softmax(after[rows][:, part], 1)[m[rows][:, part]],
+            torch.log_softmax(before[rows][:, part], 1)[m[rows][:, part]],
+            atol=1e-4,
+            rtol=0,
+            msg=name,
+        )
+    # which kind: advance against the market patches moves
+    adv = m[:, rules.ADVANCE] & m[:, : rules.LEATHER_BASE].any(1)
+    assert adv.sum() > 5
+    gap_before = before[adv, rules.ADVANCE] - torch.logsumexp(before[adv, : rules.LEATHER_BASE], 1)
+    gap_after = after[adv, rules.ADVANCE] - torch.logsumexp(after[adv, : rules.LEATHER_BASE], 1)
+    assert (gap_after - gap_before).abs().max() > 0.5
 
 
 def test_prior_argument_is_required_exactly_when_the_net_has_one(

@@ -73,10 +73,10 @@ def test_a_killed_worker_costs_a_retry_not_the_run(cluster_report: dict[str, Any
 
 
 def test_mcts_labelling_on_the_cluster_equals_local_labelling(cluster_report: dict[str, Any]) -> None:
-    from agents.distill import teacher_groups
+    from agents.distill import teacher_targets
 
     states = checks.label_positions()
-    local = teacher_groups(states, checks.TEACHER, seed=checks.LABEL_SEED, workers=1)
+    local = teacher_targets(states, checks.TEACHER, seed=checks.LABEL_SEED, workers=1)
     assert len(local) >= 10
     assert cluster_report["labels"] == local.tolist()
 

@@ -233,7 +233,8 @@ class SelfPlayConfig(CommonConfig):
     teacher: str = ""
     """An agent spec (normally ``mcts:sims=100``) whose move choices are distilled into the network
     before PPO starts (``agents.distill``): its *kind* of move (which market patch, leather or
-    advance) in ``distill_positions`` greedy self-play positions; placements stay the greedy
+    advance; a search's root visit shares per kind) in ``distill_positions`` greedy self-play
+    positions, then in ``distill_rounds`` rounds of the network's own games; placements stay the greedy
     prior's, so it needs ``prior_scale > 0``. Runs once, at the start of a fresh run. Empty: none."""
     distill_positions: int = 60_000
     """Positions sampled for distillation (those with a single legal kind of move are dropped)."""
@@ -243,6 +244,13 @@ class SelfPlayConfig(CommonConfig):
     """Passes over the labelled positions."""
     distill_lr: float = 1e-3
     """Adam learning rate of the distillation."""
+    distill_rounds: int = 0
+    """DAgger rounds after the first distillation: each samples ``dagger_positions`` positions of
+    the network's own games (half against ``greedy``, half against itself), the teacher labels
+    them, and the network trains again on every label so far. The first distillation only sees
+    greedy self-play; these rounds show the teacher the positions its student actually reaches."""
+    dagger_positions: int = 40_000
+    """Positions sampled per DAgger round (those with a single legal kind of move are dropped)."""
     distill_workers: int = 2
     """Processes labelling positions with the teacher (labels do not depend on it); with
     ``distill_backend=ray``, the CPUs of the local Ray runtime the command starts."""
@@ -261,6 +269,8 @@ class SelfPlayConfig(CommonConfig):
                     "come from the greedy prior"
                 )
         _at_least(self, "distill_positions", 2)  # one held out, one to train on
+        _at_least(self, "distill_rounds", 0)
+        _at_least(self, "dagger_positions", 2)
         for key in ("distill_epochs", "distill_workers"):
             _positive(self, key)
         _check_backend(self, "distill_backend")

@@ -42,15 +42,17 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
-from agents.distill import DistillStats, distill, legal_groups, sample_positions, teacher_groups
+from agents.distill import DistillStats, distill, legal_groups, sample_positions, student_positions, teacher_targets
 from agents.heuristic import NUM_FEATURES
 from agents.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from agents.opponent_pool import SELF, OpponentPool
@@ -561,41 +563,85 @@ def make_optimizer(net: PatchworkNet, cfg: SelfPlayConfig) -> torch.optim.Adam:
 def distill_from_teacher(
     cfg: SelfPlayConfig, net: PatchworkNet, writer: Any, backend: Backend | None = None
 ) -> dict[str, Any]:
-    """The distillation warm start (``agents.distill``): sample positions, label them with
-    ``cfg.teacher`` (on ``backend`` if given, else in ``distill_workers`` processes), train the
-    network's choice of move kind; returns what it did and measured."""
+    """The distillation warm start (``agents.distill``): sample greedy self-play positions, label
+    them with ``cfg.teacher`` (on ``backend`` if given, else in ``distill_workers`` processes),
+    train the network's choice of move kind; then ``distill_rounds`` DAgger rounds, each adding
+    the teacher's targets in positions of the network's own games and training again on all of
+    them. Returns what it did and measured."""
     t0 = time.time()
     seed = stream_seed(cfg.seed, Stream.DISTILL)
     states = sample_positions(cfg.distill_positions, seed=seed, temp=cfg.distill_temp)
+    states, targets = _label_choices(cfg, states, seed, backend, "greedy self-play")
+    labelling = time.time() - t0
+    held_out = _held_out(len(states), seed)
+    log = _distill_log(writer, 0)
+    stats = distill(net, states, targets, cfg.distill_epochs, cfg.distill_lr, seed=seed, log=log, held_out=held_out)
+    accuracy = [[s.val_accuracy for s in stats]]
+    for round_ in range(1, cfg.distill_rounds + 1):
+        t1 = time.time()
+        round_seed = stream_seed(cfg.seed, Stream.DISTILL, round_)
+        half = max(1, cfg.dagger_positions // 2)
+        new = np.concatenate(
+            [student_positions(half, round_seed, net), student_positions(half, round_seed + 1, net, mirror=True)]
+        )
+        new, new_targets = _label_choices(cfg, new, round_seed, backend, f"round {round_}: the network's games")
+        states, targets = np.concatenate([states, new]), np.concatenate([targets, new_targets])
+        held_out = np.concatenate([held_out, _held_out(len(new), round_seed)])
+        labelling += time.time() - t1
+        log = _distill_log(writer, round_ * (cfg.distill_epochs + 1))
+        stats = distill(
+            net, states, targets, cfg.distill_epochs, cfg.distill_lr, seed=round_seed, log=log, held_out=held_out
+        )
+        accuracy.append([s.val_accuracy for s in stats])
+    return {
+        "teacher": cfg.teacher,
+        "positions": len(states),
+        "rounds": cfg.distill_rounds,
+        "labelling_minutes": labelling / 60,
+        "training_minutes": (time.time() - t0 - labelling) / 60,
+        "val_accuracy": accuracy,
+        "label_counts": np.bincount(targets.argmax(1), minlength=5).tolist(),
+    }
+
+
+def _held_out(n: int, seed: int, share: float = 0.1) -> npt.NDArray[np.bool_]:
+    """A random ``share`` of ``n`` new positions, never trained on (every round's accuracy is on
+    positions the network has not seen)."""
+    chosen = np.zeros(n, dtype=np.bool_)
+    chosen[np.random.default_rng(seed).permutation(n)[: max(1, round(share * n))]] = True
+    return chosen
+
+
+def _label_choices(
+    cfg: SelfPlayConfig, states: npt.NDArray[np.int64], seed: int, backend: Backend | None, source: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The positions that offer a choice of move kind, and the teacher's targets in them."""
     states = states[legal_groups(states).sum(1) > 1]
-    print(f"distillation: {cfg.teacher} labels {len(states):,} positions with a choice of move kind")
+    print(f"distillation: {cfg.teacher} labels {len(states):,} positions of {source} with a choice of move kind")
     with progress_bar(
         total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout
     ) as bar:
-        groups = teacher_groups(
+        targets = teacher_targets(
             states, cfg.teacher, seed=seed, workers=cfg.distill_workers, progress=bar.update, backend=backend
         )
-    labelled = time.time()
+    return states, targets
+
+
+def _distill_log(writer: Any, offset: int) -> Callable[[DistillStats], None]:
+    """Prints and logs a distillation's epochs (TensorBoard step ``offset + epoch``: rounds in sequence)."""
 
     def log(stats: DistillStats) -> None:
-        writer.add_scalar("distill/val_accuracy", stats.val_accuracy, stats.epoch)
-        writer.add_scalar("distill/val_loss", stats.val_loss, stats.epoch)
+        step = offset + stats.epoch
+        writer.add_scalar("distill/val_accuracy", stats.val_accuracy, step)
+        writer.add_scalar("distill/val_loss", stats.val_loss, step)
         if stats.epoch:
-            writer.add_scalar("distill/train_loss", stats.train_loss, stats.epoch)
+            writer.add_scalar("distill/train_loss", stats.train_loss, step)
         print(
             f"  epoch {stats.epoch}: held-out accuracy {stats.val_accuracy:.3f}, loss {stats.val_loss:.3f}"
             + (f" (train {stats.train_loss:.3f})" if stats.epoch else " (before training)")
         )
 
-    stats = distill(net, states, groups, cfg.distill_epochs, cfg.distill_lr, seed=seed, log=log)
-    return {
-        "teacher": cfg.teacher,
-        "positions": len(states),
-        "labelling_minutes": (labelled - t0) / 60,
-        "training_minutes": (time.time() - labelled) / 60,
-        "val_accuracy": [s.val_accuracy for s in stats],
-        "label_counts": np.bincount(groups, minlength=5).tolist(),
-    }
+    return log
 
 
 def cli(argv: list[str] | None = None) -> int:
