@@ -6,10 +6,16 @@ for a network with the greedy prior, the prior's terms, all from the compiled ru
 masked log-probabilities and values clipped to [-1, 1]. ``AZAgent`` runs the search for one game
 per call (the arena's interface); self-play runs it for many games at once (``agents.az_selfplay``).
 
-The shipped network (``PRETRAINED_PATH``, package data, trained by ``train.alphazero``; model card
-in the README) is the default of ``az`` and is the ``pretrained`` agent: the network alone, its most
-probable legal move (``PPOAgent`` with ``deterministic=True``). Checkpoints are the project's format
-(``agents.ppo_agent``), so ``ppo:PATH`` loads an AlphaZero checkpoint too.
+The shipped network (``PRETRAINED_PATH``, package data, trained by ``configs/dagger.yaml``; model
+card in the README) is the ``pretrained`` agent: the network alone, its most probable legal move
+(``PPOAgent`` with ``deterministic=True``). ``az`` searches by default with another shipped
+network, ``SEARCH_PATH`` (the previous model: ``configs/selfplay.yaml``, whose value head PPO
+trained for 200 updates and whose policy puts little mass on advancing): with ``pretrained``'s
+network the search advances on almost every move (its policy spreads its mass over kinds of move,
+so the single advance action outweighs every single placement, and its value head, trained by a
+40-update critic warm-up only, varies too little to overrule it; measured: ``az:sims=25`` lost
+20-0 to random). Checkpoints are the project's format (``agents.ppo_agent``), so ``ppo:PATH``
+loads an AlphaZero checkpoint too.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from agents.ppo_agent import PPOAgent, net_from_checkpoint, one_thread_in_worker
 from patchwork_env.state import GameState
 
 PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
+SEARCH_PATH = Path(__file__).parent / "models" / "search.pt"
 
 IntArray = npt.NDArray[np.int64]
 
@@ -106,8 +113,8 @@ class AZAgent:
 
 
 def make_az_agent(path: str = "", time: float | None = None, **search: Any) -> AZAgent:
-    """``az:...``: the network at ``path`` (default: the shipped one) with a ``SearchConfig``."""
-    net = load_net(path or PRETRAINED_PATH)
+    """``az:...``: the network at ``path`` (default: ``SEARCH_PATH``) with a ``SearchConfig``."""
+    net = load_net(path or SEARCH_PATH)
     config = SearchConfig(**search)
     config.validate()
     return AZAgent(net, config, time=time)

@@ -129,7 +129,7 @@ def _pretrained() -> Agent:
 AZ_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (100 if time is not given either)"),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
-    Param("path", str, "", "checkpoint of the network (default: the shipped pretrained model)"),
+    Param("path", str, "", "checkpoint of the network (default: the shipped search network, agents/models/search.pt)"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
@@ -176,7 +176,7 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
     "pretrained": AgentSpec(
         "pretrained",
-        "the shipped pretrained network alone (trained by train.alphazero): its most probable legal move",
+        "the shipped pretrained network alone (trained by configs/dagger.yaml): its most probable legal move",
         (),
         _pretrained,
     ),
