@@ -119,6 +119,11 @@ class NetConfig:
                     )
             elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{prefix}{name} must be a positive integer, got {value!r}")
+        for name in ("group_scale", "kind_weights"):
+            if getattr(self, name) is True and not self.prior_scale > 0:
+                raise ValueError(
+                    f"{prefix}{name} needs prior_scale > 0 (it reweighs the greedy prior), got {self.prior_scale!r}"
+                )
 
 
 # --- tables built once at import ---------------------------------------------------------------

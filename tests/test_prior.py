@@ -133,6 +133,9 @@ def test_prior_argument_is_required_exactly_when_the_net_has_one(
     for bad in (-1.0, 5000.0, True):
         with pytest.raises(ValueError, match=r"prior_scale must be a number in \[0, 1000\]"):
             NetConfig(prior_scale=bad).validate()
+    for option in ("group_scale", "kind_weights"):  # options of the prior: meaningless without it
+        with pytest.raises(ValueError, match=f"net.{option} needs prior_scale > 0"):
+            NetConfig(**{option: True}).validate()
 
 
 def test_prior_agent_plays_legally_pickles_and_round_trips(
