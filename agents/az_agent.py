@@ -11,10 +11,9 @@ card in the README) is the ``pretrained`` agent: the network alone, its most pro
 (``PPOAgent`` with ``deterministic=True``). ``az`` searches by default with another shipped
 network, ``SEARCH_PATH`` (the previous model: ``configs/selfplay.yaml``, whose value head PPO
 trained for 200 updates): with ``pretrained``'s network the search advanced on almost every move
-(measured: ``az:sims=25`` lost 20-0 to random). Measured on 400 positions of each network's games
-against greedy: the single most probable action is advance in 94% (``pretrained``) and 78%
-(``SEARCH_PATH``) of them, and the value's standard deviation is 0.10 and 0.15; the likely cause
-is the flatter value head of ``pretrained`` (a 40-update critic warm-up only), not shown.
+(measured: ``az:sims=25`` lost 20-0 to random). Both networks' most probable single action is
+mostly advance; the likely difference is ``pretrained``'s flatter value head (a 40-update critic
+warm-up only), not shown.
 Checkpoints are the project's format (``agents.ppo_agent``), so ``ppo:PATH`` loads an AlphaZero
 checkpoint too.
 """
