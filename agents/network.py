@@ -102,6 +102,12 @@ class NetConfig:
     patch to buy, or whether to advance, can value buttons, time or empty cells differently from
     where a patch goes."""
 
+    kind_hidden: int = 0
+    """0: the residual logit of buying from a market slot is linear in the state's embedding and
+    the slot's patch features. > 0: an MLP with this hidden width adds to it (zero at start), so a
+    patch's worth can depend on the position (its income with the income phases left, its time
+    cost with the distance to the end); older checkpoints have 0."""
+
     def to_dict(self) -> dict[str, int | bool | float]:
         return asdict(self)
 
@@ -117,6 +123,9 @@ class NetConfig:
                         f"{prefix}prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
                         f"got {value!r}"
                     )
+            elif name == "kind_hidden":
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"{prefix}{name} must be a non-negative integer (0: off), got {value!r}")
             elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{prefix}{name} must be a positive integer, got {value!r}")
         for name in ("group_scale", "kind_weights"):
@@ -221,6 +230,12 @@ class PatchworkNet(nn.Module):
         self.edge = nn.Parameter(torch.zeros(f))
         self.slot_bias = nn.Linear(h + rules.CIRCLE_FEATURES + rules.MARKET_SIZE, d)
         self.slot_logit = nn.Linear(h + rules.CIRCLE_FEATURES + rules.MARKET_SIZE, 1)
+        if cfg.kind_hidden:
+            self.slot_mlp = nn.Sequential(
+                nn.Linear(h + rules.CIRCLE_FEATURES + rules.MARKET_SIZE, cfg.kind_hidden),
+                nn.ReLU(),
+                nn.Linear(cfg.kind_hidden, 1),
+            )
         self.place_in = nn.Linear(2 * f + (3 if cfg.geometry else 0), d)
         self.place_out = nn.Linear(d, 1)
         self.leather = nn.Conv2d(c, 1, 1)
@@ -246,6 +261,7 @@ class PatchworkNet(nn.Module):
         for out, std in (
             (self.place_out, 0.01),
             (self.slot_logit, 0.01),
+            *([(self.slot_mlp[-1], 0.0)] if cfg.kind_hidden else []),  # zero at start: the same policy
             (self.leather, 0.01),
             (self.advance[-1], 0.01),
             (self.value[-1], 1.0),
@@ -309,16 +325,14 @@ class PatchworkNet(nn.Module):
             raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}, {NUM_FEATURES}), got {tuple(prior.shape)}")
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
-        prior_logits = None
         kind_scale = None  # (B,) the prior's weight in the choice of move kind (NetConfig.group_scale)
-        kind_logits = None  # (B, 2026) the prior as the choice of kind sees it (NetConfig.kind_weights)
-        if prior is not None:  # (B, 2026): the state-dependent weighting of greedy's value terms
+        weights = kind_weights = None  # (B, 9): the state-dependent weighting of greedy's value terms
+        if prior is not None:
             weights = self.prior_base + self.prior_weights(pooled)
-            prior_logits = torch.einsum("bak,bk->ba", prior, weights)
             if cfg.group_scale:
                 kind_scale = self.group_scale(pooled).squeeze(-1).clamp(-5.0, 5.0).exp()
             if cfg.kind_weights:
-                kind_logits = torch.einsum("bak,bk->ba", prior, weights + self.kind_weights(pooled))
+                kind_weights = weights + self.kind_weights(pooled)
 
         # buy head over (game, action) pairs: the legal ones, or all of them
         if mask is None:
@@ -354,13 +368,18 @@ class PatchworkNet(nn.Module):
         # two-level policy in one softmax: logit = slot logit + log-softmax of the placement among
         # the slot's legal placements, so p(buy slot s here) = p(slot s) * p(here | slot s)
         group = rows * rules.MARKET_SIZE + slot
-        slot_logits = self.slot_logit(slot_in).squeeze(-1)[rows, slot]
-        if prior_logits is not None:
+        slot_out = self.slot_logit(slot_in)
+        if cfg.kind_hidden:
+            slot_out = slot_out + self.slot_mlp(slot_in)
+        slot_logits = slot_out.squeeze(-1)[rows, slot]
+        if prior is not None and weights is not None:
             # with the prior: placement logit + prior logit inside the slot, and the slot's logit +
-            # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
-            buy_prior = prior_logits[rows, acts]
+            # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit; the
+            # prior's terms are weighed only where a logit is computed (the legal buys)
+            terms = prior[rows, acts]  # (M, 9)
+            buy_prior = (terms * weights[rows]).sum(-1)
             place = place + buy_prior
-            kind_prior = buy_prior if kind_logits is None else kind_logits[rows, acts]
+            kind_prior = buy_prior if kind_weights is None else (terms * kind_weights[rows]).sum(-1)
             slot_prior = _group_logsumexp(kind_prior, group, b * rules.MARKET_SIZE)
             slot_logits = slot_logits + (slot_prior if kind_scale is None else kind_scale[rows] * slot_prior)
         buy_logits = slot_logits + place - _group_logsumexp(place, group, b * rules.MARKET_SIZE)
@@ -368,9 +387,12 @@ class PatchworkNet(nn.Module):
         fill = MASK_VALUE if mask is not None else 0.0
         buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)
         rest = torch.cat([self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
-        if prior_logits is not None:
-            rest_prior = prior_logits[:, NUM_BUY:]
-            advance = rest_prior[:, -1:] if kind_logits is None else kind_logits[:, -1:]
+        if prior is not None and weights is not None:
+            rest_terms = prior[:, NUM_BUY:]  # (B, 82, 9): leather placements and advance
+            rest_prior = torch.einsum("bak,bk->ba", rest_terms, weights)
+            advance = rest_prior[:, -1:]
+            if kind_weights is not None:
+                advance = (rest_terms[:, -1] * kind_weights).sum(-1, keepdim=True)
             if kind_scale is not None:
                 advance = kind_scale.unsqueeze(1) * advance
             # advance is a kind of its own (leather is never a choice of kind)

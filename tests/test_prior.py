@@ -81,17 +81,26 @@ def test_zero_residual_policy_is_the_scaled_prior(positions: tuple[np.ndarray, n
     assert torch.allclose(moved[:, rules.ADVANCE], logits[:, rules.ADVANCE] + 5.0)
 
 
-@pytest.mark.parametrize("option", ["group_scale", "kind_weights"])
+KIND_OPTIONS = {  # option: (its value, the new parameters, the layer whose output is zero at start)
+    "group_scale": (True, {"group_scale.weight", "group_scale.bias"}, "group_scale"),
+    "kind_weights": (True, {"kind_weights.weight", "kind_weights.bias"}, "kind_weights"),
+    "kind_hidden": (8, {f"slot_mlp.{i}.{p}" for i in (0, 2) for p in ("weight", "bias")}, "slot_mlp.2"),
+}
+
+
+@pytest.mark.parametrize("option", sorted(KIND_OPTIONS))
 def test_kind_options_start_at_the_prior_and_leave_placements_alone(
     positions: tuple[np.ndarray, np.ndarray, np.ndarray], option: str
 ) -> None:
     states, masks, obs = positions
+    value, new_keys, layer_name = KIND_OPTIONS[option]
     torch.manual_seed(3)
     plain = PatchworkNet(PRIOR_NET)
-    scaled = PatchworkNet(dataclasses.replace(PRIOR_NET, **{option: True}))
+    scaled = PatchworkNet(dataclasses.replace(PRIOR_NET, **{option: value}))
     scaled.load_state_dict(plain.state_dict(), strict=False)  # the same weights, plus the new layer
-    layer = getattr(scaled, option)
-    assert set(scaled.state_dict()) - set(plain.state_dict()) == {f"{option}.weight", f"{option}.bias"}
+    layer = scaled.get_submodule(layer_name)
+    assert isinstance(layer, torch.nn.Linear)
+    assert set(scaled.state_dict()) - set(plain.state_dict()) == new_keys
     o, m, prior = torch.from_numpy(obs), torch.from_numpy(masks), prior_for(plain, states, masks)
     assert prior is not None
     with torch.no_grad():
@@ -136,6 +145,9 @@ def test_prior_argument_is_required_exactly_when_the_net_has_one(
     for option in ("group_scale", "kind_weights"):  # options of the prior: meaningless without it
         with pytest.raises(ValueError, match=f"net.{option} needs prior_scale > 0"):
             NetConfig(**{option: True}).validate()
+    for bad_hidden in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=r"net.kind_hidden must be a non-negative integer \(0: off\)"):
+            NetConfig(kind_hidden=bad_hidden).validate()  # type: ignore[arg-type]
 
 
 def test_prior_agent_plays_legally_pickles_and_round_trips(
