@@ -31,7 +31,7 @@ import torch
 from agents.az_search import BatchedSearch, SearchConfig
 from agents.az_selfplay import net_inputs
 from agents.network import PatchworkNet, net_from_config
-from agents.ppo_agent import PPOAgent, net_from_checkpoint, one_thread_in_workers, read_checkpoint
+from agents.ppo_agent import PPOAgent, kind_policy, net_from_checkpoint, one_thread_in_workers, read_checkpoint
 from patchwork_env.state import GameState
 
 PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
@@ -43,8 +43,12 @@ IntArray = npt.NDArray[np.int64]
 class NetEvaluator:
     """Batched leaf evaluation with a policy-value network (``agents.az_search.Evaluator``)."""
 
-    def __init__(self, net: PatchworkNet) -> None:
+    def __init__(self, net: PatchworkNet, kinds: bool = False) -> None:
         self.net = net.eval()
+        self.kinds = kinds
+        """Search over kinds of move (``agents.ppo_agent.kind_policy``): each legal kind (advance,
+        buy from slot s, leather) at the network's most probable placement, with the kind's whole
+        probability; the tree then branches about 4 ways, like ``mcts``'s, not ~100."""
         self.evaluations = 0  # states evaluated so far (for statistics)
 
     @torch.no_grad()
@@ -53,9 +57,12 @@ class NetEvaluator:
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         obs, masks, prior = net_inputs(self.net, states)
         logits, values = self.net(obs, masks, prior)
-        logp = torch.log_softmax(logits, -1).double().numpy()
+        if self.kinds:
+            masks, logp_t = kind_policy(logits, masks)
+        else:
+            logp_t = torch.log_softmax(logits, -1)
         self.evaluations += len(obs)
-        return masks.numpy(), logp, values.clamp(-1.0, 1.0).double().numpy()
+        return masks.numpy(), logp_t.double().numpy(), values.clamp(-1.0, 1.0).double().numpy()
 
 
 def load_net(path: str | Path) -> PatchworkNet:
@@ -71,14 +78,17 @@ class AZAgent:
     """Search with a network for one game per move: ``sims`` simulations, or ``time`` seconds
     (simulations planned from the measured speed of the previous moves, stopped at the deadline)."""
 
-    def __init__(self, net: PatchworkNet, config: SearchConfig, time: float | None = None, name: str = "az") -> None:
+    def __init__(
+        self, net: PatchworkNet, config: SearchConfig, time: float | None = None, name: str = "az", kinds: bool = False
+    ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
         self.net = net.eval()
         self.config = config
         self.time = time
         self.name = name
-        self.search = BatchedSearch(NetEvaluator(self.net), config)
+        self.kinds = kinds
+        self.search = BatchedSearch(NetEvaluator(self.net, kinds), config)
         self._seconds_per_sim = 0.0  # measured (time budget only)
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
@@ -103,21 +113,23 @@ class AZAgent:
             "config": self.config,
             "time": self.time,
             "name": self.name,
+            "kinds": self.kinds,
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
         one_thread_in_workers()
         net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
-        self.__init__(net, data["config"], data["time"], data["name"])  # type: ignore[misc]
+        self.__init__(net, data["config"], data["time"], data["name"], data["kinds"])  # type: ignore[misc]
 
 
-def make_az_agent(path: str = "", time: float | None = None, **search: Any) -> AZAgent:
-    """``az:...``: the network at ``path`` (default: ``SEARCH_PATH``) with a ``SearchConfig``."""
+def make_az_agent(path: str = "", time: float | None = None, kinds: bool = False, **search: Any) -> AZAgent:
+    """``az:...``: the network at ``path`` (default: ``SEARCH_PATH``) with a ``SearchConfig``;
+    ``kinds``: search over kinds of move (``NetEvaluator.kinds``)."""
     net = load_net(path or SEARCH_PATH)
     config = SearchConfig(**search)
     config.validate()
-    return AZAgent(net, config, time=time)
+    return AZAgent(net, config, time=time, kinds=kinds)
 
 
 def make_pretrained_agent(path: str = "") -> PPOAgent:

@@ -13,6 +13,7 @@ from the policy.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.heuristic import NUM_GROUPS
-from agents.network import GROUP_OF_ACTION, MASK_VALUE, PatchworkNet, net_from_config, prior_for
+from agents.network import GROUP_BOUNDS, MASK_VALUE, PatchworkNet, net_from_config, prior_for
 from patchwork_env import rules
 from patchwork_env.state import GameState
 
@@ -91,19 +91,29 @@ def net_from_checkpoint(data: dict[str, Any], source: str = "checkpoint") -> Pat
     return net
 
 
-_GROUPS = torch.from_numpy(GROUP_OF_ACTION)  # decision group of each action (agents.network)
+def kind_policy(logits: torch.Tensor, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The network's policy over *kinds* of move (advance, buy from slot s, leather), each kind
+    played at its most probable placement: (B, 2026) bool, True at each legal kind's placement,
+    and (B, 2026) log-probabilities there (the kind's whole mass; ``MASK_VALUE`` elsewhere)."""
+    logp = torch.log_softmax(logits.masked_fill(~masks, MASK_VALUE), -1)
+    chosen = torch.zeros_like(masks)
+    out = torch.full_like(logp, MASK_VALUE)
+    rows = torch.arange(len(logp))
+    for lo, hi in itertools.pairwise(GROUP_BOUNDS):
+        legal = masks[:, lo:hi].any(1)
+        part = logp[:, lo:hi].masked_fill(~masks[:, lo:hi], 2 * MASK_VALUE)
+        best = part.argmax(1) + int(lo)
+        chosen[rows[legal], best[legal]] = True
+        out[rows[legal], best[legal]] = torch.logsumexp(part, 1)[legal]
+    return chosen, out
 
 
 def most_probable_move(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """The mode of the network's two-level policy: the most probable kind of move (advance, buy
-    from slot s, leather), then its most probable placement. (The flat argmax would favour
-    advance, whose probability is not spread over placements.)"""
-    probs = torch.softmax(logits, -1)
-    mass = probs.new_zeros(len(probs), NUM_GROUPS).index_add_(1, _GROUPS, probs)
-    best = mass.argmax(1)
-    within = torch.where(best.unsqueeze(1) == _GROUPS, logits, torch.full((), 2 * MASK_VALUE))
-    within = within.masked_fill(~masks, 3 * MASK_VALUE)
-    return within.argmax(1)
+    from slot s, leather), then its most probable placement (``kind_policy``). (The flat argmax
+    would favour advance, whose probability is not spread over placements.)"""
+    chosen, logp = kind_policy(logits, masks)
+    return logp.masked_fill(~chosen, 3 * MASK_VALUE).argmax(1)
 
 
 class PPOAgent:

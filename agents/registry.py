@@ -110,12 +110,12 @@ def _ppo(path: str) -> Agent:
     return agent
 
 
-def _az(sims: int | None, time: float | None, path: str, **search: Any) -> Agent:
+def _az(sims: int | None, time: float | None, path: str, kinds: bool, **search: Any) -> Agent:
     from agents.az_agent import make_az_agent
 
     if sims is None:
         sims = 100 if time is None else 16  # with time: the first move's plan, then measured speed
-    agent: Agent = make_az_agent(path=path, time=time, sims=sims, **search)
+    agent: Agent = make_az_agent(path=path, time=time, kinds=kinds, sims=sims, **search)
     return agent
 
 
@@ -130,6 +130,7 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (100 if time is not given either)"),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
     Param("path", str, "", "checkpoint of the network (default: the shipped search network, agents/models/search.pt)"),
+    Param("kinds", bool, False, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),

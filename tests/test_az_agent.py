@@ -26,7 +26,9 @@ def test_the_pretrained_model_ships_as_package_data() -> None:
     assert 'agents = ["models/*.pt"]' in (ROOT / "pyproject.toml").read_text()
 
 
-@pytest.mark.parametrize("spec", ["pretrained", "az:sims=4", "az:sims=3,root=puct", "az:time=0.02"])
+@pytest.mark.parametrize(
+    "spec", ["pretrained", "az:sims=4", "az:sims=3,root=puct", "az:time=0.02", "az:sims=4,kinds=1"]
+)
 def test_specs_load_and_play_legal_moves_to_the_end(spec: str) -> None:
     agent = make_agent(spec)
     assert agent.name == spec
@@ -51,6 +53,25 @@ def test_az_searches_by_default_with_a_network_it_can_use() -> None:
         final, _, _ = play_game(agents, deal(5, 0), [np.random.default_rng(s) for s in (0, 1)])
         scores = final.scores()
         assert scores[seat] > scores[1 - seat] + 10
+
+
+def test_kinds_search_branches_over_kinds_of_move() -> None:
+    """``kinds=1``: every node offers each legal kind of move once (at most 5 children), the
+    search's choice is one of them, and the setting survives pickling for worker processes."""
+    import pickle
+
+    az = make_agent("az:sims=8,kinds=1")
+    assert isinstance(az, AZAgent) and az.kinds
+    state = deal(7, 0)
+    for _ in range(6):
+        masks, logp, _ = az.search.evaluator(state.array()[None, :])
+        legal = state.legal_action_mask()
+        assert masks[0].sum() <= 5 and not (masks[0] & ~legal).any()
+        assert np.exp(logp[0][masks[0]]).sum() == pytest.approx(1.0)
+        action = az.act(state, np.random.default_rng(0))
+        assert masks[0][action]
+        state = state.step(action)
+    assert pickle.loads(pickle.dumps(az)).kinds
 
 
 def test_both_are_listed_and_bad_options_are_spec_errors() -> None:

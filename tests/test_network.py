@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -175,6 +177,32 @@ def test_most_probable_move_picks_the_likeliest_kind_of_move_first() -> None:
     logits = torch.where(mask, probs.clamp_min(1e-30).log(), torch.full((), MASK_VALUE))
     assert int(most_probable_move(logits, mask)[0]) == 1
     assert int(logits.argmax()) == rules.ADVANCE
+
+
+def test_kind_policy_is_each_kind_at_its_best_placement_with_the_kinds_mass(
+    batch: tuple[torch.Tensor, torch.Tensor, np.ndarray],
+) -> None:
+    from agents.network import GROUP_BOUNDS
+    from agents.ppo_agent import kind_policy, most_probable_move
+
+    obs, mask, _ = batch
+    torch.manual_seed(5)
+    logits, _ = PatchworkNet(SMALL)(obs, mask)
+    chosen, logp = kind_policy(logits, mask)
+    assert not (chosen & ~mask).any()  # only legal actions
+    full = torch.log_softmax(logits, -1)
+    for lo, hi in itertools.pairwise(GROUP_BOUNDS):
+        legal = mask[:, lo:hi].any(1)
+        assert torch.equal(chosen[:, lo:hi].sum(1), legal.long())  # one placement per legal kind
+        rows = torch.nonzero(legal).squeeze(1)
+        best = torch.where(mask[rows, lo:hi], full[rows, lo:hi], torch.full((), -1e30)).argmax(1) + lo
+        assert chosen[rows, best].all()
+        torch.testing.assert_close(
+            logp[rows, best], torch.logsumexp(full[rows, lo:hi].masked_fill(~mask[rows, lo:hi], -1e30), 1)
+        )
+    torch.testing.assert_close(torch.where(chosen, logp.exp(), 0.0).sum(1), torch.ones(len(obs)))
+    assert (chosen.sum(1) < mask.sum(1)).any()  # placements were pruned somewhere
+    assert torch.equal(most_probable_move(logits, mask), torch.where(chosen, logp, -1e30).argmax(1))
 
 
 def test_geometry_counts_of_a_placement() -> None:
