@@ -8,12 +8,13 @@ per call (the arena's interface); self-play runs it for many games at once (``ag
 
 The shipped network (``PRETRAINED_PATH``, package data, trained by ``configs/dagger.yaml``; model
 card in the README) is the ``pretrained`` agent: the network alone, its most probable legal move
-(``PPOAgent`` with ``deterministic=True``). ``az`` searches by default with another shipped
-network, ``SEARCH_PATH`` (the previous model: ``configs/selfplay.yaml``, whose value head PPO
-trained for 200 updates): with ``pretrained``'s network the search advanced on almost every move
-(measured: ``az:sims=25`` lost 20-0 to random). Both networks' most probable single action is
-mostly advance; the likely difference is ``pretrained``'s flatter value head (a 40-update critic
-warm-up only), not shown.
+(``PPOAgent`` with ``deterministic=True``), and the network ``az`` searches with by default. The
+``az`` agent searches over kinds of move by default (``kinds``; ``agents.ppo_agent.kind_policy``):
+over all 2,026 actions the search with this network advanced on almost every move (advance is
+the single most probable action; a buy's probability is spread over its placements) and lost to
+random. ``SEARCH_PATH`` is the previously shipped network, kept for comparisons. The trainer's
+self-play (``train.alphazero``) searches over all actions (``NetEvaluator(net)``): its policy
+targets cover every placement.
 Checkpoints are the project's format (``agents.ppo_agent``), so ``ppo:PATH`` loads an AlphaZero
 checkpoint too.
 """
@@ -123,10 +124,10 @@ class AZAgent:
         self.__init__(net, data["config"], data["time"], data["name"], data["kinds"])  # type: ignore[misc]
 
 
-def make_az_agent(path: str = "", time: float | None = None, kinds: bool = False, **search: Any) -> AZAgent:
-    """``az:...``: the network at ``path`` (default: ``SEARCH_PATH``) with a ``SearchConfig``;
+def make_az_agent(path: str = "", time: float | None = None, kinds: bool = True, **search: Any) -> AZAgent:
+    """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``)."""
-    net = load_net(path or SEARCH_PATH)
+    net = load_net(path or PRETRAINED_PATH)
     config = SearchConfig(**search)
     config.validate()
     return AZAgent(net, config, time=time, kinds=kinds)

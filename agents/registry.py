@@ -129,8 +129,8 @@ def _pretrained() -> Agent:
 AZ_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (100 if time is not given either)"),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
-    Param("path", str, "", "checkpoint of the network (default: the shipped search network, agents/models/search.pt)"),
-    Param("kinds", bool, False, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
+    Param("path", str, "", "checkpoint of the network (default: the shipped network, agents/models/pretrained.pt)"),
+    Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
