@@ -326,13 +326,15 @@ class PatchworkNet(nn.Module):
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
         kind_scale = None  # (B,) the prior's weight in the choice of move kind (NetConfig.group_scale)
-        weights = kind_weights = None  # (B, 9): the state-dependent weighting of greedy's value terms
-        if prior is not None:
+        prior_logits = None
+        kind_logits = None  # (B, 2026) the prior as the choice of kind sees it (NetConfig.kind_weights)
+        if prior is not None:  # (B, 2026): the state-dependent weighting of greedy's value terms
             weights = self.prior_base + self.prior_weights(pooled)
+            prior_logits = torch.einsum("bak,bk->ba", prior, weights)
             if cfg.group_scale:
                 kind_scale = self.group_scale(pooled).squeeze(-1).clamp(-5.0, 5.0).exp()
             if cfg.kind_weights:
-                kind_weights = weights + self.kind_weights(pooled)
+                kind_logits = torch.einsum("bak,bk->ba", prior, weights + self.kind_weights(pooled))
 
         # buy head over (game, action) pairs: the legal ones, or all of them
         if mask is None:
@@ -372,14 +374,12 @@ class PatchworkNet(nn.Module):
         if cfg.kind_hidden:
             slot_out = slot_out + self.slot_mlp(slot_in)
         slot_logits = slot_out.squeeze(-1)[rows, slot]
-        if prior is not None and weights is not None:
+        if prior_logits is not None:
             # with the prior: placement logit + prior logit inside the slot, and the slot's logit +
-            # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit; the
-            # prior's terms are weighed only where a logit is computed (the legal buys)
-            terms = prior[rows, acts]  # (M, 9)
-            buy_prior = (terms * weights[rows]).sum(-1)
+            # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
+            buy_prior = prior_logits[rows, acts]
             place = place + buy_prior
-            kind_prior = buy_prior if kind_weights is None else (terms * kind_weights[rows]).sum(-1)
+            kind_prior = buy_prior if kind_logits is None else kind_logits[rows, acts]
             slot_prior = _group_logsumexp(kind_prior, group, b * rules.MARKET_SIZE)
             slot_logits = slot_logits + (slot_prior if kind_scale is None else kind_scale[rows] * slot_prior)
         buy_logits = slot_logits + place - _group_logsumexp(place, group, b * rules.MARKET_SIZE)
@@ -387,12 +387,9 @@ class PatchworkNet(nn.Module):
         fill = MASK_VALUE if mask is not None else 0.0
         buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)
         rest = torch.cat([self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
-        if prior is not None and weights is not None:
-            rest_terms = prior[:, NUM_BUY:]  # (B, 82, 9): leather placements and advance
-            rest_prior = torch.einsum("bak,bk->ba", rest_terms, weights)
-            advance = rest_prior[:, -1:]
-            if kind_weights is not None:
-                advance = (rest_terms[:, -1] * kind_weights).sum(-1, keepdim=True)
+        if prior_logits is not None:
+            rest_prior = prior_logits[:, NUM_BUY:]
+            advance = rest_prior[:, -1:] if kind_logits is None else kind_logits[:, -1:]
             if kind_scale is not None:
                 advance = kind_scale.unsqueeze(1) * advance
             # advance is a kind of its own (leather is never a choice of kind)
