@@ -281,9 +281,13 @@ class PatchworkNet(nn.Module):
         pooled = torch.cat([trunk.mean((2, 3)), trunk.amax((2, 3)), emb], dim=1)
         return emb, trunk, pooled
 
+    def pooled(self, obs: torch.Tensor) -> torch.Tensor:
+        """The trunk's pooled features (B, 2C + H), the input of the value head (``self.value``)."""
+        return self._body(obs)[2]
+
     def values(self, obs: torch.Tensor) -> torch.Tensor:
         """Values (B,) alone, from any seat's observation (no policy head)."""
-        values: torch.Tensor = self.value(self._body(obs)[2]).squeeze(-1)
+        values: torch.Tensor = self.value(self.pooled(obs)).squeeze(-1)
         return values
 
     def _geometry(

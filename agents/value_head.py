@@ -1,0 +1,137 @@
+"""A value head for search: the network's own games, their results, and the value head fitted to them.
+
+``az`` reads the value head at every leaf. Trained inside PPO, the head predicts the results of the
+*sampled* policy's games against the opponent pool, not of the games the searching agent plays.
+Here the network plays its most probable move (``agents.ppo_agent.most_probable_move``) against
+``greedy`` in three of every four games (its seat alternating game by game) and samples from its
+policy against itself in the fourth; every decision of a finished game gets the game's result from
+the mover's side (``agents.az_search.final_value``, the quantity the search backs up). Only the
+value head (``value.*``) is fitted to it, on the frozen trunk: the policy stays bit-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from agents.az_search import final_value
+from agents.az_selfplay import deal_states
+from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
+from agents.network import PatchworkNet
+from agents.ppo_agent import PPOAgent
+from patchwork_env import rules
+
+IntArray = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
+
+MIRROR_EVERY = 4  # game g is a sampled mirror game when g % MIRROR_EVERY == MIRROR_EVERY - 1
+
+
+def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: float) -> tuple[IntArray, F32, IntArray]:
+    """Every decision of ``num_games`` games of ``net`` (deals ``0..num_games-1`` of ``seed``, see
+    the module docstring), its final value from the mover's side, and its game's index."""
+    if num_games < 1:
+        raise ValueError(f"num_games must be >= 1, got {num_games}")
+    if not 0.0 <= margin_weight <= 1.0:
+        raise ValueError(f"margin_weight must be in [0, 1], got {margin_weight}")
+    states = deal_states(num_games, seed)
+    games = np.arange(num_games)
+    mirror = games % MIRROR_EVERY == MIRROR_EVERY - 1
+    net_seat = games % 2
+    best, sampled = PPOAgent(net, deterministic=True), PPOAgent(net, deterministic=False)
+    stream, rng = rng_state(seed), np.random.default_rng(seed)
+    actions = np.empty(num_games, dtype=np.int64)
+    masks = np.zeros((num_games, rules.NUM_ACTIONS), dtype=np.bool_)
+    seen: list[IntArray] = []
+    owner: list[IntArray] = []
+    while True:
+        live = np.flatnonzero([not rules.is_terminal(s) for s in states])
+        if live.size == 0:
+            break
+        block = np.ascontiguousarray(states[live])
+        seen.append(block.copy())
+        owner.append(live)
+        movers = np.array([rules.current_player(s) for s in block])
+        rules.legal_mask_batch(block, masks[: len(live)], np.zeros(len(live), dtype=np.int64))
+        greedy_batch(block, DEFAULT_WEIGHTS, 0.0, stream, actions[: len(live)])
+        for agent, rows in (
+            (best, np.flatnonzero(~mirror[live] & (movers == net_seat[live]))),
+            (sampled, np.flatnonzero(mirror[live])),
+        ):
+            if rows.size:
+                actions[rows] = agent.act_batch(block[rows], masks[rows], rng)
+        for k, g in enumerate(live):
+            rules.step_into(states[g], int(actions[k]))
+    rows_all = np.concatenate(seen)
+    owners = np.concatenate(owner)
+    values = [
+        final_value(states[g], int(rules.current_player(s)), margin_weight)
+        for s, g in zip(rows_all, owners, strict=True)
+    ]
+    return rows_all, np.asarray(values, dtype=np.float32), owners
+
+
+@dataclass
+class ValueStats:
+    epoch: int
+    train_mse: float
+    """On the training games after the epoch (epoch 0: the head before fitting)."""
+    val_mse: float
+    val_explained_variance: float
+    """1 - MSE / variance of the held-out targets (games never trained on)."""
+
+
+def fit_value_head(
+    net: PatchworkNet,
+    states: IntArray,
+    values: F32,
+    games: IntArray,
+    epochs: int,
+    lr: float,
+    seed: int = 0,
+    val_share: float = 0.2,
+    batch_size: int = 512,
+) -> list[ValueStats]:
+    """Fit ``net.value`` (the value head alone) to ``values`` with Adam on mean squared error; a
+    ``val_share`` of the *games* is held out for the statistics. The trunk is frozen, so its
+    features are computed once."""
+    if epochs < 0 or not lr > 0 or not 0 < val_share < 1:
+        raise ValueError(f"need epochs >= 0, lr > 0 and 0 < val_share < 1; got {epochs}, {lr}, {val_share}")
+    rng = np.random.default_rng(seed)
+    unique = np.unique(games)
+    held = rng.choice(unique, max(1, int(len(unique) * val_share)), replace=False)
+    val = np.isin(games, held)
+    train_rows, val_rows = np.flatnonzero(~val), np.flatnonzero(val)
+    if train_rows.size == 0:
+        raise ValueError("fit_value_head: every game was held out; give it more games")
+    movers = np.array([rules.current_player(s) for s in states], dtype=np.int64)
+    obs = np.empty((len(states), rules.OBS_DIM), dtype=np.float32)
+    rules.observe_batch(np.ascontiguousarray(states), movers, obs)
+    net.eval()
+    with torch.no_grad():
+        feats = torch.cat([net.pooled(torch.from_numpy(obs[i : i + 2048])) for i in range(0, len(obs), 2048)])
+    target = torch.from_numpy(values)
+    optimizer = torch.optim.Adam(net.value.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+
+    def mse(rows: IntArray) -> float:
+        with torch.no_grad():
+            return float(((net.value(feats[rows]).squeeze(-1).clamp(-1.0, 1.0) - target[rows]) ** 2).mean())
+
+    variance = float(target[val_rows].var(unbiased=False)) or 1.0
+    history = [ValueStats(0, mse(train_rows), mse(val_rows), 1.0 - mse(val_rows) / variance)]
+    train_t = torch.from_numpy(train_rows)
+    for epoch in range(1, epochs + 1):
+        order = train_t[torch.randperm(len(train_t), generator=gen)]
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            loss = ((net.value(feats[rows]).squeeze(-1) - target[rows]) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        val_mse = mse(val_rows)
+        history.append(ValueStats(epoch, mse(train_rows), val_mse, 1.0 - val_mse / variance))
+    return history
