@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,12 +101,14 @@ def play_games(
     return Samples(np.stack(rows), np.stack(policies), np.asarray(values, dtype=np.float32)), stats
 
 
-def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: float) -> tuple[IntArray, F32]:
-    """Every decision of ``num_games`` greedy self-play games (softmax temperature ``temp`` score
-    points) and its final value from the mover's side: the value head's warm-up data."""
-    states = deal_states(num_games, seed)
-    stream = rng_state(seed)
-    actions = np.empty(num_games, dtype=np.int64)
+def decisions_to_end(
+    states: IntArray, choose: Callable[[IntArray, IntArray, IntArray], None], margin_weight: float
+) -> tuple[IntArray, F32, IntArray]:
+    """Play every game of ``states`` (rows, stepped in place) to its end; ``choose(block, live,
+    out)`` writes into ``out`` the move of each unfinished game (``block``: their states, ``live``:
+    their rows). Returns every decision, its final value from the mover's side (``final_value``)
+    and its game's row."""
+    actions = np.empty(len(states), dtype=np.int64)
     seen: list[IntArray] = []
     owner: list[IntArray] = []
     while True:
@@ -115,7 +118,7 @@ def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: 
         block = np.ascontiguousarray(states[live])
         seen.append(block.copy())
         owner.append(live)
-        greedy_batch(block, DEFAULT_WEIGHTS, temp, stream, actions[: len(live)])
+        choose(block, live, actions[: len(live)])
         for k, g in enumerate(live):
             rules.step_into(states[g], int(actions[k]))
     rows = np.concatenate(seen)
@@ -123,7 +126,19 @@ def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: 
     values = [
         final_value(states[g], int(rules.current_player(s)), margin_weight) for s, g in zip(rows, games, strict=True)
     ]
-    return rows, np.asarray(values, dtype=np.float32)
+    return rows, np.asarray(values, dtype=np.float32), games
+
+
+def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: float) -> tuple[IntArray, F32]:
+    """Every decision of ``num_games`` greedy self-play games (softmax temperature ``temp`` score
+    points) and its final value from the mover's side: the value head's warm-up data."""
+    stream = rng_state(seed)
+
+    def greedy(block: IntArray, live: IntArray, out: IntArray) -> None:
+        greedy_batch(block, DEFAULT_WEIGHTS, temp, stream, out)
+
+    rows, values, _ = decisions_to_end(deal_states(num_games, seed), greedy, margin_weight)
+    return rows, values
 
 
 class ReplayBuffer:

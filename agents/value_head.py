@@ -17,8 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.az_search import final_value
-from agents.az_selfplay import deal_states
+from agents.az_selfplay import deal_states, decisions_to_end
 from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from agents.network import PatchworkNet
 from agents.ppo_agent import PPOAgent
@@ -37,41 +36,25 @@ def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: f
         raise ValueError(f"num_games must be >= 1, got {num_games}")
     if not 0.0 <= margin_weight <= 1.0:
         raise ValueError(f"margin_weight must be in [0, 1], got {margin_weight}")
-    states = deal_states(num_games, seed)
     games = np.arange(num_games)
     mirror = games % MIRROR_EVERY == MIRROR_EVERY - 1
     net_seat = games % 2
     best, sampled = PPOAgent(net, deterministic=True), PPOAgent(net, deterministic=False)
     stream, rng = rng_state(seed), np.random.default_rng(seed)
-    actions = np.empty(num_games, dtype=np.int64)
     masks = np.zeros((num_games, rules.NUM_ACTIONS), dtype=np.bool_)
-    seen: list[IntArray] = []
-    owner: list[IntArray] = []
-    while True:
-        live = np.flatnonzero([not rules.is_terminal(s) for s in states])
-        if live.size == 0:
-            break
-        block = np.ascontiguousarray(states[live])
-        seen.append(block.copy())
-        owner.append(live)
+
+    def choose(block: IntArray, live: IntArray, out: IntArray) -> None:
         movers = np.array([rules.current_player(s) for s in block])
         rules.legal_mask_batch(block, masks[: len(live)], np.zeros(len(live), dtype=np.int64))
-        greedy_batch(block, DEFAULT_WEIGHTS, 0.0, stream, actions[: len(live)])
+        greedy_batch(block, DEFAULT_WEIGHTS, 0.0, stream, out)
         for agent, rows in (
             (best, np.flatnonzero(~mirror[live] & (movers == net_seat[live]))),
             (sampled, np.flatnonzero(mirror[live])),
         ):
             if rows.size:
-                actions[rows] = agent.act_batch(block[rows], masks[rows], rng)
-        for k, g in enumerate(live):
-            rules.step_into(states[g], int(actions[k]))
-    rows_all = np.concatenate(seen)
-    owners = np.concatenate(owner)
-    values = [
-        final_value(states[g], int(rules.current_player(s)), margin_weight)
-        for s, g in zip(rows_all, owners, strict=True)
-    ]
-    return rows_all, np.asarray(values, dtype=np.float32), owners
+                out[rows] = agent.act_batch(block[rows], masks[rows], rng)
+
+    return decisions_to_end(deal_states(num_games, seed), choose, margin_weight)
 
 
 @dataclass
