@@ -329,8 +329,8 @@ class PatchworkNet(nn.Module):
             raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}, {NUM_FEATURES}), got {tuple(prior.shape)}")
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
-        kind_scale = None  # (B,) the prior's weight in the choice of move kind (NetConfig.group_scale)
         prior_logits = None
+        kind_scale = None  # (B,) the prior's weight in the choice of move kind (NetConfig.group_scale)
         kind_logits = None  # (B, 2026) the prior as the choice of kind sees it (NetConfig.kind_weights)
         if prior is not None:  # (B, 2026): the state-dependent weighting of greedy's value terms
             weights = self.prior_base + self.prior_weights(pooled)

@@ -57,6 +57,16 @@ def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: f
     return decisions_to_end(deal_states(num_games, seed), choose, margin_weight)
 
 
+@torch.no_grad()
+def _pooled(net: PatchworkNet, states: IntArray) -> torch.Tensor:
+    """The value head's input for a chunk of states, from each mover's seat (observations of one
+    chunk at a time: ~6 KB each)."""
+    movers = np.array([rules.current_player(s) for s in states], dtype=np.int64)
+    obs = np.empty((len(states), rules.OBS_DIM), dtype=np.float32)
+    rules.observe_batch(np.ascontiguousarray(states), movers, obs)
+    return net.pooled(torch.from_numpy(obs))
+
+
 @dataclass
 class ValueStats:
     epoch: int
@@ -90,12 +100,8 @@ def fit_value_head(
     train_rows, val_rows = np.flatnonzero(~val), np.flatnonzero(val)
     if train_rows.size == 0:
         raise ValueError("fit_value_head: every game was held out; give it more games")
-    movers = np.array([rules.current_player(s) for s in states], dtype=np.int64)
-    obs = np.empty((len(states), rules.OBS_DIM), dtype=np.float32)
-    rules.observe_batch(np.ascontiguousarray(states), movers, obs)
     net.eval()
-    with torch.no_grad():
-        feats = torch.cat([net.pooled(torch.from_numpy(obs[i : i + 2048])) for i in range(0, len(obs), 2048)])
+    feats = torch.cat([_pooled(net, states[i : i + 2048]) for i in range(0, len(states), 2048)])
     target = torch.from_numpy(values)
     optimizer = torch.optim.Adam(net.value.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)

@@ -129,3 +129,15 @@ def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.C
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(message) and "\n" not in err
+
+
+def test_cli_unwritable_out_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    torch.manual_seed(4)
+    src = save_checkpoint(tmp_path / "in.pt", PatchworkNet(TINY))
+    (tmp_path / "a_file").write_text("x")
+    out = tmp_path / "a_file" / "out.pt"
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--checkpoint", str(src), "--out", str(out), "--games", "2", "--epochs", "1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: cannot write --out {out}") and "\n" not in err

@@ -66,7 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for h in history:
         label = "before" if h.epoch == 0 else f"epoch {h.epoch}"
         print(f"  {label:>8}: held-out explained variance {h.val_explained_variance:.3f} (mse {h.val_mse:.4f})")
-    save_checkpoint(args.out, net)
+    try:
+        save_checkpoint(args.out, net)
+    except OSError as exc:
+        fail(f"cannot write --out {args.out}: {exc.strerror or exc}")
     print(f"wrote {args.out} ({time.perf_counter() - start:.0f} s in all)")
     return 0
 
