@@ -43,12 +43,14 @@ def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: f
     stream, rng = rng_state(seed), np.random.default_rng(seed)
     masks = np.zeros((num_games, rules.NUM_ACTIONS), dtype=np.bool_)
 
+    movers = np.empty(num_games, dtype=np.int64)
+
     def choose(block: IntArray, live: IntArray, out: IntArray) -> None:
-        movers = np.array([rules.current_player(s) for s in block])
+        rules.current_player_batch(block, movers[: len(live)])
         rules.legal_mask_batch(block, masks[: len(live)], np.zeros(len(live), dtype=np.int64))
         greedy_batch(block, DEFAULT_WEIGHTS, 0.0, stream, out)
         for agent, rows in (
-            (best, np.flatnonzero(~mirror[live] & (movers == net_seat[live]))),
+            (best, np.flatnonzero(~mirror[live] & (movers[: len(live)] == net_seat[live]))),
             (sampled, np.flatnonzero(mirror[live])),
         ):
             if rows.size:
@@ -61,9 +63,11 @@ def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: f
 def _pooled(net: PatchworkNet, states: IntArray) -> torch.Tensor:
     """The value head's input for a chunk of states, from each mover's seat (observations of one
     chunk at a time: ~6 KB each)."""
-    movers = np.array([rules.current_player(s) for s in states], dtype=np.int64)
+    states = np.ascontiguousarray(states)
+    movers = np.empty(len(states), dtype=np.int64)
+    rules.current_player_batch(states, movers)
     obs = np.empty((len(states), rules.OBS_DIM), dtype=np.float32)
-    rules.observe_batch(np.ascontiguousarray(states), movers, obs)
+    rules.observe_batch(states, movers, obs)
     return net.pooled(torch.from_numpy(obs))
 
 
