@@ -11,6 +11,7 @@ value head (``value.*``) is fitted to it, on the frozen trunk: the policy stays 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,7 +96,7 @@ def fit_value_head(
     """Fit ``net.value`` (the value head alone) to ``values`` with Adam on mean squared error; a
     ``val_share`` of the *games* is held out for the statistics. The trunk is frozen, so its
     features are computed once."""
-    if epochs < 0 or not lr > 0 or not 0 < val_share < 1:
+    if epochs < 0 or not (math.isfinite(lr) and lr > 0) or not 0 < val_share < 1:
         raise ValueError(f"need epochs >= 0, lr > 0 and 0 < val_share < 1; got {epochs}, {lr}, {val_share}")
     rng = np.random.default_rng(seed)
     unique = np.unique(games)

@@ -12,6 +12,7 @@ explained variance (games never trained on) of the head before and after.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +25,10 @@ from train.cli import MAX_SEED, Parser, fail
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
@@ -47,8 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not 0 <= args.seed <= MAX_SEED:
         fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
-    if not args.lr > 0:
-        fail(f"--lr must be > 0, got {args.lr}")
+    if args.games < 2:
+        fail(f"--games must be >= 2 (a fifth of the games, at least one, is held out), got {args.games}")
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        fail(f"--lr must be a finite number > 0, got {args.lr}")
     if not 0.0 <= args.margin_weight <= 1.0:
         fail(f"--margin-weight must be in [0, 1], got {args.margin_weight}")
     if Path(args.out).is_dir():
