@@ -80,7 +80,7 @@ class AZAgent:
     (simulations planned from the measured speed of the previous moves, stopped at the deadline)."""
 
     def __init__(
-        self, net: PatchworkNet, config: SearchConfig, time: float | None = None, name: str = "az", kinds: bool = False
+        self, net: PatchworkNet, config: SearchConfig, time: float | None = None, name: str = "az", kinds: bool = True
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
