@@ -29,8 +29,9 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.az_search import BatchedSearch, SearchConfig
+from agents.az_search import BatchedSearch, SearchConfig, outcome_value
 from agents.az_selfplay import net_inputs
+from agents.heuristic import DEFAULT_WEIGHTS, rng_state, rollout_results
 from agents.network import PatchworkNet, net_from_config
 from agents.ppo_agent import PPOAgent, kind_policy, net_from_checkpoint, one_thread_in_workers, read_checkpoint
 from patchwork_env.state import GameState
@@ -39,18 +40,38 @@ PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
 SEARCH_PATH = Path(__file__).parent / "models" / "search.pt"
 
 IntArray = npt.NDArray[np.int64]
+ROLLOUT_TEMP = 2.0  # the greedy rollout policy of ``mcts`` (its ``rtemp`` and ``rcands`` defaults)
+ROLLOUT_CANDIDATES = 16
 
 
 class NetEvaluator:
     """Batched leaf evaluation with a policy-value network (``agents.az_search.Evaluator``)."""
 
-    def __init__(self, net: PatchworkNet, kinds: bool = False) -> None:
+    def __init__(
+        self, net: PatchworkNet, kinds: bool = False, rollouts: int = 0, mix: float = 0.5, margin_weight: float = 0.2
+    ) -> None:
+        if rollouts < 0 or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
+            raise ValueError(
+                f"need rollouts >= 0 and mix, margin_weight in [0, 1]; got {rollouts}, {mix}, {margin_weight}"
+            )
         self.net = net.eval()
         self.kinds = kinds
         """Search over kinds of move (``agents.ppo_agent.kind_policy``): each legal kind (advance,
         buy from slot s, leather) at the network's most probable placement, with the kind's whole
         probability; the tree then branches about 4 ways, like ``mcts``'s, not ~100."""
+        self.rollouts = rollouts
+        """> 0: a leaf's value is ``(1 - mix) * network value + mix * mean of this many greedy
+        rollouts`` (``agents.heuristic.rollout_results``, ``mcts``'s rollout policy), each scored
+        like a finished game (``final_value`` with ``margin_weight``): AlphaGo's leaf evaluation.
+        0: the network's value alone (AlphaZero)."""
+        self.mix = mix
+        self.margin_weight = margin_weight
+        self._rng = rng_state(0)
         self.evaluations = 0  # states evaluated so far (for statistics)
+
+    def seed(self, seed: int) -> None:
+        """Seed the rollouts (the agent reseeds from the arena's generator at every move)."""
+        self._rng = rng_state(seed)
 
     @torch.no_grad()
     def __call__(
@@ -63,7 +84,18 @@ class NetEvaluator:
         else:
             logp_t = torch.log_softmax(logits, -1)
         self.evaluations += len(obs)
-        return masks.numpy(), logp_t.double().numpy(), values.clamp(-1.0, 1.0).double().numpy()
+        value = values.clamp(-1.0, 1.0).double().numpy()
+        if self.rollouts:
+            value = (1.0 - self.mix) * value + self.mix * self._rollout_values(states)
+        return masks.numpy(), logp_t.double().numpy(), value
+
+    def _rollout_values(self, states: IntArray) -> npt.NDArray[np.float64]:
+        wins, margins = rollout_results(
+            states, self.rollouts, DEFAULT_WEIGHTS, ROLLOUT_TEMP, ROLLOUT_CANDIDATES, self._rng
+        )
+        finals = outcome_value(2 * wins - 1, margins, self.margin_weight)
+        mean: npt.NDArray[np.float64] = finals.mean(axis=1)
+        return mean
 
 
 def load_net(path: str | Path) -> PatchworkNet:
@@ -80,21 +112,35 @@ class AZAgent:
     (simulations planned from the measured speed of the previous moves, stopped at the deadline)."""
 
     def __init__(
-        self, net: PatchworkNet, config: SearchConfig, time: float | None = None, name: str = "az", kinds: bool = True
+        self,
+        net: PatchworkNet,
+        config: SearchConfig,
+        time: float | None = None,
+        name: str = "az",
+        kinds: bool = True,
+        rollouts: int = 0,
+        mix: float = 0.5,
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
+        if rollouts < 0 or not 0.0 <= mix <= 1.0:
+            raise ValueError(f"az: need rollouts >= 0 and mix in [0, 1], got rollouts={rollouts}, mix={mix}")
         self.net = net.eval()
         self.config = config
         self.time = time
         self.name = name
         self.kinds = kinds
-        self.search = BatchedSearch(NetEvaluator(self.net, kinds), config)
+        self.rollouts = rollouts
+        self.mix = mix
+        self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight)
+        self.search = BatchedSearch(self.evaluator, config)
         self._seconds_per_sim = 0.0  # measured (time budget only)
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if state.is_terminal:
             raise ValueError(f"{self.name}: the game is over, there is no action to take")
+        if self.rollouts:  # only then: a search without rollouts draws nothing from the game's generator
+            self.evaluator.seed(int(rng.integers(1 << 62)))
         if self.time is None:
             return int(self.search.run(state.array()[None, :], [rng], noise=False).actions[0])
         start = time.perf_counter()
@@ -115,22 +161,29 @@ class AZAgent:
             "time": self.time,
             "name": self.name,
             "kinds": self.kinds,
+            "rollouts": self.rollouts,
+            "mix": self.mix,
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
         one_thread_in_workers()
         net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
-        self.__init__(net, data["config"], data["time"], data["name"], data["kinds"])  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            net, data["config"], data["time"], data["name"], data["kinds"], data["rollouts"], data["mix"]
+        )
 
 
-def make_az_agent(path: str = "", time: float | None = None, kinds: bool = True, **search: Any) -> AZAgent:
+def make_az_agent(
+    path: str = "", time: float | None = None, kinds: bool = True, rollouts: int = 0, mix: float = 0.5, **search: Any
+) -> AZAgent:
     """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
-    ``kinds``: search over kinds of move (``NetEvaluator.kinds``)."""
+    ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
+    values mixed with greedy rollouts (``NetEvaluator.rollouts``)."""
     net = load_net(path or PRETRAINED_PATH)
     config = SearchConfig(**search)
     config.validate()
-    return AZAgent(net, config, time=time, kinds=kinds)
+    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix)
 
 
 def make_pretrained_agent(path: str = "") -> PPOAgent:

@@ -51,7 +51,15 @@ def final_value(s: IntArray, player: int, margin_weight: float) -> float:
     clip(margin / 30, -1, 1)``; the network's value head is trained on the same quantity."""
     win = 1.0 if int(rules.winner(s)) == player else -1.0
     margin = float(rules.score(s, player) - rules.score(s, 1 - player))
-    return (1.0 - margin_weight) * win + margin_weight * max(-1.0, min(1.0, margin / MARGIN_SCALE))
+    return float(outcome_value(win, margin, margin_weight))
+
+
+def outcome_value(win: npt.ArrayLike, margin: npt.ArrayLike, margin_weight: float) -> FloatArray:
+    """``final_value`` of results given as +1 (won) / -1 (lost) and score margins, elementwise."""
+    win_a = np.asarray(win, dtype=np.float64)
+    margin_a = np.asarray(margin, dtype=np.float64)
+    out: FloatArray = (1.0 - margin_weight) * win_a + margin_weight * np.clip(margin_a / MARGIN_SCALE, -1.0, 1.0)
+    return out
 
 
 class Evaluator(Protocol):

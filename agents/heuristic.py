@@ -316,6 +316,24 @@ def rollout(
 
 
 @_jit
+def rollout_results(
+    states: IntArray, rollouts: int, w: FloatArray, temp: float, max_candidates: int, st: npt.NDArray[np.uint64]
+) -> tuple[IntArray, IntArray]:
+    """``rollouts`` greedy rollouts (``rollout``) from each unfinished state, seen from the side of
+    the player to move there: (B, rollouts) 1 if that player won, else 0, and (B, rollouts) that
+    player's score minus the opponent's."""
+    wins = np.zeros((states.shape[0], rollouts), dtype=np.int64)
+    margins = np.zeros((states.shape[0], rollouts), dtype=np.int64)
+    for i in range(states.shape[0]):
+        mover = rules.current_player(states[i])
+        for k in range(rollouts):
+            winner, margin = rollout(states[i], ROLLOUT_GREEDY, w, temp, max_candidates, st)
+            wins[i, k] = 1 if winner == mover else 0
+            margins[i, k] = margin if mover == 0 else -margin
+    return wins, margins
+
+
+@_jit
 def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out_scores: FloatArray) -> int:
     """The actions worth searching in ``s``, best first: advance, and the ``width`` best-valued
     placements of each market patch (or the ``width`` best cells for a pending leather patch).

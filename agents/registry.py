@@ -110,12 +110,14 @@ def _ppo(path: str) -> Agent:
     return agent
 
 
-def _az(sims: int | None, time: float | None, path: str, kinds: bool, **search: Any) -> Agent:
+def _az(
+    sims: int | None, time: float | None, path: str, kinds: bool, rollouts: int, mix: float, **search: Any
+) -> Agent:
     from agents.az_agent import make_az_agent
 
     if sims is None:
         sims = 100 if time is None else 16  # with time: the first move's plan, then measured speed
-    agent: Agent = make_az_agent(path=path, time=time, kinds=kinds, sims=sims, **search)
+    agent: Agent = make_az_agent(path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, sims=sims, **search)
     return agent
 
 
@@ -131,6 +133,8 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
     Param("path", str, "", "checkpoint of the network (default: the shipped network, agents/models/pretrained.pt)"),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
+    Param("rollouts", int, 0, "greedy rollouts per leaf, mixed into the network's value (0: the value alone)"),
+    Param("mix", float, 0.5, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),

@@ -5,13 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 import torch
 
 from agents.arena import deal, play_game
-from agents.az_agent import PRETRAINED_PATH, SEARCH_PATH, AZAgent, load_net
+from agents.az_agent import PRETRAINED_PATH, SEARCH_PATH, AZAgent, NetEvaluator, load_net
+from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from agents.ppo_agent import PPOAgent
 from agents.registry import AgentSpecError, describe_agents, make_agent
+from patchwork_env import rules
 from patchwork_env.single_agent import SingleAgentEnv
 from train import alphazero
 from train.config import AlphaZeroConfig, ConfigError, load_config
@@ -123,3 +126,95 @@ def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert alphazero.cli(["sims=0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def _greedy_game_positions(seed: int) -> npt.NDArray[np.int64]:
+    """Every unfinished position of one greedy self-play game (both players to move among them)."""
+    state = deal(seed, 0)
+    greedy, rng = make_agent("greedy"), np.random.default_rng(seed)
+    rows = []
+    while not state.is_terminal:
+        rows.append(state.array())
+        state = state.step(greedy.act(state, rng))
+    return np.stack(rows)
+
+
+def test_rollout_results_are_greedy_rollouts_seen_from_the_movers_side() -> None:
+    states = _greedy_game_positions(11)[::5]
+    movers = np.array([rules.current_player(s) for s in states])
+    assert set(movers.tolist()) == {0, 1}
+    wins, margins = rollout_results(states, 3, DEFAULT_WEIGHTS, 2.0, 16, rng_state(5))
+    assert wins.shape == margins.shape == (len(states), 3)
+    st = rng_state(5)  # the same draws, one rollout at a time, seen from player 0
+    for i, s in enumerate(states):
+        for k in range(3):
+            winner, margin0 = rollout(s, ROLLOUT_GREEDY, DEFAULT_WEIGHTS, 2.0, 16, st)
+            assert wins[i, k] == int(winner == movers[i])
+            assert margins[i, k] == (margin0 if movers[i] == 0 else -margin0)
+    assert np.array_equal(states, _greedy_game_positions(11)[::5])  # the states are not played on
+
+
+def test_rollouts_mix_into_the_networks_leaf_values() -> None:
+    """``rollouts=K, mix=m``: value = (1 - m) * network + m * mean of K rollouts scored like a
+    finished game (``final_value``); the masks and priors are the network's either way."""
+    net = load_net(PRETRAINED_PATH)
+    states = _greedy_game_positions(12)[::4]
+    masks, logp, alone = NetEvaluator(net, kinds=True)(states)
+    finals = {}
+    for mix in (0.0, 0.25, 1.0):
+        evaluator = NetEvaluator(net, kinds=True, rollouts=4, mix=mix, margin_weight=0.3)
+        evaluator.seed(9)
+        masks_m, logp_m, values = evaluator(states)
+        assert np.array_equal(masks_m, masks) and np.array_equal(logp_m, logp)
+        finals[mix] = values
+    wins, margins = rollout_results(states, 4, DEFAULT_WEIGHTS, 2.0, 16, rng_state(9))
+    expected = np.mean(
+        [[final_of(w, m) for w, m in zip(wr, mr, strict=True)] for wr, mr in zip(wins, margins, strict=True)], axis=1
+    )
+    assert np.allclose(finals[1.0], expected) and np.allclose(finals[0.0], alone)
+    assert np.allclose(finals[0.25], 0.75 * alone + 0.25 * expected)
+    assert not np.allclose(expected, alone)
+
+
+def final_of(won: int, margin: int) -> float:
+    """``final_value`` with margin weight 0.3 of a result given from the mover's side."""
+    return 0.7 * (1.0 if won else -1.0) + 0.3 * max(-1.0, min(1.0, margin / 30.0))
+
+
+def test_rollouts_alone_make_an_uninformed_network_search_well() -> None:
+    """A freshly initialised network (an arbitrary prior, a meaningless value): with ``mix=1`` the
+    leaf values are the rollouts' and the search beats random in every game (3 deals, both seats);
+    with ``mix=0`` (the value alone) it does not."""
+    from agents.az_search import SearchConfig
+    from agents.network import NetConfig, PatchworkNet
+
+    def margins(mix: float) -> list[int]:
+        torch.manual_seed(0)
+        az = AZAgent(PatchworkNet(NetConfig(blocks=1)), SearchConfig(sims=8), rollouts=2, mix=mix)
+        out = []
+        for index in range(3):
+            for seat in (0, 1):
+                agents = [az, make_agent("random")] if seat == 0 else [make_agent("random"), az]
+                final, _, _ = play_game(agents, deal(5, index), [np.random.default_rng(s) for s in (0, 1)])
+                scores = final.scores()
+                out.append(scores[seat] - scores[1 - seat])
+        return out
+
+    with_rollouts, value_alone = margins(1.0), margins(0.0)
+    assert min(with_rollouts) > 0 and np.mean(with_rollouts) > 20
+    assert np.mean(value_alone) < np.mean(with_rollouts) - 20
+
+
+def test_az_with_rollouts_is_reproducible_and_survives_pickling() -> None:
+    import pickle
+
+    az = make_agent("az:sims=8,rollouts=2,mix=0.7")
+    assert isinstance(az, AZAgent) and (az.rollouts, az.mix) == (2, 0.7)
+    state = deal(4, 0)
+    first = [az.act(state, np.random.default_rng(s)) for s in range(3)]
+    copy = pickle.loads(pickle.dumps(az))
+    assert (copy.rollouts, copy.mix) == (2, 0.7)
+    assert [copy.act(state, np.random.default_rng(s)) for s in range(3)] == first
+    for bad, match in (("rollouts=-1", "rollouts"), ("mix=1.5", "mix"), ("rollouts=two", "rollouts")):
+        with pytest.raises(AgentSpecError, match=match):
+            make_agent(f"az:{bad}")
