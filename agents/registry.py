@@ -133,7 +133,9 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
     Param("path", str, "", "checkpoint of the network (default: the shipped network, agents/models/pretrained.pt)"),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
-    Param("rollouts", int, 0, "greedy rollouts per leaf, mixed into the network's value (0: the value alone)"),
+    Param(
+        "rollouts", int, 4, "greedy rollouts per leaf, mixed into the network's value (0: the value alone, AlphaZero)"
+    ),
     Param("mix", float, 0.5, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
@@ -175,7 +177,8 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
     "az": AgentSpec(
         "az",
-        "AlphaZero search (agents.az_search): PUCT / Gumbel root with a policy-value network, no rollouts",
+        "AlphaZero search (agents.az_search): PUCT / Gumbel root with a policy-value network; leaf values "
+        "mixed with greedy rollouts (rollouts=0: the network's value alone)",
         AZ_PARAMS,
         _az,
     ),

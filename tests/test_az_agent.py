@@ -218,3 +218,19 @@ def test_az_with_rollouts_is_reproducible_and_survives_pickling() -> None:
     for bad, match in (("rollouts=-1", "rollouts"), ("mix=1.5", "mix"), ("rollouts=two", "rollouts")):
         with pytest.raises(AgentSpecError, match=match):
             make_agent(f"az:{bad}")
+
+
+def test_registry_defaults_match_the_az_agent() -> None:
+    """``az:...`` and a directly built ``AZAgent`` / ``make_az_agent`` search the same way."""
+    import inspect
+
+    from agents.az_agent import make_az_agent
+    from agents.registry import AZ_PARAMS
+
+    for fn in (AZAgent.__init__, make_az_agent):
+        sig = inspect.signature(fn).parameters
+        for p in AZ_PARAMS:
+            if p.name in ("kinds", "rollouts", "mix"):
+                assert sig[p.name].default == p.default, (fn, p.name)
+    az = make_agent("az:sims=4")
+    assert isinstance(az, AZAgent) and az.rollouts == 4 and az.evaluator.rollouts == 4
