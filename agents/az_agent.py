@@ -45,6 +45,7 @@ SEARCH_PATH = Path(__file__).parent / "models" / "search.pt"
 IntArray = npt.NDArray[np.int64]
 ROLLOUT_TEMP = 2.0  # the greedy rollout policy of ``mcts`` (its ``rtemp`` and ``rcands`` defaults)
 ROLLOUT_CANDIDATES = 16
+MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
 
 
 class NetEvaluator:
@@ -53,9 +54,10 @@ class NetEvaluator:
     def __init__(
         self, net: PatchworkNet, kinds: bool = False, rollouts: int = 0, mix: float = 0.5, margin_weight: float = 0.2
     ) -> None:
-        if rollouts < 0 or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
+        if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
             raise ValueError(
-                f"need rollouts >= 0 and mix, margin_weight in [0, 1]; got {rollouts}, {mix}, {margin_weight}"
+                f"need rollouts in [0, {MAX_ROLLOUTS}] and mix, margin_weight in [0, 1]; "
+                f"got {rollouts}, {mix}, {margin_weight}"
             )
         self.net = net.eval()
         self.kinds = kinds
@@ -126,8 +128,10 @@ class AZAgent:
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
-        if rollouts < 0 or not 0.0 <= mix <= 1.0:
-            raise ValueError(f"az: need rollouts >= 0 and mix in [0, 1], got rollouts={rollouts}, mix={mix}")
+        if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0:
+            raise ValueError(
+                f"az: need rollouts in [0, {MAX_ROLLOUTS}] and mix in [0, 1], got rollouts={rollouts}, mix={mix}"
+            )
         self.net = net.eval()
         self.config = config
         self.time = time

@@ -215,7 +215,13 @@ def test_az_with_rollouts_is_reproducible_and_survives_pickling() -> None:
     copy = pickle.loads(pickle.dumps(az))
     assert (copy.rollouts, copy.mix) == (2, 0.7)
     assert [copy.act(state, np.random.default_rng(s)) for s in range(3)] == first
-    for bad, match in (("rollouts=-1", "rollouts"), ("mix=1.5", "mix"), ("rollouts=two", "rollouts")):
+    for bad, match in (
+        ("rollouts=-1", "rollouts"),
+        ("rollouts=100000", "rollouts in"),
+        ("mix=1.5", "mix"),
+        ("mix=nan", "mix"),
+        ("rollouts=two", "rollouts"),
+    ):
         with pytest.raises(AgentSpecError, match=match):
             make_agent(f"az:{bad}")
 
