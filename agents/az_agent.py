@@ -34,7 +34,7 @@ import torch
 
 from agents.az_search import BatchedSearch, SearchConfig, outcome_value
 from agents.az_selfplay import net_inputs
-from agents.heuristic import DEFAULT_WEIGHTS, rng_state, rollout_results
+from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_CANDIDATES, ROLLOUT_TEMP, rng_state, rollout_results
 from agents.network import PatchworkNet, net_from_config
 from agents.ppo_agent import PPOAgent, kind_policy, net_from_checkpoint, one_thread_in_workers, read_checkpoint
 from patchwork_env.state import GameState
@@ -43,8 +43,6 @@ PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
 SEARCH_PATH = Path(__file__).parent / "models" / "search.pt"
 
 IntArray = npt.NDArray[np.int64]
-ROLLOUT_TEMP = 2.0  # the greedy rollout policy of ``mcts`` (its ``rtemp`` and ``rcands`` defaults)
-ROLLOUT_CANDIDATES = 16
 MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
 
 
@@ -82,6 +80,7 @@ class NetEvaluator:
     def __call__(
         self, states: IntArray
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        states = np.ascontiguousarray(states, dtype=np.int64)  # the rollout kernel's layout
         obs, masks, prior = net_inputs(self.net, states)
         logits, values = self.net(obs, masks, prior)
         if self.kinds:
@@ -128,10 +127,6 @@ class AZAgent:
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
-        if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0:
-            raise ValueError(
-                f"az: need rollouts in [0, {MAX_ROLLOUTS}] and mix in [0, 1], got rollouts={rollouts}, mix={mix}"
-            )
         self.net = net.eval()
         self.config = config
         self.time = time
@@ -139,7 +134,10 @@ class AZAgent:
         self.kinds = kinds
         self.rollouts = rollouts
         self.mix = mix
-        self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight)
+        try:
+            self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight)
+        except ValueError as exc:
+            raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
         self._seconds_per_sim = 0.0  # measured (time budget only)
 

@@ -29,6 +29,7 @@ from agents.az_search import BatchedSearch, final_value
 from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from agents.network import PatchworkNet, prior_for
 from patchwork_env import rules
+from patchwork_env.observation import observe_movers
 from patchwork_env.state import new_game
 
 IntArray = npt.NDArray[np.int64]
@@ -175,11 +176,7 @@ def net_inputs(net: PatchworkNet, states: IntArray) -> tuple[torch.Tensor, torch
     b = len(states)
     masks = np.zeros((b, rules.NUM_ACTIONS), dtype=np.bool_)
     rules.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
-    seats = np.empty(b, dtype=np.int64)
-    rules.current_player_batch(states, seats)
-    obs = np.empty((b, rules.OBS_DIM), dtype=np.float32)
-    rules.observe_batch(states, seats, obs)
-    return torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states, masks)
+    return torch.from_numpy(observe_movers(states)), torch.from_numpy(masks), prior_for(net, states, masks)
 
 
 def learn_step(

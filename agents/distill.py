@@ -52,6 +52,7 @@ from agents.ppo_agent import PPOAgent
 from agents.ray_backend import Backend
 from agents.registry import make_agent
 from patchwork_env import rules
+from patchwork_env.observation import observe_movers
 from patchwork_env.state import GameState
 from patchwork_env.vector import VectorGames
 
@@ -286,10 +287,7 @@ def distill(
         raise ValueError(f"distillation needs at least 2 labelled positions, got {len(states)}")
     n = len(states)
     masks = _legal_masks(states)
-    seats = np.empty(n, dtype=np.int64)
-    rules.current_player_batch(states, seats)
-    obs = np.empty((n, rules.OBS_DIM), dtype=np.float32)
-    rules.observe_batch(states, seats, obs)
+    obs = observe_movers(states)
     dist = _as_targets(targets)
     if (dist[~_groups_of(masks)] > 0).any():
         raise ValueError(

@@ -294,6 +294,8 @@ def greedy_batch(states: IntArray, w: FloatArray, temp: float, st: npt.NDArray[n
 
 ROLLOUT_RANDOM = 0
 ROLLOUT_GREEDY = 1
+ROLLOUT_TEMP = 2.0  # the greedy rollout policy's defaults (``mcts``'s rtemp / rcands, ``az``'s rollouts)
+ROLLOUT_CANDIDATES = 16
 
 
 @_jit

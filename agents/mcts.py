@@ -43,8 +43,10 @@ import numpy as np
 
 from agents.heuristic import (
     DEFAULT_WEIGHTS,
+    ROLLOUT_CANDIDATES,
     ROLLOUT_GREEDY,
     ROLLOUT_RANDOM,
+    ROLLOUT_TEMP,
     candidate_actions,
     rng_state,
     rollout,
@@ -89,8 +91,8 @@ class MCTSAgent:
         rollout: str = "greedy",
         c: float = 0.4,
         width: int = 1,
-        rtemp: float = 2.0,
-        rcands: int = 16,
+        rtemp: float = ROLLOUT_TEMP,
+        rcands: int = ROLLOUT_CANDIDATES,
         reuse: bool = True,
     ) -> None:
         if sims is not None and sims < 1:

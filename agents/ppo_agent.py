@@ -24,6 +24,7 @@ import torch
 
 from agents.network import GROUP_BOUNDS, MASK_VALUE, PatchworkNet, net_from_config, prior_for
 from patchwork_env import rules
+from patchwork_env.observation import observe_movers
 from patchwork_env.state import GameState
 
 FORMAT = "patchwork-ppo"
@@ -155,11 +156,7 @@ class PPOAgent:
         self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
     ) -> npt.NDArray[np.int64]:
         states = np.ascontiguousarray(states, dtype=np.int64)
-        seats = np.empty(len(states), dtype=np.int64)
-        rules.current_player_batch(states, seats)
-        obs = np.empty((len(states), rules.OBS_DIM), dtype=np.float32)
-        rules.observe_batch(states, seats, obs)
-        return self._choose(obs, np.asarray(masks, dtype=np.bool_), states, rng)
+        return self._choose(observe_movers(states), np.asarray(masks, dtype=np.bool_), states, rng)
 
     # pickled for the arena's worker processes: weights and settings only
     def __getstate__(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from agents.network import PatchworkNet
 from agents.ppo_agent import PPOAgent
 from patchwork_env import rules
+from patchwork_env.observation import observe_movers
 
 IntArray = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
@@ -64,12 +65,7 @@ def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: f
 def _pooled(net: PatchworkNet, states: IntArray) -> torch.Tensor:
     """The value head's input for a chunk of states, from each mover's seat (observations of one
     chunk at a time: ~6 KB each)."""
-    states = np.ascontiguousarray(states)
-    movers = np.empty(len(states), dtype=np.int64)
-    rules.current_player_batch(states, movers)
-    obs = np.empty((len(states), rules.OBS_DIM), dtype=np.float32)
-    rules.observe_batch(states, movers, obs)
-    return net.pooled(torch.from_numpy(obs))
+    return net.pooled(torch.from_numpy(observe_movers(states)))
 
 
 @dataclass

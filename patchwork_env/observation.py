@@ -238,6 +238,17 @@ def observe_batch(states: StateArray, seats: npt.NDArray[np.int64], out: FloatAr
         observe_into(states[i], seats[i], out[i])
 
 
+def observe_movers(states: StateArray) -> npt.NDArray[np.float32]:
+    """(B, OBS_DIM) observations of a batch of unfinished states (rows), each from the seat of the
+    player to move there."""
+    states = np.ascontiguousarray(states, dtype=np.int64)
+    seats = np.empty(len(states), dtype=np.int64)
+    rules.current_player_batch(states, seats)
+    out = np.empty((len(states), OBS_DIM), dtype=np.float32)
+    observe_batch(states, seats, out)
+    return out
+
+
 def observation_bounds() -> tuple[FloatArray, FloatArray]:
     """``(low, high)`` float32 arrays of shape ``(OBS_DIM,)``: the bounds of every entry."""
     low = np.zeros(OBS_DIM, dtype=np.float32)

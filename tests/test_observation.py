@@ -147,3 +147,18 @@ def test_an_all_zero_observation_is_in_the_space() -> None:
     assert space.contains(zero)
     low, _ = observation_bounds()
     assert (low <= 0).all()
+
+
+def test_observe_movers_is_each_state_seen_from_its_player_to_move() -> None:
+    from patchwork_env.observation import observe_movers
+
+    state, rng = new_game(seed=21), np.random.default_rng(21)
+    rows, movers, expected = [], [], []
+    while not state.is_terminal and len(rows) < 40:
+        rows.append(state.array())
+        movers.append(state.current_player)
+        expected.append(observe(state, state.current_player))
+        legal = state.legal_actions()
+        state = state.step(int(legal[rng.integers(len(legal))]))
+    assert set(movers) == {0, 1}
+    assert np.array_equal(observe_movers(np.stack(rows)), np.stack(expected))
