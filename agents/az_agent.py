@@ -12,10 +12,11 @@ card in the README) is the ``pretrained`` agent: the network alone, its most pro
 ``az`` agent searches over kinds of move by default (``kinds``; ``agents.ppo_agent.kind_policy``):
 over all 2,026 actions the search with this network advanced on almost every move (advance is
 the single most probable action; a buy's probability is spread over its placements) and lost to
-random. Its leaves are valued by the network's value mixed half and half with the mean of 4
-greedy rollouts (``rollouts``, ``mix``; AlphaGo's leaf evaluation): the value head alone explains
-about a fifth of the variance of outcomes, and with it alone ``az:sims=100`` won 34% against
-``mcts:sims=100`` (README). ``SEARCH_PATH`` is the previously shipped network, kept for
+random. Its leaves are valued by the mean of 4 greedy rollouts (``rollouts``; ``mix`` weighs them
+against the network's value, AlphaGo's leaf evaluation; by default the rollouts alone, the network
+giving the prior): the value head alone explains about a fifth of the variance of outcomes, with
+it alone ``az:sims=100`` won 34% against ``mcts:sims=100``, half and half 58% and the rollouts
+alone 71% on the same 100 games (README). ``SEARCH_PATH`` is the previously shipped network, kept for
 comparisons. The trainer's self-play (``train.alphazero``) searches over all actions with the
 network's value alone (``NetEvaluator(net)``): its policy targets cover every placement.
 Checkpoints are the project's format (``agents.ppo_agent``), so ``ppo:PATH`` loads an AlphaZero
@@ -50,7 +51,7 @@ class NetEvaluator:
     """Batched leaf evaluation with a policy-value network (``agents.az_search.Evaluator``)."""
 
     def __init__(
-        self, net: PatchworkNet, kinds: bool = False, rollouts: int = 0, mix: float = 0.5, margin_weight: float = 0.2
+        self, net: PatchworkNet, kinds: bool = False, rollouts: int = 0, mix: float = 1.0, margin_weight: float = 0.2
     ) -> None:
         if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
             raise ValueError(
@@ -123,7 +124,7 @@ class AZAgent:
         name: str = "az",
         kinds: bool = True,
         rollouts: int = 4,
-        mix: float = 0.5,
+        mix: float = 1.0,
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
@@ -180,7 +181,7 @@ class AZAgent:
 
 
 def make_az_agent(
-    path: str = "", time: float | None = None, kinds: bool = True, rollouts: int = 4, mix: float = 0.5, **search: Any
+    path: str = "", time: float | None = None, kinds: bool = True, rollouts: int = 4, mix: float = 1.0, **search: Any
 ) -> AZAgent:
     """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf

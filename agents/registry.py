@@ -136,7 +136,7 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param(
         "rollouts", int, 4, "greedy rollouts per leaf, mixed into the network's value (0: the value alone, AlphaZero)"
     ),
-    Param("mix", float, 0.5, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
+    Param("mix", float, 1.0, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
