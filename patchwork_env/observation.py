@@ -240,7 +240,12 @@ def observe_batch(states: StateArray, seats: npt.NDArray[np.int64], out: FloatAr
 
 def observe_movers(states: StateArray) -> npt.NDArray[np.float32]:
     """(B, OBS_DIM) observations of a batch of unfinished states (rows), each from the seat of the
-    player to move there."""
+    player to move there. The rows are checked first (``validate.check_state_rows``: a ValueError
+    names the first invalid one; about 0.1 us per row, against ~1.5 us to observe it), since the
+    compiled kernels below trust their input."""
+    from patchwork_env.validate import check_state_rows  # validate imports this module
+
+    check_state_rows(states)
     states = np.ascontiguousarray(states, dtype=np.int64)
     seats = np.empty(len(states), dtype=np.int64)
     rules.current_player_batch(states, seats)

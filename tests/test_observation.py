@@ -162,3 +162,20 @@ def test_observe_movers_is_each_state_seen_from_its_player_to_move() -> None:
         state = state.step(int(legal[rng.integers(len(legal))]))
     assert set(movers) == {0, 1}
     assert np.array_equal(observe_movers(np.stack(rows)), np.stack(expected))
+
+
+def test_observe_movers_rejects_bad_rows_before_the_kernels() -> None:
+    """Arrays the compiled kernels would read out of bounds (wrong shape, values out of range)
+    fail with a ValueError naming the problem, not a crash of the interpreter."""
+    from patchwork_env.observation import observe_movers
+
+    good = new_game(seed=0).array()
+    garbage = np.stack([good, np.full_like(good, 10**9)])
+    with pytest.raises(ValueError, match="invalid state array: row 1"):
+        observe_movers(garbage)
+    with pytest.raises(ValueError, match="shape"):
+        observe_movers(good)  # one state, not a batch
+    with pytest.raises(ValueError, match="shape"):
+        observe_movers(np.zeros((2, 5), dtype=np.int64))
+    with pytest.raises(ValueError, match="integers"):
+        observe_movers(good[None].astype(np.float64))
