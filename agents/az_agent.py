@@ -185,7 +185,7 @@ def make_az_agent(
 ) -> AZAgent:
     """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
-    values mixed with greedy rollouts (``NetEvaluator.rollouts``)."""
+    values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``)."""
     net = load_net(path or PRETRAINED_PATH)
     config = SearchConfig(**search)
     config.validate()

@@ -134,7 +134,10 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param("path", str, "", "checkpoint of the network (default: the shipped network, agents/models/pretrained.pt)"),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
     Param(
-        "rollouts", int, 4, "greedy rollouts per leaf, mixed into the network's value (0: the value alone, AlphaZero)"
+        "rollouts",
+        int,
+        4,
+        "greedy rollouts per leaf, their mean weighed by mix against the network's value (0: the value alone)",
     ),
     Param("mix", float, 1.0, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
@@ -178,7 +181,7 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     "az": AgentSpec(
         "az",
         "AlphaZero search (agents.az_search): PUCT / Gumbel root with a policy-value network; leaf values "
-        "mixed with greedy rollouts (rollouts=0: the network's value alone)",
+        "from greedy rollouts by default (mix weighs in the network's value; rollouts=0: the value alone)",
         AZ_PARAMS,
         _az,
     ),
