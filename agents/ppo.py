@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import NUM_ACTIONS, PatchworkNet, legal_entropy
+from agents.network import NUM_ACTIONS, PatchworkNet, legal_entropy, legal_probs
 from agents.ppo_agent import most_probable_move
 
 F32 = npt.NDArray[np.float32]
@@ -162,7 +162,7 @@ def start_log_probs(start: PatchworkNet, batch: dict[str, torch.Tensor], chunk: 
 
 def kl_to(logp: torch.Tensor, ref_logp: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     """(B,) ``KL(p || ref)`` over the legal actions of each row."""
-    return torch.where(masks, logp.exp() * (logp - ref_logp), torch.zeros_like(logp)).sum(-1)
+    return torch.where(masks, legal_probs(logp, masks) * (logp - ref_logp), torch.zeros_like(logp)).sum(-1)
 
 
 def ppo_update(

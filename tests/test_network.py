@@ -13,6 +13,7 @@ from agents.network import (
     PLACEMENT_CELLS,
     NetConfig,
     PatchworkNet,
+    _gather_sum,
     legal_entropy,
     net_from_config,
     sample_actions,
@@ -131,6 +132,48 @@ def test_entropy_is_over_legal_actions_only() -> None:
     ent = legal_entropy(torch.log_softmax(logits, -1), mask)
     torch.testing.assert_close(ent, torch.tensor([np.log(2.0), 0.0], dtype=torch.float32))
     assert torch.isfinite(ent).all()
+
+
+def test_gather_sum_is_advanced_indexing_bit_for_bit() -> None:
+    """The buy head's faster gather: values and gradients exactly those of ``table[index].sum(1)``,
+    with a strided index full of repeats (as the head's is: each game's rows hundreds of times).
+    On one thread: with two, torch's accumulating ``index_put_`` (advanced indexing's own backward)
+    adds the repeats in a varying order, so the plain formula does not equal itself bit for bit."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        _check_gather_sum()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _check_gather_sum() -> None:
+    gen = torch.Generator().manual_seed(0)
+    table = torch.randn(5 * 83, 8, generator=gen, requires_grad=True)
+    index = torch.randint(0, 5 * 83, (400, 20), generator=gen)[:, 8:]  # a strided (400, 12) slice
+    weights = torch.randn(400, 8, generator=gen)
+    fast = _gather_sum(table, index)
+    slow = table[index].sum(1)
+    assert torch.equal(fast, slow)
+    (g_fast,) = torch.autograd.grad((fast * weights).sum(), table)
+    (g_slow,) = torch.autograd.grad((slow * weights).sum(), table)
+    assert torch.equal(g_fast, g_slow)
+
+
+def test_legal_entropy_values_and_gradients_are_the_plain_formulas(
+    batch: tuple[torch.Tensor, torch.Tensor, np.ndarray],
+) -> None:
+    """``legal_entropy`` skips exponentiating the masked log-probabilities (for speed) and gives
+    exactly the values and gradients of ``-sum over legal of exp(logp) * logp``."""
+    obs, mask, _ = batch
+    logits, _ = PatchworkNet(SMALL)(obs, mask)
+    logp = torch.log_softmax(logits, -1)
+    fast = legal_entropy(logp, mask)
+    plain = -torch.where(mask, logp.exp() * logp, torch.zeros_like(logp)).sum(-1)
+    assert torch.equal(fast, plain)
+    (g_fast,) = torch.autograd.grad(fast.sum(), logits, retain_graph=True)
+    (g_plain,) = torch.autograd.grad(plain.sum(), logits)
+    assert torch.equal(g_fast, g_plain)
 
 
 def test_sampling_never_picks_an_illegal_action(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
