@@ -38,6 +38,7 @@ from agents.az_selfplay import net_inputs
 from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_CANDIDATES, ROLLOUT_TEMP, rng_state, rollout_results
 from agents.network import PatchworkNet, net_from_config
 from agents.ppo_agent import PPOAgent, kind_policy, net_from_checkpoint, one_thread_in_workers, read_checkpoint
+from patchwork_env.observation import observe_movers
 from patchwork_env.state import GameState
 
 PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
@@ -72,6 +73,7 @@ class NetEvaluator:
         self.margin_weight = margin_weight
         self._rng = rng_state(0)
         self.evaluations = 0  # states evaluated so far (for statistics)
+        self.value_evaluations = 0  # and valued alone (``values``)
 
     def seed(self, seed: int) -> None:
         """Seed the rollouts (the agent reseeds from the arena's generator at every move)."""
@@ -93,6 +95,18 @@ class NetEvaluator:
         if self.rollouts:
             value = (1.0 - self.mix) * value + self.mix * self._rollout_values(states)
         return masks.numpy(), logp_t.double().numpy(), value
+
+    @torch.no_grad()
+    def values(self, states: IntArray) -> npt.NDArray[np.float64]:
+        """Leaf values alone (``SearchConfig.expand`` > 1), as ``__call__`` computes them; with
+        the rollouts alone (``mix=1``) the network does not run."""
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        self.value_evaluations += len(states)
+        rollouts = self._rollout_values(states) if self.rollouts else np.zeros(len(states))
+        if self.rollouts and self.mix == 1.0:
+            return rollouts
+        value = self.net.values(torch.from_numpy(observe_movers(states))).clamp(-1.0, 1.0).double().numpy()
+        return (1.0 - self.mix) * value + self.mix * rollouts if self.rollouts else value
 
     def _rollout_values(self, states: IntArray) -> npt.NDArray[np.float64]:
         wins, margins = rollout_results(

@@ -25,6 +25,11 @@ Patchwork-specific choices:
   placement towards zero probability (``agents.distill`` measured what retraining placements
   against a search teacher does: worse placements). ``root="puct"`` is AlphaZero's root with
   Dirichlet noise (self-play) and the visit distribution as target.
+* **Expansion threshold** (``expand``, AlphaGo's n_thr; default 1, AlphaZero's: every new leaf is
+  expanded). With ``expand=k`` a leaf's first ``k - 1`` visits ask the evaluator for its value
+  alone (``Evaluator.values``: for the ``az`` agent, greedy rollouts without the network) and the
+  ``k``-th expands it (legal actions, prior, value: the network). Most leaves of a search are
+  visited once or twice, so the network runs for a fraction of the simulations.
 * Without noise (evaluation) the search is deterministic: no Gumbel, no Dirichlet noise.
 """
 
@@ -70,6 +75,10 @@ class Evaluator(Protocol):
         values in [-1, 1] from the side of the player to move in each state."""
         ...
 
+    def values(self, states: IntArray) -> FloatArray:
+        """(B,) values alone (the visits before a leaf's expansion, ``SearchConfig.expand`` > 1)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SearchConfig:
@@ -97,12 +106,17 @@ class SearchConfig:
     """PUCT root in self-play: weight of the noise in the root prior."""
     margin_weight: float = 0.2
     """Weight of the score margin in the value of a finished game (``final_value``)."""
+    expand: int = 1
+    """A leaf is expanded at its ``expand``-th visit; the visits before value it alone
+    (``Evaluator.values``; AlphaGo's expansion threshold). 1: at its first (AlphaZero)."""
 
     def validate(self) -> None:
         if self.root not in ("gumbel", "puct"):
             raise ValueError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
-        if self.sims < 1 or self.considered < 1:
-            raise ValueError(f"sims and considered must be >= 1, got {self.sims}, {self.considered}")
+        if self.sims < 1 or self.considered < 1 or self.expand < 1:
+            raise ValueError(
+                f"sims, considered and expand must be >= 1, got {self.sims}, {self.considered}, {self.expand}"
+            )
         if self.c_puct < 0 or self.c_visit < 0 or self.c_scale < 0 or self.dirichlet_alpha <= 0:
             raise ValueError("c_puct, c_visit, c_scale must be >= 0 and dirichlet_alpha > 0")
         if not 0 <= self.dirichlet_eps <= 1 or not 0 <= self.margin_weight <= 1:
@@ -112,7 +126,7 @@ class SearchConfig:
 class Node:
     """A position: its mover, legal actions with prior and edge statistics (mover's side)."""
 
-    __slots__ = ("actions", "children", "logits", "n", "player", "prior", "state", "terminal", "value", "w")
+    __slots__ = ("actions", "children", "logits", "n", "player", "prior", "state", "terminal", "value", "valued", "w")
 
     def __init__(self, state: IntArray, margin_weight: float) -> None:
         self.state = state
@@ -125,6 +139,7 @@ class Node:
         self.n = np.zeros(0, dtype=np.int64)
         self.w = np.zeros(0)
         self.children: list[Node | None] = []
+        self.valued = 0  # visits valued before the expansion (``SearchConfig.expand``)
 
     def expand(self, mask: npt.NDArray[np.bool_], logp: FloatArray, value: float) -> None:
         self.actions = np.flatnonzero(mask)
@@ -275,9 +290,17 @@ class BatchedSearch:
                 node = node.child(i, cfg.margin_weight)
             paths.append(path)
             leaves.append(node)
-        self._evaluate([leaf for leaf in leaves if not leaf.terminal])
+        expand = [leaf for leaf in leaves if not leaf.terminal and leaf.valued + 1 >= cfg.expand]
+        self._evaluate(expand)
+        value = {id(leaf): leaf.value for leaf in expand}
+        early = [leaf for leaf in leaves if not leaf.terminal and leaf.valued + 1 < cfg.expand]
+        if early:
+            for leaf, v in zip(early, self.evaluator.values(np.stack([n.state for n in early])), strict=True):
+                leaf.valued += 1
+                value[id(leaf)] = float(v)
         for path, leaf in zip(paths, leaves, strict=True):
-            value0 = leaf.value if leaf.terminal else (leaf.value if leaf.player == 0 else -leaf.value)
+            v = leaf.value if leaf.terminal else value[id(leaf)]
+            value0 = v if leaf.terminal or leaf.player == 0 else -v
             self._backup(path, value0)
 
     @staticmethod

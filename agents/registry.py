@@ -143,6 +143,7 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
+    Param("expand", int, 1, "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone"),
 )
 
 # defaults must match MCTSAgent's signature (a test checks)

@@ -240,3 +240,19 @@ def test_registry_defaults_match_the_az_agent() -> None:
                 assert sig[p.name].default == p.default, (fn, p.name)
     az = make_agent("az:sims=4")
     assert isinstance(az, AZAgent) and az.rollouts == 4 and az.evaluator.rollouts == 4
+
+
+@pytest.mark.parametrize(("rollouts", "mix"), [(0, 1.0), (4, 1.0), (4, 0.5)])
+def test_evaluator_values_alone_are_the_values_of_a_full_evaluation(rollouts: int, mix: float) -> None:
+    """``NetEvaluator.values`` (a leaf's visits before its expansion, ``expand`` > 1) gives the
+    value ``__call__`` gives for the same states and rollout seed: the network's, the rollouts'
+    mean, or their mix."""
+    states = np.stack([deal(s, 0).array() for s in range(4)])
+    evaluator = NetEvaluator(load_net(PRETRAINED_PATH), kinds=True, rollouts=rollouts, mix=mix)
+    evaluator.seed(7)
+    _, _, full = evaluator(states)
+    evaluator.seed(7)
+    alone = evaluator.values(states)
+    np.testing.assert_allclose(alone, full, rtol=0, atol=1e-6)
+    assert evaluator.evaluations == 4 and evaluator.value_evaluations == 4
+    assert len(set(np.round(alone, 6))) > 1  # not a constant

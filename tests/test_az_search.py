@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 import torch
 
 from agents.az_agent import NetEvaluator
-from agents.az_search import BatchedSearch, Node, SearchConfig, considered_visits, final_value
+from agents.az_search import BatchedSearch, Node, SearchConfig, SearchResult, considered_visits, final_value
 from agents.az_selfplay import deal_states, play_games
 from agents.network import NetConfig, PatchworkNet
 from patchwork_env import rules
@@ -47,6 +49,9 @@ class MisleadingEvaluator:
         logp[masks[:, DECOY], DECOY] = 3.0
         return masks, logp, np.zeros(len(states))
 
+    def values(self, states: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        return np.zeros(len(states))
+
 
 def test_the_endgame_is_what_the_comment_says() -> None:
     s = two_move_endgame()
@@ -62,14 +67,61 @@ def test_the_endgame_is_what_the_comment_says() -> None:
             )
 
 
-@pytest.mark.parametrize("root", ["puct", "gumbel"])
-def test_search_finds_the_forced_win_across_two_own_moves(root: str) -> None:
-    search = BatchedSearch(MisleadingEvaluator(), SearchConfig(sims=48, root=root, considered=8, c_puct=1.0))
+@pytest.mark.parametrize(("root", "expand"), [("puct", 1), ("gumbel", 1), ("puct", 3), ("gumbel", 3)])
+def test_search_finds_the_forced_win_across_two_own_moves(root: str, expand: int) -> None:
+    config = SearchConfig(sims=48, root=root, considered=8, c_puct=1.0, expand=expand)
+    search = BatchedSearch(MisleadingEvaluator(), config)
     result = search.run(two_move_endgame().array()[None, :], [np.random.default_rng(0)], noise=False)
     assert result.actions[0] == WIN_FIRST
     assert result.policies[0, WIN_FIRST] == result.policies[0].max()
     if root == "puct":  # (the Gumbel root spreads its visits over the considered moves on purpose)
         assert result.root_values[0] > 0  # from the mover's (P0's) side: a win
+
+
+def _tree(node: Node) -> list[tuple[Node, int]]:
+    """Every node below ``node`` with its visit count (its parent's edge count)."""
+    out = []
+    for i, child in enumerate(node.children):
+        if child is not None:
+            out += [(child, int(node.n[i])), *_tree(child)]
+    return out
+
+
+@pytest.mark.parametrize("expand", [1, 2, 4])
+def test_a_leaf_is_valued_alone_until_its_expand_th_visit(expand: int) -> None:
+    """AlphaGo's expansion threshold: the first ``expand - 1`` visits of a leaf call
+    ``Evaluator.values``, the ``expand``-th expands it (and every node expanded that way was
+    valued exactly ``expand - 1`` times first); 1 is AlphaZero's, nothing valued alone."""
+    calls = {"full": 0, "values": 0}
+
+    class Counting(MisleadingEvaluator):
+        def __call__(
+            self, states: npt.NDArray[np.int64]
+        ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+            calls["full"] += len(states)
+            return super().__call__(states)
+
+        def values(self, states: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+            calls["values"] += len(states)
+            return np.full(len(states), 0.25)
+
+    class Keeping(BatchedSearch):  # keeps the searched root to inspect its tree
+        def _results(self, roots: list[Any]) -> SearchResult:
+            kept.extend(r.node for r in roots)
+            return super()._results(roots)
+
+    kept: list[Node] = []
+    Keeping(Counting(), SearchConfig(sims=300, root="puct", expand=expand)).run(
+        deal_states(1, seed=3), [np.random.default_rng(0)], noise=False
+    )
+    result_tree = _tree(kept[0])
+    expanded = [(n, v) for n, v in result_tree if not n.terminal and n.actions is not None]
+    waiting = [(n, v) for n, v in result_tree if not n.terminal and n.actions is None]
+    assert expanded and (waiting or expand == 1)
+    assert all(n.valued == expand - 1 and v >= expand for n, v in expanded)
+    assert all(n.valued == v < expand for n, v in waiting)
+    assert calls["full"] == 1 + len(expanded)  # the root, then each expansion
+    assert calls["values"] == sum(n.valued for n, _ in result_tree)
 
 
 def test_backup_changes_sign_only_where_the_mover_changes() -> None:
