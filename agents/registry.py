@@ -116,7 +116,7 @@ def _az(
     from agents.az_agent import make_az_agent
 
     if sims is None:
-        sims = 100 if time is None else 16  # with time: the first move's plan, then measured speed
+        sims = 100 if time is None else 10_000  # with time: the first move until its deadline, then measured speed
     agent: Agent = make_az_agent(path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, sims=sims, **search)
     return agent
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from agents.arena import deal, play_game
-from agents.az_agent import PRETRAINED_PATH, SEARCH_PATH, AZAgent, NetEvaluator, load_net
+from agents.az_agent import OVERPLAN, PRETRAINED_PATH, SEARCH_PATH, AZAgent, NetEvaluator, load_net
 from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from agents.ppo_agent import PPOAgent
 from agents.registry import AgentSpecError, describe_agents, make_agent
@@ -88,6 +88,28 @@ def test_both_are_listed_and_bad_options_are_spec_errors() -> None:
         make_agent("az:path=/nonexistent/net.pt")
     with pytest.raises(AgentSpecError, match="time"):
         make_agent("az:time=-1")
+
+
+def test_a_time_budget_plans_past_the_measured_speed_and_lets_the_deadline_end_the_search() -> None:
+    """``az:time=S``: the first move searches until its deadline (10,000 simulations planned),
+    later moves plan ``OVERPLAN`` x the simulations the measured speed affords, so the deadline,
+    not a cautious plan, ends the search (at the plan alone moves used 60-95% of their time)."""
+    az = make_agent("az:time=0.2")
+    assert isinstance(az, AZAgent)
+    asked: list[tuple[int, float]] = []
+    real = az.search.run
+
+    def run(*args: object, sims: int, deadline: float, **kwargs: object) -> object:
+        asked.append((sims, deadline))
+        return real(*args, sims=4, deadline=None, **kwargs)  # type: ignore[arg-type]
+
+    az.search.run = run  # type: ignore[method-assign]
+    state, rng = deal(2, 0), np.random.default_rng(0)
+    az.act(state, rng)
+    assert asked[-1][0] == 10_000
+    az._seconds_per_sim = 0.001
+    az.act(state, rng)
+    assert asked[-1][0] == int(OVERPLAN * 0.2 / 0.001)
 
 
 def test_pretrained_is_a_single_agent_env_opponent() -> None:
