@@ -406,7 +406,8 @@ class PatchworkNet(nn.Module):
 
 
 class _GatherSum(torch.autograd.Function):
-    """``table[index].sum(1)`` for an (M, K) ``index``, bit for bit in values and gradients: the
+    """``table[index].sum(1)`` for an (M, K) ``index``, bit for bit in values and gradients (on one
+    thread; with more, torch's accumulating ``index_put_`` sums repeats in a varying order): the
     forward through ``index_select`` (3x faster than advanced indexing with a strided index), the
     backward the same accumulating ``index_put_`` as advanced indexing's (``index_select``'s own,
     ``index_add_``, is slower here: each game's rows are gathered hundreds of times)."""
