@@ -40,6 +40,7 @@ from agents.network import PatchworkNet, net_from_config
 from agents.ppo_agent import PPOAgent, kind_policy, net_from_checkpoint, one_thread_in_workers, read_checkpoint
 from patchwork_env.observation import observe_movers
 from patchwork_env.state import GameState
+from patchwork_env.validate import check_state_rows
 
 PRETRAINED_PATH = Path(__file__).parent / "models" / "pretrained.pt"
 SEARCH_PATH = Path(__file__).parent / "models" / "search.pt"
@@ -47,6 +48,7 @@ SEARCH_PATH = Path(__file__).parent / "models" / "search.pt"
 IntArray = npt.NDArray[np.int64]
 MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
 OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, times this
+FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
 
 
 class NetEvaluator:
@@ -85,16 +87,14 @@ class NetEvaluator:
         self, states: IntArray
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         states = np.ascontiguousarray(states, dtype=np.int64)  # the rollout kernel's layout
-        obs, masks, prior = net_inputs(self.net, states)
+        obs, masks, prior = net_inputs(self.net, states)  # checks the rows before any kernel
         logits, values = self.net(obs, masks, prior)
         if self.kinds:
             masks, logp_t = kind_policy(logits, masks)
         else:
             logp_t = torch.log_softmax(logits, -1)
         self.evaluations += len(obs)
-        value = values.clamp(-1.0, 1.0).double().numpy()
-        if self.rollouts:
-            value = (1.0 - self.mix) * value + self.mix * self._rollout_values(states)
+        value = self._leaf_values(states, values.clamp(-1.0, 1.0).double().numpy())
         return masks.numpy(), logp_t.double().numpy(), value
 
     @torch.no_grad()
@@ -103,11 +103,23 @@ class NetEvaluator:
         the rollouts alone (``mix=1``) the network does not run."""
         states = np.ascontiguousarray(states, dtype=np.int64)
         self.value_evaluations += len(states)
-        rollouts = self._rollout_values(states) if self.rollouts else np.zeros(len(states))
         if self.rollouts and self.mix == 1.0:
+            check_state_rows(states)  # the rollout kernel trusts its input
+            return self._leaf_values(states, None)
+        obs = torch.from_numpy(observe_movers(states))  # checks the rows first
+        return self._leaf_values(states, self.net.values(obs).clamp(-1.0, 1.0).double().numpy())
+
+    def _leaf_values(self, states: IntArray, net_value: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
+        """The leaf-value rule: the network's value, or with rollouts ``(1 - mix)`` x it + ``mix``
+        x the rollouts' mean (``net_value`` may be None only with ``mix=1``: the rollouts alone)."""
+        if not self.rollouts:
+            assert net_value is not None
+            return net_value
+        rollouts = self._rollout_values(states)
+        if net_value is None:
             return rollouts
-        value = self.net.values(torch.from_numpy(observe_movers(states))).clamp(-1.0, 1.0).double().numpy()
-        return (1.0 - self.mix) * value + self.mix * rollouts if self.rollouts else value
+        out: npt.NDArray[np.float64] = (1.0 - self.mix) * net_value + self.mix * rollouts
+        return out
 
     def _rollout_values(self, states: IntArray) -> npt.NDArray[np.float64]:
         wins, margins = rollout_results(

@@ -44,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env import rules
+from patchwork_env.validate import check_state_rows
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -236,6 +237,7 @@ class BatchedSearch:
 
         cfg = self.config
         sims = cfg.sims if sims is None else sims
+        check_state_rows(states)  # the compiled rules below trust their input
         roots = [
             _Root(Node(np.array(s, dtype=np.int64), cfg.margin_weight), rng)
             for s, rng in zip(states, rngs, strict=True)

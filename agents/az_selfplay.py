@@ -173,10 +173,11 @@ class ReplayBuffer:
 def net_inputs(net: PatchworkNet, states: IntArray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Observation (mover's seat), legal mask and greedy-prior terms of each state, as tensors."""
     states = np.ascontiguousarray(states, dtype=np.int64)
+    obs = torch.from_numpy(observe_movers(states))  # first: it checks the rows the kernels below trust
     b = len(states)
     masks = np.zeros((b, rules.NUM_ACTIONS), dtype=np.bool_)
     rules.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
-    return torch.from_numpy(observe_movers(states)), torch.from_numpy(masks), prior_for(net, states, masks)
+    return obs, torch.from_numpy(masks), prior_for(net, states, masks)
 
 
 def learn_step(

@@ -113,10 +113,10 @@ def _ppo(path: str) -> Agent:
 def _az(
     sims: int | None, time: float | None, path: str, kinds: bool, rollouts: int, mix: float, **search: Any
 ) -> Agent:
-    from agents.az_agent import make_az_agent
+    from agents.az_agent import FIRST_PLAN, make_az_agent
 
     if sims is None:
-        sims = 100 if time is None else 10_000  # with time: the first move until its deadline, then measured speed
+        sims = 100 if time is None else FIRST_PLAN  # with time: the first move's plan, then the measured speed
     agent: Agent = make_az_agent(path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, sims=sims, **search)
     return agent
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from agents.arena import deal, play_game
-from agents.az_agent import OVERPLAN, PRETRAINED_PATH, SEARCH_PATH, AZAgent, NetEvaluator, load_net
+from agents.az_agent import FIRST_PLAN, OVERPLAN, PRETRAINED_PATH, SEARCH_PATH, AZAgent, NetEvaluator, load_net
+from agents.az_search import BatchedSearch, SearchConfig
 from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from agents.ppo_agent import PPOAgent
 from agents.registry import AgentSpecError, describe_agents, make_agent
@@ -106,7 +107,7 @@ def test_a_time_budget_plans_past_the_measured_speed_and_lets_the_deadline_end_t
     az.search.run = run  # type: ignore[method-assign]
     state, rng = deal(2, 0), np.random.default_rng(0)
     az.act(state, rng)
-    assert asked[-1][0] == 10_000
+    assert asked[-1][0] == FIRST_PLAN == 10_000
     az._seconds_per_sim = 0.001
     az.act(state, rng)
     assert asked[-1][0] == int(OVERPLAN * 0.2 / 0.001)
@@ -278,3 +279,19 @@ def test_evaluator_values_alone_are_the_values_of_a_full_evaluation(rollouts: in
     np.testing.assert_allclose(alone, full, rtol=0, atol=1e-6)
     assert evaluator.evaluations == 4 and evaluator.value_evaluations == 4
     assert len(set(np.round(alone, 6))) > 1  # not a constant
+
+
+@pytest.mark.parametrize("call", ["evaluate", "values", "search"])
+def test_bad_state_rows_are_a_value_error_before_any_compiled_kernel(call: str) -> None:
+    """The evaluator and the search take raw state arrays; the compiled rules trust their input
+    (an out-of-range row ended the interpreter with a segmentation fault), so the rows are
+    checked first (``patchwork_env.validate.check_state_rows``) and the error names the row."""
+    bad = np.full((1, rules.STATE_LEN), 10**9, dtype=np.int64)
+    evaluator = NetEvaluator(load_net(PRETRAINED_PATH), kinds=True, rollouts=4)
+    with pytest.raises(ValueError, match="row 0"):
+        if call == "evaluate":
+            evaluator(bad)
+        elif call == "values":
+            evaluator.values(bad)
+        else:
+            BatchedSearch(evaluator, SearchConfig(sims=4)).run(bad, [np.random.default_rng(0)], noise=False)
