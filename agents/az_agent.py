@@ -33,11 +33,12 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.az_search import BatchedSearch, SearchConfig, outcome_value
+from agents.az_search import BatchedSearch, Node, SearchConfig, outcome_value
 from agents.az_selfplay import net_inputs
 from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_CANDIDATES, ROLLOUT_TEMP, rng_state, rollout_results
 from agents.network import PatchworkNet, net_from_config
 from agents.ppo_agent import PPOAgent, kind_policy, net_from_checkpoint, one_thread_in_workers, read_checkpoint
+from agents.tree import find_below
 from patchwork_env.observation import observe_movers
 from patchwork_env.state import GameState
 from patchwork_env.validate import check_state_rows
@@ -141,7 +142,9 @@ def load_net(path: str | Path) -> PatchworkNet:
 
 class AZAgent:
     """Search with a network for one game per move: ``sims`` simulations, or ``time`` seconds
-    (simulations planned from the measured speed of the previous moves, stopped at the deadline)."""
+    (simulations planned from the measured speed of the previous moves, stopped at the deadline).
+    ``reuse``: keep the subtree of the move played and search on from it if the game reaches one
+    of its positions (``agents.tree.find_below``; ``reset()`` forgets it)."""
 
     def __init__(
         self,
@@ -152,6 +155,7 @@ class AZAgent:
         kinds: bool = True,
         rollouts: int = 4,
         mix: float = 1.0,
+        reuse: bool = False,
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
@@ -162,6 +166,8 @@ class AZAgent:
         self.kinds = kinds
         self.rollouts = rollouts
         self.mix = mix
+        self.reuse = reuse
+        self._kept: Node | None = None  # the played move's child after the last search (``reuse``)
         try:
             self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight)
         except ValueError as exc:
@@ -169,24 +175,35 @@ class AZAgent:
         self.search = BatchedSearch(self.evaluator, config)
         self._seconds_per_sim = 0.0  # measured (time budget only)
 
+    def reset(self) -> None:
+        """Forget the kept subtree (the arena calls this before each game)."""
+        self._kept = None
+
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if state.is_terminal:
             raise ValueError(f"{self.name}: the game is over, there is no action to take")
         if self.rollouts:  # only then: a search without rollouts draws nothing from the game's generator
             self.evaluator.seed(int(rng.integers(1 << 62)))
-        if self.time is None:
-            return int(self.search.run(state.array()[None, :], [rng], noise=False).actions[0])
-        start = time.perf_counter()
-        # planned a fifth above the measured speed, so the deadline rather than the plan ends the search
-        # (a move's speed varies by a fifth: at the plan alone moves used 60-95% of their time)
-        planned = OVERPLAN * self.time / self._seconds_per_sim if self._seconds_per_sim else self.config.sims
-        sims = max(4, int(planned))
-        result = self.search.run(state.array()[None, :], [rng], noise=False, sims=sims, deadline=start + self.time)
-        if self.search.last_sims:  # the speed of simulations alone (the root's evaluation is paid anyway)
+        row = state.array()
+        kept = find_below(self._kept, row, lambda node: node.state, lambda node: node.children) if self.reuse else None
+        sims, deadline = None, None
+        if self.time is not None:
+            deadline = time.perf_counter() + self.time
+            # planned a fifth above the measured speed, so the deadline rather than the plan ends the search
+            # (a move's speed varies by a fifth: at the plan alone moves used 60-95% of their time)
+            planned = OVERPLAN * self.time / self._seconds_per_sim if self._seconds_per_sim else self.config.sims
+            sims = max(4, int(planned))
+        result = self.search.run(row[None, :], [rng], noise=False, sims=sims, deadline=deadline, nodes=[kept])
+        if self.time is not None and self.search.last_sims:  # the speed of simulations alone
             per_sim = self.search.last_sim_seconds / self.search.last_sims
             old = self._seconds_per_sim
             self._seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
-        return int(result.actions[0])
+        action = int(result.actions[0])
+        if self.reuse:
+            root = result.roots[0]
+            assert root.actions is not None
+            self._kept = root.children[int(np.flatnonzero(root.actions == action)[0])]
+        return action
 
     # pickled for the arena's worker processes: weights and settings only
     def __getstate__(self) -> dict[str, Any]:
@@ -199,6 +216,7 @@ class AZAgent:
             "kinds": self.kinds,
             "rollouts": self.rollouts,
             "mix": self.mix,
+            "reuse": self.reuse,
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
@@ -206,20 +224,27 @@ class AZAgent:
         net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
         self.__init__(  # type: ignore[misc]
-            net, data["config"], data["time"], data["name"], data["kinds"], data["rollouts"], data["mix"]
+            net, data["config"], data["time"], data["name"], data["kinds"], data["rollouts"], data["mix"], data["reuse"]
         )
 
 
 def make_az_agent(
-    path: str = "", time: float | None = None, kinds: bool = True, rollouts: int = 4, mix: float = 1.0, **search: Any
+    path: str = "",
+    time: float | None = None,
+    kinds: bool = True,
+    rollouts: int = 4,
+    mix: float = 1.0,
+    reuse: bool = False,
+    **search: Any,
 ) -> AZAgent:
     """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
-    values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``)."""
+    values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
+    ``reuse``: keep the subtree of the move played (``AZAgent``)."""
     net = load_net(path or PRETRAINED_PATH)
     config = SearchConfig(**search)
     config.validate()
-    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix)
+    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse)
 
 
 def make_pretrained_agent(path: str = "") -> PPOAgent:

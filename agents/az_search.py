@@ -30,6 +30,10 @@ Patchwork-specific choices:
   alone (``Evaluator.values``: for the ``az`` agent, greedy rollouts without the network) and the
   ``k``-th expands it (legal actions, prior, value: the network). Most leaves of a search are
   visited once or twice, so the network runs for a fraction of the simulations.
+* **Subtree reuse** (``run(..., nodes=...)``, the ``az`` agent's ``reuse``): a root may be a node
+  kept from an earlier search (``SearchResult.roots``). Its edge statistics start from zero, since
+  the root's schedule (sequential halving) and its targets count this search's simulations; the
+  subtrees below keep their visits, values and priors, so the search starts from what it learnt.
 * Without noise (evaluation) the search is deterministic: no Gumbel, no Dirichlet noise.
 """
 
@@ -191,6 +195,8 @@ class SearchResult:
     """(B,) the search's value of each root from its mover's side."""
     net_values: FloatArray
     """(B,) the network's value of each root from its mover's side."""
+    roots: list[Node] = field(default_factory=list)
+    """The searched roots (their ``children`` hold the subtrees, for reuse by the next search)."""
 
 
 def considered_visits(num_considered: int, sims: int) -> tuple[int, ...]:
@@ -230,21 +236,33 @@ class BatchedSearch:
         noise: bool,
         sims: int | None = None,
         deadline: float | None = None,
+        nodes: Sequence[Node | None] | None = None,
     ) -> SearchResult:
         """Search each of the unfinished ``states`` (rows) with its own generator; ``noise`` adds
-        the root noise of self-play. ``deadline`` (``time.perf_counter()``) may stop it early."""
+        the root noise of self-play. ``deadline`` (``time.perf_counter()``) may stop it early.
+        ``nodes``: per row, a node of an earlier search holding that state (its subtree is kept,
+        its edge statistics restart) or None."""
         import time
 
         cfg = self.config
         sims = cfg.sims if sims is None else sims
         check_state_rows(states)  # the compiled rules below trust their input
-        roots = [
-            _Root(Node(np.array(s, dtype=np.int64), cfg.margin_weight), rng)
-            for s, rng in zip(states, rngs, strict=True)
-        ]
+        kept = [None] * len(states) if nodes is None else list(nodes)
+        if len(kept) != len(states):
+            raise ValueError(f"search: {len(kept)} kept nodes for {len(states)} states")
+        roots = []
+        for s, rng, node in zip(states, rngs, kept, strict=True):
+            if node is None:
+                node = Node(np.array(s, dtype=np.int64), cfg.margin_weight)
+            elif not np.array_equal(node.state, s):
+                raise ValueError("search: a kept node does not hold the state it is given for")
+            roots.append(_Root(node, rng))
         if any(r.node.terminal for r in roots):
             raise ValueError("search: a game is over, there is no action to search")
-        self._evaluate([r.node for r in roots])
+        self._evaluate([r.node for r in roots if r.node.actions is None])
+        for r in roots:  # a kept root: this search's statistics only (its subtrees keep theirs)
+            r.node.n[:] = 0
+            r.node.w[:] = 0.0
         for r in roots:
             self._prepare_root(r, noise, sims)
         self.last_sims = 0
@@ -378,4 +396,4 @@ class BatchedSearch:
                 best = int(cand[int(np.argmax(np.where(node.n[cand] == most, score, -np.inf)))])
             policies[k, node.actions] = target
             actions[k] = node.actions[best]
-        return SearchResult(actions, policies, root_values, net_values)
+        return SearchResult(actions, policies, root_values, net_values, [r.node for r in roots])

@@ -51,6 +51,7 @@ from agents.heuristic import (
     rng_state,
     rollout,
 )
+from agents.tree import find_below
 from patchwork_env import rules
 from patchwork_env.state import GameState
 
@@ -155,20 +156,7 @@ class MCTSAgent:
 
     def _find(self, state: GameState) -> Node | None:
         """The node holding ``state`` below the last move's child, if the search saw it coming."""
-        root = self._root
-        if root is None:
-            return None
-        depth = state.ply - root.ply
-        if depth < 0:
-            return None
-        target = state.array()
-        level = [root]
-        for _ in range(depth):
-            level = [child for node in level for child in node.children]
-        for node in level:
-            if np.array_equal(node.arr, target):
-                return node
-        return None
+        return find_below(self._root, state.array(), lambda node: node.arr, lambda node: node.children)
 
     def _expand(self, node: Node) -> None:
         if node.actions is None:

@@ -111,13 +111,22 @@ def _ppo(path: str) -> Agent:
 
 
 def _az(
-    sims: int | None, time: float | None, path: str, kinds: bool, rollouts: int, mix: float, **search: Any
+    sims: int | None,
+    time: float | None,
+    path: str,
+    kinds: bool,
+    rollouts: int,
+    mix: float,
+    reuse: bool,
+    **search: Any,
 ) -> Agent:
     from agents.az_agent import FIRST_PLAN, make_az_agent
 
     if sims is None:
         sims = 100 if time is None else FIRST_PLAN  # with time: the first move's plan, then the measured speed
-    agent: Agent = make_az_agent(path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, sims=sims, **search)
+    agent: Agent = make_az_agent(
+        path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, sims=sims, **search
+    )
     return agent
 
 
@@ -140,6 +149,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         "greedy rollouts per leaf, their mean weighed by mix against the network's value (0: the value alone)",
     ),
     Param("mix", float, 1.0, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
+    Param("reuse", bool, False, "keep the subtree of the move played for the next decision"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),

@@ -259,7 +259,7 @@ def test_registry_defaults_match_the_az_agent() -> None:
     for fn in (AZAgent.__init__, make_az_agent):
         sig = inspect.signature(fn).parameters
         for p in AZ_PARAMS:
-            if p.name in ("kinds", "rollouts", "mix"):
+            if p.name in ("kinds", "rollouts", "mix", "reuse"):
                 assert sig[p.name].default == p.default, (fn, p.name)
     az = make_agent("az:sims=4")
     assert isinstance(az, AZAgent) and az.rollouts == 4 and az.evaluator.rollouts == 4
@@ -295,3 +295,41 @@ def test_bad_state_rows_are_a_value_error_before_any_compiled_kernel(call: str) 
             evaluator.values(bad)
         else:
             BatchedSearch(evaluator, SearchConfig(sims=4)).run(bad, [np.random.default_rng(0)], noise=False)
+
+
+def test_reuse_searches_on_from_the_subtree_of_the_move_played() -> None:
+    """``reuse=true``: the child of the move played is kept; the next decision's position is
+    found below it (``agents.tree.find_below``), its subtrees keep their nodes and visits, and
+    the root's own statistics count the new search only. Without a kept node it plays the move
+    a fresh search plays; ``reset()`` forgets the tree."""
+    from agents.tree import find_below
+
+    fresh, az = make_agent("az:sims=60"), make_agent("az:sims=60,reuse=true")
+    assert isinstance(az, AZAgent) and isinstance(fresh, AZAgent) and az.reuse and not fresh.reuse
+    state = deal(2, 0)
+    action = az.act(state, np.random.default_rng(0))
+    assert action == fresh.act(state, np.random.default_rng(0)) and fresh._kept is None
+    kept = az._kept
+    state = state.step(action)
+    assert kept is not None and np.array_equal(kept.state, state.array()) and kept.actions is not None
+    assert find_below(kept, state.array(), lambda n: n.state, lambda n: n.children) is kept
+    before = {id(c): (c, int(c.n.sum())) for c in kept.children if c is not None and c.actions is not None}
+    assert before and kept.n.sum() > 0
+    az.act(state, np.random.default_rng(1))
+    assert int(kept.n.sum()) == 60  # the root restarted: this search's simulations only
+    grown = [c for c in kept.children if c is not None and id(c) in before]
+    assert len(grown) == len(before)  # the same node objects, searched on
+    assert all(int(c.n.sum()) >= before[id(c)][1] for c in grown)
+    assert sum(int(c.n.sum()) for c in grown) > sum(n for _, n in before.values())
+    assert find_below(kept, deal(9, 0).array(), lambda n: n.state, lambda n: n.children) is None
+    az.reset()
+    assert az._kept is None
+
+
+def test_a_kept_node_must_hold_the_state_it_is_given_for() -> None:
+    az = make_agent("az:sims=8,reuse=true")
+    assert isinstance(az, AZAgent)
+    state = deal(2, 0)
+    az.act(state, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="kept node does not hold"):
+        az.search.run(deal(3, 0).array()[None, :], [np.random.default_rng(0)], noise=False, nodes=[az._kept])
