@@ -16,9 +16,12 @@ random. Its leaves are valued by the mean of 4 greedy rollouts (``rollouts``; ``
 against the network's value, AlphaGo's leaf evaluation; by default the rollouts alone, the network
 giving the prior): the value head alone explains about a fifth of the variance of outcomes, with
 it alone ``az:sims=100`` won 34% against ``mcts:sims=100``, half and half 58% and the rollouts
-alone 71% on the same 100 games (README). ``SEARCH_PATH`` is the previously shipped network, kept for
-comparisons. The trainer's self-play (``train.alphazero``) searches over all actions with the
-network's value alone (``NetEvaluator(net)``): its policy targets cover every placement.
+alone 71% on the same 100 games (README). Its defaults are the strongest setting measured
+(README): ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th visit
+(``SearchConfig.expand``) and the subtree of the move played kept (``reuse``). ``SEARCH_PATH`` is
+the previously shipped network, kept for comparisons. The trainer's self-play (``train.alphazero``)
+searches over all actions with the network's value alone (``NetEvaluator(net)``): its policy
+targets cover every placement.
 Checkpoints are the project's format (``agents.ppo_agent``), so ``ppo:PATH`` loads an AlphaZero
 checkpoint too.
 """
@@ -50,6 +53,8 @@ IntArray = npt.NDArray[np.int64]
 MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
 OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, times this
 FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
+SIMS = 300  # the agent's simulations per move unless given (or a time budget)
+EXPAND = 4  # the agent's expansion threshold unless given (the trainer's search: SearchConfig's 1)
 
 
 class NetEvaluator:
@@ -155,7 +160,7 @@ class AZAgent:
         kinds: bool = True,
         rollouts: int = 4,
         mix: float = 1.0,
-        reuse: bool = False,
+        reuse: bool = True,
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
@@ -234,15 +239,20 @@ def make_az_agent(
     kinds: bool = True,
     rollouts: int = 4,
     mix: float = 1.0,
-    reuse: bool = False,
+    reuse: bool = True,
+    sims: int | None = None,
+    expand: int = EXPAND,
     **search: Any,
 ) -> AZAgent:
     """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
     values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
-    ``reuse``: keep the subtree of the move played (``AZAgent``)."""
+    ``reuse``: keep the subtree of the move played (``AZAgent``). ``sims`` unless given: ``SIMS``,
+    or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
     net = load_net(path or PRETRAINED_PATH)
-    config = SearchConfig(**search)
+    if sims is None:
+        sims = SIMS if time is None else FIRST_PLAN
+    config = SearchConfig(sims=sims, expand=expand, **search)
     config.validate()
     return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse)
 

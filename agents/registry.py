@@ -120,10 +120,8 @@ def _az(
     reuse: bool,
     **search: Any,
 ) -> Agent:
-    from agents.az_agent import FIRST_PLAN, make_az_agent
+    from agents.az_agent import make_az_agent
 
-    if sims is None:
-        sims = 100 if time is None else FIRST_PLAN  # with time: the first move's plan, then the measured speed
     agent: Agent = make_az_agent(
         path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, sims=sims, **search
     )
@@ -138,7 +136,7 @@ def _pretrained() -> Agent:
 
 
 AZ_PARAMS: tuple[Param, ...] = (
-    Param("sims", int, None, "simulations per move (100 if time is not given either)"),
+    Param("sims", int, None, "simulations per move (300 if time is not given either)"),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
     Param("path", str, "", "checkpoint of the network (default: the shipped network, agents/models/pretrained.pt)"),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
@@ -149,11 +147,11 @@ AZ_PARAMS: tuple[Param, ...] = (
         "greedy rollouts per leaf, their mean weighed by mix against the network's value (0: the value alone)",
     ),
     Param("mix", float, 1.0, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
-    Param("reuse", bool, False, "keep the subtree of the move played for the next decision"),
+    Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
-    Param("expand", int, 1, "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone"),
+    Param("expand", int, 4, "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone"),
 )
 
 # defaults must match MCTSAgent's signature (a test checks)

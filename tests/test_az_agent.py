@@ -10,7 +10,17 @@ import pytest
 import torch
 
 from agents.arena import deal, play_game
-from agents.az_agent import FIRST_PLAN, OVERPLAN, PRETRAINED_PATH, SEARCH_PATH, AZAgent, NetEvaluator, load_net
+from agents.az_agent import (
+    EXPAND,
+    FIRST_PLAN,
+    OVERPLAN,
+    PRETRAINED_PATH,
+    SEARCH_PATH,
+    SIMS,
+    AZAgent,
+    NetEvaluator,
+    load_net,
+)
 from agents.az_search import BatchedSearch, SearchConfig
 from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from agents.ppo_agent import PPOAgent
@@ -259,10 +269,16 @@ def test_registry_defaults_match_the_az_agent() -> None:
     for fn in (AZAgent.__init__, make_az_agent):
         sig = inspect.signature(fn).parameters
         for p in AZ_PARAMS:
-            if p.name in ("kinds", "rollouts", "mix", "reuse"):
+            if p.name in ("kinds", "rollouts", "mix", "reuse") or (fn is make_az_agent and p.name in sig):
                 assert sig[p.name].default == p.default, (fn, p.name)
     az = make_agent("az:sims=4")
     assert isinstance(az, AZAgent) and az.rollouts == 4 and az.evaluator.rollouts == 4
+    default, direct = make_agent("az"), make_az_agent()
+    for agent in (default, direct):  # the strongest setting measured (README)
+        assert isinstance(agent, AZAgent) and agent.reuse
+        assert (agent.config.sims, agent.config.expand) == (SIMS, EXPAND) == (300, 4)
+    timed = make_agent("az:time=0.5")
+    assert isinstance(timed, AZAgent) and timed.config.sims == FIRST_PLAN
 
 
 @pytest.mark.parametrize(("rollouts", "mix"), [(0, 1.0), (4, 1.0), (4, 0.5)])
@@ -298,13 +314,13 @@ def test_bad_state_rows_are_a_value_error_before_any_compiled_kernel(call: str) 
 
 
 def test_reuse_searches_on_from_the_subtree_of_the_move_played() -> None:
-    """``reuse=true``: the child of the move played is kept; the next decision's position is
+    """``reuse`` (default true): the child of the move played is kept; the next decision's position is
     found below it (``agents.tree.find_below``), its subtrees keep their nodes and visits, and
     the root's own statistics count the new search only. Without a kept node it plays the move
     a fresh search plays; ``reset()`` forgets the tree."""
     from agents.tree import find_below
 
-    fresh, az = make_agent("az:sims=60"), make_agent("az:sims=60,reuse=true")
+    fresh, az = make_agent("az:sims=60,reuse=false"), make_agent("az:sims=60")
     assert isinstance(az, AZAgent) and isinstance(fresh, AZAgent) and az.reuse and not fresh.reuse
     state = deal(2, 0)
     action = az.act(state, np.random.default_rng(0))
@@ -327,7 +343,7 @@ def test_reuse_searches_on_from_the_subtree_of_the_move_played() -> None:
 
 
 def test_a_kept_node_must_hold_the_state_it_is_given_for() -> None:
-    az = make_agent("az:sims=8,reuse=true")
+    az = make_agent("az:sims=8")
     assert isinstance(az, AZAgent)
     state = deal(2, 0)
     az.act(state, np.random.default_rng(0))
