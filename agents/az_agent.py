@@ -15,8 +15,8 @@ the single most probable action; a buy's probability is spread over its placemen
 random. Its leaves are valued by the mean of 4 greedy rollouts (``rollouts``; ``mix`` weighs them
 against the network's value, AlphaGo's leaf evaluation; by default the rollouts alone, the network
 giving the prior): the value head alone explains about a fifth of the variance of outcomes, with
-it alone ``az:sims=100`` won 34% against ``mcts:sims=100``, half and half 58% and the rollouts
-alone 71% on the same 100 games (README). Its defaults are the strongest setting measured
+it alone ``az:sims=100,expand=1,reuse=false`` won 34% against ``mcts:sims=100``, half and half 58%
+and the rollouts alone 71% on the same 100 games (README). Its defaults are the strongest setting measured
 (README): ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th visit
 (``SearchConfig.expand``) and the subtree of the move played kept (``reuse``). ``SEARCH_PATH`` is
 the previously shipped network, kept for comparisons. The trainer's self-play (``train.alphazero``)
