@@ -1,12 +1,13 @@
 """Trainer speed: PPO learner decisions per second of ``train.selfplay`` with the quick network.
 
-    python -m benchmarks.bench_trainer [--repeats 3] [--quick]
+    python -m benchmarks.bench_trainer [--repeats 3] [--quick] [--threads N]
 
 One iteration is exactly what the trainer does per update (``train.selfplay.collect_rollout`` then
 ``update_policy``) with ``configs/quick.yaml`` (greedy prior, 128 games x 32 steps, 2 epochs of
 4 minibatches); the rate counts the learner's decisions of the rollout over the wall time of
 rollout + update. The note splits it: decisions/s of the rollout alone and of the update alone.
-``--quick`` (CI, notebooks): 16 games x 8 steps, one iteration per repeat.
+``--quick`` (CI, notebooks): 16 games x 8 steps, one iteration per repeat. ``--threads N`` runs
+torch with N threads instead of the config's ``torch_threads`` (2 in ``quick.yaml``).
 
 Target (issue 16): >= 3,000 learner decisions/s on 2 cores (the demo measured about 1,050/s).
 """
@@ -20,21 +21,24 @@ import time
 from pathlib import Path
 
 from benchmarks import Row, format_table, row
+from train.cli import Parser
 
 TRAINER_TARGET = 3_000.0
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure(quick: bool = False, repeats: int = 3) -> dict[str, float]:
-    """Median over ``repeats`` iterations (after one warm-up) of the rollout and update times."""
+def measure(quick: bool = False, repeats: int = 3, threads: int | None = None) -> dict[str, float]:
+    """Median over ``repeats`` iterations (after one warm-up) of the rollout and update times;
+    torch runs with ``threads`` threads (default: the config's ``torch_threads``)."""
     import torch
 
     from train import selfplay as S
     from train.config import SelfPlayConfig, load_config
 
     extra = ["num_games=16", "rollout_steps=8"] if quick else []
+    extra += [f"torch_threads={threads}"] if threads is not None else []
     cfg = load_config(ROOT / "configs" / "quick.yaml", SelfPlayConfig, ["critic_warmup_updates=0", *extra])
-    threads = torch.get_num_threads()
+    before = torch.get_num_threads()
     torch.set_num_threads(cfg.torch_threads)
     try:
         learner = S.new_learner(cfg)
@@ -50,7 +54,7 @@ def measure(quick: bool = False, repeats: int = 3) -> dict[str, float]:
             cpu.append(time.process_time() - c0)
             decisions.append(float(collected.batch["actions"].shape[0]))
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
     total = [d / (r + u) for d, r, u in zip(decisions, rollout, update, strict=True)]
     return {
         "decisions_per_s": statistics.median(total),
@@ -58,13 +62,15 @@ def measure(quick: bool = False, repeats: int = 3) -> dict[str, float]:
         "rollout_per_s": statistics.median(d / r for d, r in zip(decisions, rollout, strict=True)),
         "update_per_s": statistics.median(d / u for d, u in zip(decisions, update, strict=True)),
         "decisions": statistics.median(decisions),
+        "threads": float(cfg.torch_threads),
     }
 
 
-def rows(quick: bool = False, repeats: int | None = None) -> list[Row]:
-    m = measure(quick, repeats or (1 if quick else 3))
+def rows(quick: bool = False, repeats: int | None = None, threads: int | None = None) -> list[Row]:
+    m = measure(quick, repeats or (1 if quick else 3), threads)
     note = (
-        f"quick.yaml net, {m['decisions']:.0f} decisions/update; rollout {m['rollout_per_s']:,.0f}/s, "
+        f"quick.yaml net, {m['threads']:.0f} torch threads, {m['decisions']:.0f} decisions/update; "
+        f"rollout {m['rollout_per_s']:,.0f}/s, "
         f"update {m['update_per_s']:,.0f}/s"
     )
     return [
@@ -79,14 +85,25 @@ def rows(quick: bool = False, repeats: int | None = None) -> list[Row]:
     ]
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="PPO trainer throughput (learner decisions/s)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed iterations (medians are reported)")
+    parser = Parser(description="PPO trainer throughput (learner decisions/s)")
+    parser.add_argument("--repeats", type=_positive, default=3, help="timed iterations (medians are reported)")
     parser.add_argument("--quick", action="store_true", help="a tiny batch (seconds)")
+    parser.add_argument("--threads", type=_positive, default=None, help="torch threads (default: the config's)")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0]
     print(f"load {load:.1f}; median of {args.repeats} iterations")
-    print(format_table(rows(args.quick, args.repeats)))
+    print(format_table(rows(args.quick, args.repeats, args.threads)))
 
 
 if __name__ == "__main__":

@@ -244,3 +244,10 @@ def test_an_unreadable_init_checkpoint_fails_at_load(empty_checkpoint: Path, tmp
     code = _exit_code(alphazero.cli, [*argv, "--run-dir", str(run_dir)])
     _assert_one_error_line(capsys, code, "init_checkpoint", "not a PPO")
     assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("argv", [["--threads", "0"], ["--threads", "two"], ["--repeats", "0"]])
+def test_bench_trainer_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import bench_trainer
+
+    _assert_one_error_line(capsys, _exit_code(bench_trainer.main, argv), ">= 1")
