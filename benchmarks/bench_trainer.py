@@ -7,7 +7,7 @@ One iteration is exactly what the trainer does per update (``train.selfplay.coll
 4 minibatches); the rate counts the learner's decisions of the rollout over the wall time of
 rollout + update. The note splits it: decisions/s of the rollout alone and of the update alone.
 ``--quick`` (CI, notebooks): 16 games x 8 steps, one iteration per repeat. ``--threads N`` runs
-torch with N threads instead of the config's ``torch_threads`` (2 in ``quick.yaml``).
+torch with N threads instead of the config's ``torch_threads`` (1 in ``quick.yaml``).
 
 Target (issue 16): >= 3,000 learner decisions/s on 2 cores (the demo measured about 1,050/s).
 """
