@@ -14,14 +14,13 @@ Target (issue 16): >= 3,000 learner decisions/s on 2 cores (the demo measured ab
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
 from pathlib import Path
 
 from benchmarks import Row, format_table, row
-from train.cli import Parser
+from train.cli import Parser, positive_int
 
 TRAINER_TARGET = 3_000.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,21 +84,11 @@ def rows(quick: bool = False, repeats: int | None = None, threads: int | None = 
     ]
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = Parser(description="PPO trainer throughput (learner decisions/s)")
-    parser.add_argument("--repeats", type=_positive, default=3, help="timed iterations (medians are reported)")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="timed iterations (medians are reported)")
     parser.add_argument("--quick", action="store_true", help="a tiny batch (seconds)")
-    parser.add_argument("--threads", type=_positive, default=None, help="torch threads (default: the config's)")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: the config's)")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0]
     print(f"load {load:.1f}; median of {args.repeats} iterations")

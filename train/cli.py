@@ -44,6 +44,17 @@ class Parser(argparse.ArgumentParser):
         fail(f"{message} (see {self.prog} --help)")
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number >= 1 (``--threads``, ``--games``, ``--repeats``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def run_dir(text: str) -> str:
     """``--run-dir``: a folder that may exist (a resumed run's) but is not a file."""
     path = Path(text)

@@ -21,29 +21,19 @@ import torch
 
 from agents.ppo_agent import CheckpointError, net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.value_head import fit_value_head, network_games
-from train.cli import MAX_SEED, Parser, fail
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+from train.cli import MAX_SEED, Parser, fail, positive_int
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="python -m train.value_head", description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", required=True, help="the network (a checkpoint of the project's format)")
     p.add_argument("--out", required=True, help="where to write the network with the fitted value head")
-    p.add_argument("--games", type=_positive, default=2000, help="games the network plays (default 2000)")
-    p.add_argument("--epochs", type=_positive, default=10, help="passes over the training games (default 10)")
+    p.add_argument("--games", type=positive_int, default=2000, help="games the network plays (default 2000)")
+    p.add_argument("--epochs", type=positive_int, default=10, help="passes over the training games (default 10)")
     p.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
     p.add_argument("--margin-weight", type=float, default=0.2, help="weight of the score margin in a result (0.2)")
     p.add_argument("--seed", type=int, default=0, help=f"deals, sampling and the held-out games (0..{MAX_SEED})")
-    p.add_argument("--threads", type=_positive, default=2, help="torch threads (default 2)")
+    p.add_argument("--threads", type=positive_int, default=2, help="torch threads (default 2)")
     return p
 
 
