@@ -13,9 +13,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet torch==2.13.0
 	# constraints.txt keeps that torch while the extras install (torchrl, tianshou ask for torch too)
 	$(PY) -m pip install --quiet -e ".[train,dev,interop,scale]" -c constraints.txt
-	# torchrl's wheel also installs its own top-level benchmarks/ folder (no __init__.py), which
-	# shadows this project's benchmarks package outside the repository root (the notebooks)
-	rm -rf $(VENV)/lib/python3*/site-packages/benchmarks
+	# the research code (agents/, train/, benchmarks/) is not installed: a path entry for this
+	# checkout makes it importable from anywhere in this venv (notebooks, Ray workers)
+	$(PY) -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "patchwork-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -24,6 +24,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check --exclude "*.ipynb" .
 	$(VENV)/bin/mypy patchwork_env agents train
+	$(VENV)/bin/lint-imports
 
 test: lint
 	$(VENV)/bin/pytest --nbmake

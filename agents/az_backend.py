@@ -5,7 +5,7 @@
 splits the games into chunks of ``chunk`` games (0: one chunk of all of them) and plays each chunk
 with ``agents.az_selfplay.play_games`` (the chunk's games side by side, one forward pass per
 simulation step): in this process without a backend, or one chunk per task of an
-``agents.ray_backend`` backend. The samples come back game by game, chunk after chunk: the order
+``patchwork_env.evaluation.backend`` backend. The samples come back game by game, chunk after chunk: the order
 of one ``play_games`` call over all the games.
 
 * **Games do not depend on the chunking or the backend.** Game ``g`` of a seed takes its deal and
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.az_agent import NetEvaluator
-from agents.az_search import BatchedSearch, SearchConfig
 from agents.az_selfplay import Samples, play_games
-from agents.network import NetConfig, PatchworkNet
-from agents.ray_backend import Backend
+from patchwork_env.evaluation.backend import Backend
+from patchwork_env.players.az import NetEvaluator
+from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.network import NetConfig, PatchworkNet
 
 Stats = dict[str, float]
 

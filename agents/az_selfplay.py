@@ -25,12 +25,11 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.az_search import BatchedSearch, final_value
-from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
-from agents.network import PatchworkNet, prior_for
-from patchwork_env import rules
-from patchwork_env.observation import observe_movers
-from patchwork_env.state import new_game
+from patchwork_env.core import rules
+from patchwork_env.core.state import new_game
+from patchwork_env.players.az_search import BatchedSearch, final_value
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
+from patchwork_env.players.network import PatchworkNet, net_inputs
 
 IntArray = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
@@ -168,16 +167,6 @@ class ReplayBuffer:
     def sample(self, batch: int, rng: np.random.Generator) -> Samples:
         idx = rng.integers(self.size, size=batch)
         return Samples(self.states[idx], self.policies[idx], self.values[idx])
-
-
-def net_inputs(net: PatchworkNet, states: IntArray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Observation (mover's seat), legal mask and greedy-prior terms of each state, as tensors."""
-    states = np.ascontiguousarray(states, dtype=np.int64)
-    obs = torch.from_numpy(observe_movers(states))  # first: it checks the rows the kernels below trust
-    b = len(states)
-    masks = np.zeros((b, rules.NUM_ACTIONS), dtype=np.bool_)
-    rules.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
-    return obs, torch.from_numpy(masks), prior_for(net, states, masks)
 
 
 def learn_step(

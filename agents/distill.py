@@ -46,15 +46,15 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
-from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
-from agents.ppo_agent import PPOAgent
-from agents.ray_backend import Backend
-from agents.registry import make_agent
-from patchwork_env import rules
-from patchwork_env.observation import observe_movers
-from patchwork_env.state import GameState
-from patchwork_env.vector import VectorGames
+from patchwork_env.core import rules
+from patchwork_env.core.state import GameState
+from patchwork_env.envs.observation import observe_movers
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.evaluation.backend import Backend
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
+from patchwork_env.players.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
+from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.registry import make_agent
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -184,7 +184,7 @@ def teacher_targets(
     distribution over the groups: a search that reports its root (``mcts``'s ``last_visits``) gives
     its visit shares per group, any other agent the one-hot group of its move. The same targets
     for any number of ``workers`` (processes; 1 labels in this process) and on a ``backend``
-    (``agents.ray_backend``: chunks of positions as its tasks, instead of ``workers``).
+    (``patchwork_env.evaluation.backend``: chunks of positions as its tasks, instead of ``workers``).
     ``progress(k)`` is called as labels arrive."""
     make_agent(teacher)  # a bad spec fails here, with the registry's message
     if workers < 1:

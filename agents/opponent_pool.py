@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import NetConfig, PatchworkNet, prior_for, sample_actions
-from patchwork_env.agent import RandomAgent
+from patchwork_env.envs.agent import RandomAgent
+from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for, sample_actions
 
 SELF = -1
 RANDOM = -2
@@ -164,7 +164,7 @@ class OpponentPool:
 
     def greedy(self) -> Any:
         if self._greedy is None:
-            from agents.registry import make_agent
+            from patchwork_env.players.registry import make_agent
 
             self._greedy = make_agent("greedy")
         return self._greedy

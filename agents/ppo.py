@@ -25,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.network import NUM_ACTIONS, PatchworkNet, legal_entropy, legal_probs
-from agents.ppo_agent import most_probable_move
+from patchwork_env.players.network import NUM_ACTIONS, PatchworkNet, legal_entropy, legal_probs
+from patchwork_env.players.policy import most_probable_move
 
 F32 = npt.NDArray[np.float32]
 
@@ -97,7 +97,7 @@ class Rollout:
     done: npt.NDArray[np.bool_]
     outcome: F32
     prior: npt.NDArray[np.float16] | None = None
-    """(T, N, A, 9) the learner's greedy prior terms (``agents.heuristic.greedy_prior``), for a net
+    """(T, N, A, 9) the learner's greedy prior terms (``patchwork_env.players.heuristic.greedy_prior``), for a net
     built with ``prior_scale > 0``; float16 holds them exactly (whole numbers below 2,048)."""
 
     @classmethod

@@ -5,11 +5,11 @@
   through it unchanged). ``WithGameState`` adds the game's flat state array to every observation
   (``{"observation", "action_mask", "state"}``): the greedy prior of the network and the heuristic
   opponents are computed from game states, not from observations.
-* ``PatchworkRLModule``: a ``TorchRLModule`` around ``agents.network.PatchworkNet`` with the
+* ``PatchworkRLModule``: a ``TorchRLModule`` around ``patchwork_env.players.network.PatchworkNet`` with the
   action mask applied inside the network (illegal logits get ``MASK_VALUE``, so RLlib's
   categorical distribution never samples them) and RLlib's ``ValueFunctionAPI`` for PPO. Its
   ``net`` is exactly the project's network: ``net_state_dict`` turns the module's weights into a
-  checkpoint that plays as ``ppo:PATH`` (``agents.ppo_agent``).
+  checkpoint that plays as ``ppo:PATH`` (``patchwork_env.players.policy``).
 * ``AgentRLModule``: any agent spec of the registry (``greedy``, ``random``...) as a frozen RLModule
   that returns its actions directly (not trained; an opponent through the policy mapping).
 
@@ -31,11 +31,11 @@ from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
-from agents.network import NetConfig, PatchworkNet, prior_for
-from agents.registry import make_agent
 from patchwork_env import env as patchwork_aec_env
-from patchwork_env import rules
-from patchwork_env.state import GameState
+from patchwork_env.core import rules
+from patchwork_env.core.state import GameState
+from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
+from patchwork_env.players.registry import make_agent
 
 STATE_BOUND = 2**62  # the flat state array holds counters and bitboard words (int64)
 

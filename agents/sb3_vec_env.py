@@ -35,7 +35,7 @@ import numpy.typing as npt
 from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
-from patchwork_env.vector_env import PatchworkVectorEnv
+from patchwork_env.envs.vector_env import PatchworkVectorEnv
 
 
 class SB3VecEnv(VecEnv):  # type: ignore[misc]

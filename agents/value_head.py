@@ -2,10 +2,10 @@
 
 ``az`` reads the value head at every leaf. Trained inside PPO, the head predicts the results of the
 *sampled* policy's games against the opponent pool, not of the games the searching agent plays.
-Here the network plays its most probable move (``agents.ppo_agent.most_probable_move``) against
+Here the network plays its most probable move (``patchwork_env.players.policy.most_probable_move``) against
 ``greedy`` in three of every four games (its seat alternating game by game) and samples from its
 policy against itself in the fourth; every decision of a finished game gets the game's result from
-the mover's side (``agents.az_search.final_value``, the quantity the search backs up). Only the
+the mover's side (``patchwork_env.players.az_search.final_value``, the quantity the search backs up). Only the
 value head (``value.*``) is fitted to it, on the frozen trunk: the policy stays bit-identical.
 """
 
@@ -19,11 +19,11 @@ import numpy.typing as npt
 import torch
 
 from agents.az_selfplay import deal_states, decisions_to_end
-from agents.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
-from agents.network import PatchworkNet
-from agents.ppo_agent import PPOAgent
-from patchwork_env import rules
-from patchwork_env.observation import observe_movers
+from patchwork_env.core import rules
+from patchwork_env.envs.observation import observe_movers
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
+from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.policy import PPOAgent
 
 IntArray = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]

@@ -1,5 +1,5 @@
 """Throughput of the AlphaZero search's leaf evaluator: game states in, masked log-probabilities
-and values out (``agents.az_agent.NetEvaluator``: legal masks, observations and the greedy prior
+and values out (``patchwork_env.players.az.NetEvaluator``: legal masks, observations and the greedy prior
 from the compiled rules, then one forward pass of the shipped network), per batch size.
 
     python -m benchmarks.bench_az [--seconds 1] [--repeats 5]
@@ -25,8 +25,8 @@ TARGET = 20_000.0
 def cases(quick: bool = False) -> list[Case]:
     import torch
 
-    from agents.az_agent import PRETRAINED_PATH, NetEvaluator, load_net
     from agents.az_selfplay import greedy_value_samples
+    from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator, load_net
 
     torch.set_num_threads(1)  # as the trainer runs it (train.config: torch_threads)
     evaluator = NetEvaluator(load_net(PRETRAINED_PATH))

@@ -22,8 +22,8 @@ import numpy as np
 
 from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, timed
 from patchwork_env import new_game
-from patchwork_env.state import GameState
-from patchwork_env.vector_kernels import random_legal_action
+from patchwork_env.core.state import GameState
+from patchwork_env.envs.vector_kernels import random_legal_action
 
 ENGINE_TARGET = 50_000.0
 ENGINE_GAMES_TARGET = 1_100.0  # issue 2: "about 1,100 games/s"
@@ -146,8 +146,8 @@ def rows(runs: dict[str, list[Counts]], ref: ConnectFourReference) -> list[Row]:
 
 def memory_rows(ref: ConnectFourReference) -> list[Row]:
     """Bytes per GameState (tracemalloc), per game of the vector engine and env (arrays)."""
-    from patchwork_env.vector import VectorGames
-    from patchwork_env.vector_env import PatchworkVectorEnv
+    from patchwork_env.envs.vector import VectorGames
+    from patchwork_env.envs.vector_env import PatchworkVectorEnv
 
     c4 = ref.bytes_per_env()
     state = _mid_game()

@@ -58,7 +58,7 @@ def play(env: Any, seconds: float, seed: int = 0) -> float:
 
 def _makers() -> dict[str, tuple[Callable[[], Any], str]]:
     """name -> (constructor, name of the reference it is compared with)."""
-    from patchwork_env import aec
+    from patchwork_env.envs import aec
 
     c4 = _connect_four()
     return {

@@ -17,7 +17,7 @@ import numpy as np
 
 from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, timed
 from patchwork_env import new_game
-from patchwork_env.records import Player, Record, read_records, record_game, write_records
+from patchwork_env.core.records import Player, Record, read_records, record_game, write_records
 from patchwork_env.replay import write_replay
 
 GAMES = 100

@@ -1,63 +1,73 @@
-"""patchwork_env: a rules-exact Patchwork engine and its reinforcement-learning environments.
+"""patchwork_env: a rules-exact Patchwork engine, its reinforcement-learning environments, players
+and the tools to measure them.
 
-The engine (``GameState``, ``new_game``) is the one implementation of the rules; see
-``docs/rules.md`` in the repository for the rules it follows. On top of it:
-``env()`` / ``raw_env`` (PettingZoo AEC, registered as ``"patchwork/Patchwork-v0"``; its
-documentation page is ``patchwork_env.aec``) and ``SingleAgentEnv`` (Gymnasium, against an
-opponent that moves inside ``step``; registered as ``"patchwork/PatchworkSingleAgent-v0"``).
+The package is layered, each layer importing only those below it (``.importlinter`` holds the
+contract):
+
+=====================  =========================================================================
+``core``               the rules: patch tables, bitboards, the compiled kernels on the flat state
+                       array, ``GameState``, validation, serialization, drawing, game records
+``envs``               the observation, the front-ends' shared decisions (``edge``), the
+                       PettingZoo AEC env, the Gymnasium single-agent env, the vector engine and
+                       vector env
+``players``            random, greedy, mcts; with the ``torch`` extra the network policy of a
+                       checkpoint (``ppo:PATH``), ``az`` and ``pretrained``; spec strings
+``evaluation``         the arena (paired deals, Wilson intervals, Elo) and the ladder
+``replay``             the self-contained replay page of a game record
+``cli``                the ``patchwork`` command
+=====================  =========================================================================
+
+The names below load on first use, so that ``import patchwork_env`` stays cheap (the compiled
+kernels load with the engine). Importing the package registers ``ENV_ID`` with PettingZoo and
+``SINGLE_AGENT_ENV_ID`` with Gymnasium.
 """
 
-from patchwork_env.actions import (
-    ADVANCE,
-    NUM_ACTIONS,
-    Action,
-    action_to_str,
-    decode_action,
-    encode_buy,
-    encode_leather,
-    parse_action,
-)
-from patchwork_env.patches import PATCHES, Patch
-from patchwork_env.state import GameState, IllegalActionError, new_game
+from __future__ import annotations
 
-from patchwork_env.aec import env, raw_env  # isort: skip  (the environments need the engine above)
-from patchwork_env.single_agent import SingleAgentEnv  # isort: skip
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+import gymnasium
+import pettingzoo
+
+if TYPE_CHECKING:
+    from patchwork_env.core.actions import (
+        ADVANCE,
+        NUM_ACTIONS,
+        Action,
+        GameOverError,
+        IllegalActionError,
+        action_to_str,
+        decode_action,
+        encode_buy,
+        encode_leather,
+        parse_action,
+    )
+    from patchwork_env.core.patches import PATCHES, Patch
+    from patchwork_env.core.state import GameState, new_game
+    from patchwork_env.envs.aec import env, raw_env
+    from patchwork_env.envs.single_agent import SingleAgentEnv
+    from patchwork_env.envs.vector import VectorGames
+    from patchwork_env.envs.vector_env import PatchworkVectorEnv
+
+__version__ = "0.2.0"
 
 ENV_ID = "patchwork/Patchwork-v0"
 SINGLE_AGENT_ENV_ID = "patchwork/PatchworkSingleAgent-v0"
 
-
-def _register() -> None:
-    """``pettingzoo.make("aec", ENV_ID, **kwargs)`` builds ``env(**kwargs)``;
-    ``gymnasium.make(SINGLE_AGENT_ENV_ID, **kwargs)`` builds ``SingleAgentEnv(**kwargs)``."""
-    import gymnasium
-    import pettingzoo
-
-    if ENV_ID not in pettingzoo.aec_registry:
-        pettingzoo.register("aec", ENV_ID, entry_point="patchwork_env.aec:env")
-    if SINGLE_AGENT_ENV_ID not in gymnasium.registry:
-        gymnasium.register(
-            SINGLE_AGENT_ENV_ID,
-            entry_point="patchwork_env.single_agent:SingleAgentEnv",
-            vector_entry_point="patchwork_env.vector_env:PatchworkVectorEnv",
-        )
-
-
-_register()
-
-_LAZY = {"VectorGames": "patchwork_env.vector", "PatchworkVectorEnv": "patchwork_env.vector_env"}
-
-
-def __getattr__(name: str) -> object:
-    """The vector engine and vector env load on first use (their kernels compile on import)."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'patchwork_env' has no attribute {name!r}")
-
+_EXPORTS = {
+    "patchwork_env.core.actions": (
+        "ADVANCE", "NUM_ACTIONS", "Action", "GameOverError", "IllegalActionError", "action_to_str",
+        "decode_action", "encode_buy", "encode_leather", "parse_action",
+    ),
+    "patchwork_env.core.patches": ("PATCHES", "Patch"),
+    "patchwork_env.core.state": ("GameState", "new_game"),
+    "patchwork_env.envs.aec": ("env", "raw_env"),
+    "patchwork_env.envs.single_agent": ("SingleAgentEnv",),
+    "patchwork_env.envs.vector": ("VectorGames",),
+    "patchwork_env.envs.vector_env": ("PatchworkVectorEnv",),
+}  # fmt: skip
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "ADVANCE",
@@ -66,12 +76,14 @@ __all__ = [
     "PATCHES",
     "SINGLE_AGENT_ENV_ID",
     "Action",
+    "GameOverError",
     "GameState",
     "IllegalActionError",
     "Patch",
     "PatchworkVectorEnv",
     "SingleAgentEnv",
     "VectorGames",
+    "__version__",
     "action_to_str",
     "decode_action",
     "encode_buy",
@@ -81,3 +93,33 @@ __all__ = [
     "parse_action",
     "raw_env",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported from their layer on first use."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchwork_env' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE_OF))
+
+
+def _register() -> None:
+    """``pettingzoo.make("aec", ENV_ID, **kwargs)`` builds ``env(**kwargs)``;
+    ``gymnasium.make(SINGLE_AGENT_ENV_ID, **kwargs)`` builds ``SingleAgentEnv(**kwargs)``."""
+    if ENV_ID not in pettingzoo.aec_registry:
+        pettingzoo.register("aec", ENV_ID, entry_point="patchwork_env.envs.aec:env")
+    if SINGLE_AGENT_ENV_ID not in gymnasium.registry:
+        gymnasium.register(
+            SINGLE_AGENT_ENV_ID,
+            entry_point="patchwork_env.envs.single_agent:SingleAgentEnv",
+            vector_entry_point="patchwork_env.envs.vector_env:PatchworkVectorEnv",
+        )
+
+
+_register()

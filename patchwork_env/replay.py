@@ -1,8 +1,8 @@
 """A replay viewer in ONE self-contained HTML file: no server, no network, opens from disk.
 
-``replay_html(game)`` takes a ``Record`` (``patchwork_env.records``) or a list of positions and
+``replay_html(game)`` takes a ``Record`` (``patchwork_env.core.records``) or a list of positions and
 returns the page; ``write_replay(path, game)`` writes it; ``Replay(game)`` shows it inline in
-Jupyter (an isolated iframe). ``python -m train.replay RECORDS.jsonl --game K -o game.html`` is
+Jupyter (an isolated iframe). ``patchwork replay RECORDS.jsonl --game K -o game.html`` is
 the command line.
 
 The page shows each position as ``render.render_svg`` draws it (both quilts, the time track, the
@@ -35,10 +35,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from patchwork_env.actions import action_to_str
-from patchwork_env.records import Record
-from patchwork_env.render import render_svg
-from patchwork_env.state import GameState
+from patchwork_env.core.actions import action_to_str
+from patchwork_env.core.records import Record
+from patchwork_env.core.render import render_svg
+from patchwork_env.core.state import GameState
 
 _ELEMENT_START = re.compile(r"(?=<)")
 

@@ -30,12 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from patchwork_env import GameState, IllegalActionError, new_game, rules
-from patchwork_env.observation import OBS_DIM, observation_bounds
-from patchwork_env.state import _from_bytes
-from patchwork_env.validate import MAX_PLY, check_state_array
-from patchwork_env.vector import VectorGames
-from patchwork_env.vector_kernels import random_legal_action
+from patchwork_env import GameState, IllegalActionError, new_game
+from patchwork_env.core import rules
+from patchwork_env.core.state import _from_bytes
+from patchwork_env.core.validate import MAX_PLY, check_state_array
+from patchwork_env.envs import observation
+from patchwork_env.envs.observation import OBS_DIM, observation_bounds
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.envs.vector_kernels import random_legal_action
 
 LONG_CASES = 1_000_000
 LOW, HIGH = observation_bounds()
@@ -83,7 +85,7 @@ def _play_checked(s: GameState, rng: np.random.Generator, steps: int, dict_close
         arr = s.array()
         check_state_array(arr)  # every successor is still valid
         for seat in (0, 1):
-            rules.observe_into(arr, seat, obs)
+            observation.observe_into(arr, seat, obs)
             if not (np.all(obs >= LOW) and np.all(obs <= HIGH)):
                 bad = int(np.flatnonzero((obs < LOW) | (obs > HIGH))[0])
                 raise Failure(f"observation entry {bad} = {obs[bad]} outside [{LOW[bad]}, {HIGH[bad]}]")

@@ -94,9 +94,9 @@ def main(out_path: str) -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from agents.arena import round_robin
     from agents.distill import teacher_targets
-    from agents.ray_backend import RayBackend
+    from patchwork_env.evaluation.arena import round_robin
+    from patchwork_env.evaluation.backend import RayBackend
     from train.config import RLlibConfig, load_config
     from train.rllib_selfplay import main as rllib_main
 

@@ -55,9 +55,9 @@ def smoke_search(seed: int = 0) -> Any:
     """The search of alphazero_smoke.yaml's network (seeded), the same in every process."""
     import torch
 
-    from agents.az_agent import NetEvaluator
-    from agents.az_search import BatchedSearch
-    from agents.network import PatchworkNet
+    from patchwork_env.players.az import NetEvaluator
+    from patchwork_env.players.az_search import BatchedSearch
+    from patchwork_env.players.network import PatchworkNet
     from train.alphazero import search_config
     from train.config import AlphaZeroConfig, load_config
 
@@ -94,7 +94,7 @@ def main(out_dir: str) -> None:
     import ray
 
     from agents.az_backend import play_chunked
-    from agents.ray_backend import RayBackend
+    from patchwork_env.evaluation.backend import RayBackend
     from train import selfplay
     from train.config import SelfPlayConfig, load_config
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchwork_env import GameState, encode_buy, new_game, rules
-from patchwork_env.bitboard import cells_to_words
+from patchwork_env import GameState, encode_buy, new_game
+from patchwork_env.core import rules
+from patchwork_env.core.bitboard import cells_to_words
 
 # circle used by most scenarios: market is 9 (2x2, cost 6, time 5, 2 buttons), 1 (cost 1, time 3),
 # 17 (1x5, cost 7, time 1, 1 button); the 1x2 patch 0 is last

@@ -15,9 +15,11 @@ from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
 from pettingzoo.utils.conversions import turn_based_aec_to_parallel
 
 import patchwork_env
-from patchwork_env import IllegalActionError, new_game, rules
-from patchwork_env.aec import AGENTS, SCORE_REWARD_SCALE, env, final_rewards, raw_env
-from patchwork_env.observation import OBS_DIM, observation_bounds, observation_table
+from patchwork_env import IllegalActionError, new_game
+from patchwork_env.core import rules
+from patchwork_env.envs import observation
+from patchwork_env.envs.aec import AGENTS, SCORE_REWARD_SCALE, env, final_rewards, raw_env
+from patchwork_env.envs.observation import OBS_DIM, observation_bounds, observation_table
 
 CIRCLE = [*range(32, 0, -1), 0]
 
@@ -128,8 +130,8 @@ def test_masks_only_for_the_acting_agent() -> None:
         np.testing.assert_array_equal(obs["action_mask"].astype(bool), e.game_state.legal_action_mask())
         assert obs["action_mask"].sum() >= 1
         assert not e.observe(other)["action_mask"].any()
-        assert obs["observation"][rules.OBS_PLANES_END + 21] == 1.0  # "to_move" from my seat
-        assert e.observe(other)["observation"][rules.OBS_PLANES_END + 21] == 0.0
+        assert obs["observation"][observation.OBS_PLANES_END + 21] == 1.0  # "to_move" from my seat
+        assert e.observe(other)["observation"][observation.OBS_PLANES_END + 21] == 0.0
         e.step(random_action(obs, rng))
 
 
@@ -403,7 +405,7 @@ def test_copy_is_independent() -> None:
 
 # --- documentation ---------------------------------------------------------------------------
 def test_documented_observation_table_matches_the_layout() -> None:
-    from patchwork_env import aec
+    from patchwork_env.envs import aec
 
     assert aec.__doc__ is not None
     assert observation_table() in aec.__doc__

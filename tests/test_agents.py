@@ -7,9 +7,14 @@ import inspect
 import numpy as np
 import pytest
 
-from agents import AGENT_SPECS, AgentSpecError, describe_agents, make_agent, parse_spec
-from agents.greedy import GreedyAgent
-from agents.heuristic import (
+from patchwork_env import new_game
+from patchwork_env.core import rules
+from patchwork_env.core.bitboard import cells_to_words
+from patchwork_env.core.state import GameState
+from patchwork_env.envs.agent import Agent, BatchAgent, RandomAgent
+from patchwork_env.players import AGENT_SPECS, AgentSpecError, describe_agents, make_agent, parse_spec
+from patchwork_env.players.greedy import GreedyAgent
+from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
     SCRATCH,
     W_DOMINO,
@@ -21,12 +26,8 @@ from agents.heuristic import (
     quilt_features,
     score_actions,
 )
-from agents.mcts import MCTSAgent
-from agents.registry import MCTS_PARAMS
-from patchwork_env import new_game, rules
-from patchwork_env.agent import Agent, BatchAgent, RandomAgent
-from patchwork_env.bitboard import cells_to_words
-from patchwork_env.state import GameState
+from patchwork_env.players.mcts import MCTSAgent
+from patchwork_env.players.registry import MCTS_PARAMS
 
 SPECS = ["random", "greedy", "greedy:temp=1.5", "mcts:sims=6", "mcts:sims=6,rollout=random,width=1,reuse=false"]
 
@@ -140,7 +141,7 @@ def test_quilt_features_on_known_quilts() -> None:
 
 
 def test_greedy_beats_random_on_paired_deals() -> None:
-    from agents.arena import play_pairs
+    from patchwork_env.evaluation.arena import play_pairs
 
     result = play_pairs("greedy", "random", 10, seed=0, workers=1)
     assert result.games == 20
@@ -210,9 +211,9 @@ def test_registry_defaults_match_the_mcts_signature() -> None:
 def test_heuristic_square_and_groups_follow_the_named_constants() -> None:
     # the best bonus-sized square of quilt_features is the best of bitboard's bonus masks, and the
     # decision groups of candidate_actions are the network's groups of the action encoding
-    from agents import heuristic as H
-    from agents.network import GROUP_BOUNDS, GROUP_OF_ACTION
-    from patchwork_env import bitboard as B
+    from patchwork_env.core import bitboard as B
+    from patchwork_env.players import heuristic as H
+    from patchwork_env.players.network import GROUP_BOUNDS, GROUP_OF_ACTION
 
     assert len(B.BONUS_LO) == B.BONUS_SQUARES
     assert all(

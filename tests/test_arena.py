@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.arena import PairResult, deal, play_pairs, round_robin
-from agents.stats import ELO_SCALE, Z95, fit_elo, wilson_interval
-from patchwork_env.agent import RandomAgent
-from patchwork_env.state import GameState
+from patchwork_env.core.state import GameState
+from patchwork_env.envs.agent import RandomAgent
+from patchwork_env.evaluation.arena import PairResult, deal, play_pairs, round_robin
+from patchwork_env.evaluation.stats import ELO_SCALE, Z95, fit_elo, wilson_interval
+from tests.cli import patchwork
 
 
 def without_times(result: PairResult) -> list[tuple[object, ...]]:
@@ -173,12 +174,11 @@ def test_a_perfect_score_stays_finite_with_the_virtual_draw() -> None:
 
 # --- the CLI -------------------------------------------------------------------------------------------
 def test_evaluate_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from train.evaluate import main
-
     out = tmp_path / "results.json"
     png = tmp_path / "elo.png"
-    main(["--agents", "greedy", "random", "--pairs", "2", "--seed", "2", "--workers", "1", "--no-progress",
-          "--json", str(out), "--plot", str(png)])  # fmt: skip
+    code = patchwork("evaluate", "--agents", "greedy", "random", "--pairs", "2", "--seed", "2", "--workers", "1",
+                     "--no-progress", "--json", str(out), "--plot", str(png))  # fmt: skip
+    assert code == 0
     data = json.loads(out.read_text())
     pair = data["pairs"][0]
     for key in ("a", "b", "games", "wins_a", "wins_b", "win_rate_a", "ci95_a", "mean_margin_a"):
@@ -188,26 +188,11 @@ def test_evaluate_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.Captur
     assert "Elo" in capsys.readouterr().out
 
 
-def test_evaluate_old_games_option_is_half_as_many_pairs(capsys: pytest.CaptureFixture[str]) -> None:
-    # one unit (paired deals) for every evaluation size; the old --games N still plays N games
-    from train.evaluate import build_parser, main
-
-    assert build_parser().parse_args(["--games", "6"]).pairs == 3
-    assert build_parser().parse_args([]).pairs == 50
-    argv = ["--agents", "greedy", "random", "--seed", "2", "--workers", "1", "--no-progress"]
-    old, new = main([*argv, "--games", "4"]), main([*argv, "--pairs", "2"])
-    assert old["num_pairs"] == new["num_pairs"] == 2 and old["games_per_pair"] == 4
-    same = [(p["wins_a"], p["mean_margin_a"], p["games"]) for p in new["pairs"]]
-    assert [(p["wins_a"], p["mean_margin_a"], p["games"]) for p in old["pairs"]] == same  # the same games
-    assert "--games" not in build_parser().format_help()  # one documented spelling
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--agents", "greedy", "random", "--games", "5"], "even"),
-        (["--agents", "greedy", "random", "--pairs", "0"], "--pairs must be >= 1"),
-        (["--agents", "greedy", "random", "--pairs", "2", "--games", "4"], "not allowed with argument"),
+        (["--agents", "greedy", "random", "--pairs", "0"], "--pairs: must be >= 1"),
+        (["--agents", "greedy", "random", "--games", "4"], "unrecognized arguments: --games"),
         (["--agents", "greedy"], "at least two"),
         (["--agents", "greedy", "nobody"], "unknown agent"),
         (["--agents", "greedy", "greedy"], "distinct"),
@@ -216,8 +201,5 @@ def test_evaluate_old_games_option_is_half_as_many_pairs(capsys: pytest.CaptureF
     ],
 )
 def test_evaluate_cli_rejects_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from train.evaluate import main
-
-    with pytest.raises(SystemExit):
-        main(argv)
+    assert patchwork("evaluate", *argv) == 2
     assert message in capsys.readouterr().err

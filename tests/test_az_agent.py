@@ -1,4 +1,4 @@
-"""agents.az_agent (``az:`` and ``pretrained``) and the trainer train.alphazero (smoke run)."""
+"""patchwork_env.players.az (``az:`` and ``pretrained``) and the trainer train.alphazero (smoke run)."""
 
 from __future__ import annotations
 
@@ -9,24 +9,24 @@ import numpy.typing as npt
 import pytest
 import torch
 
-from agents.arena import deal, play_game
-from agents.az_agent import (
+from agents import SEARCH_PATH
+from patchwork_env.core import rules
+from patchwork_env.envs.single_agent import SingleAgentEnv
+from patchwork_env.evaluation.arena import deal, play_game
+from patchwork_env.players.az import (
     EXPAND,
     FIRST_PLAN,
     OVERPLAN,
     PRETRAINED_PATH,
-    SEARCH_PATH,
     SIMS,
     AZAgent,
     NetEvaluator,
     load_net,
 )
-from agents.az_search import BatchedSearch, SearchConfig
-from agents.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
-from agents.ppo_agent import PPOAgent
-from agents.registry import AgentSpecError, describe_agents, make_agent
-from patchwork_env import rules
-from patchwork_env.single_agent import SingleAgentEnv
+from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
+from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.registry import AgentSpecError, describe_agents, make_agent
 from train import alphazero
 from train.config import AlphaZeroConfig, ConfigError, load_config
 
@@ -37,7 +37,7 @@ def test_the_pretrained_model_ships_as_package_data() -> None:
     for path in (PRETRAINED_PATH, SEARCH_PATH):
         assert path.is_file()
         assert path.stat().st_size <= 5 * 2**20
-    assert 'agents = ["models/*.pt"]' in (ROOT / "pyproject.toml").read_text()
+    assert '"players/pretrained.pt"' in (ROOT / "pyproject.toml").read_text()
 
 
 @pytest.mark.parametrize(
@@ -218,8 +218,8 @@ def test_rollouts_alone_make_an_uninformed_network_search_well() -> None:
     """A freshly initialised network (an arbitrary prior, a meaningless value): with ``mix=1`` the
     leaf values are the rollouts' and the search beats random in every game (3 deals, both seats);
     with ``mix=0`` (the value alone) it does not."""
-    from agents.az_search import SearchConfig
-    from agents.network import NetConfig, PatchworkNet
+    from patchwork_env.players.az_search import SearchConfig
+    from patchwork_env.players.network import NetConfig, PatchworkNet
 
     def margins(mix: float) -> list[int]:
         torch.manual_seed(0)
@@ -263,8 +263,8 @@ def test_registry_defaults_match_the_az_agent() -> None:
     """``az:...`` and a directly built ``AZAgent`` / ``make_az_agent`` search the same way."""
     import inspect
 
-    from agents.az_agent import make_az_agent
-    from agents.registry import AZ_PARAMS
+    from patchwork_env.players.az import make_az_agent
+    from patchwork_env.players.registry import AZ_PARAMS
 
     for fn in (AZAgent.__init__, make_az_agent):
         sig = inspect.signature(fn).parameters
@@ -301,7 +301,7 @@ def test_evaluator_values_alone_are_the_values_of_a_full_evaluation(rollouts: in
 def test_bad_state_rows_are_a_value_error_before_any_compiled_kernel(call: str) -> None:
     """The evaluator and the search take raw state arrays; the compiled rules trust their input
     (an out-of-range row ended the interpreter with a segmentation fault), so the rows are
-    checked first (``patchwork_env.validate.check_state_rows``) and the error names the row."""
+    checked first (``patchwork_env.core.validate.check_state_rows``) and the error names the row."""
     bad = np.full((1, rules.STATE_LEN), 10**9, dtype=np.int64)
     evaluator = NetEvaluator(load_net(PRETRAINED_PATH), kinds=True, rollouts=4)
     with pytest.raises(ValueError, match="row 0"):
@@ -315,10 +315,10 @@ def test_bad_state_rows_are_a_value_error_before_any_compiled_kernel(call: str) 
 
 def test_reuse_searches_on_from_the_subtree_of_the_move_played() -> None:
     """``reuse`` (default true): the child of the move played is kept; the next decision's position is
-    found below it (``agents.tree.find_below``), its subtrees keep their nodes and visits, and
+    found below it (``patchwork_env.players.tree.find_below``), its subtrees keep their nodes and visits, and
     the root's own statistics count the new search only. Without a kept node it plays the move
     a fresh search plays; ``reset()`` forgets the tree."""
-    from agents.tree import find_below
+    from patchwork_env.players.tree import find_below
 
     fresh, az = make_agent("az:sims=60,reuse=false"), make_agent("az:sims=60")
     assert isinstance(az, AZAgent) and isinstance(fresh, AZAgent) and az.reuse and not fresh.reuse

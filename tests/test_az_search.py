@@ -1,4 +1,4 @@
-"""agents.az_search: PUCT / Gumbel search with batched leaf evaluation."""
+"""patchwork_env.players.az_search: PUCT / Gumbel search with batched leaf evaluation."""
 
 from __future__ import annotations
 
@@ -9,12 +9,19 @@ import numpy.typing as npt
 import pytest
 import torch
 
-from agents.az_agent import NetEvaluator
-from agents.az_search import BatchedSearch, Node, SearchConfig, SearchResult, considered_visits, final_value
 from agents.az_selfplay import deal_states, play_games
-from agents.network import NetConfig, PatchworkNet
-from patchwork_env import rules
-from patchwork_env.state import GameState
+from patchwork_env.core import rules
+from patchwork_env.core.state import GameState
+from patchwork_env.players.az import NetEvaluator
+from patchwork_env.players.az_search import (
+    BatchedSearch,
+    Node,
+    SearchConfig,
+    SearchResult,
+    considered_visits,
+    final_value,
+)
+from patchwork_env.players.network import NetConfig, PatchworkNet
 from tests.scenario import CIRCLE, cells_except, position, start, with_cells
 
 # P0 (at 51, behind) moves; P1 is at 53 with a full quilt and 8 points. Every line ends the game:

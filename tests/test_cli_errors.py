@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from agents.registry import AgentSpecError, make_agent
-from train import alphazero, evaluate, play, rllib_selfplay, sb3_maskable, selfplay
-from train.cli import MAX_ARENA_SEED, MAX_SEED
+from patchwork_env.cli import main as patchwork
+from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED
+from patchwork_env.players.registry import AgentSpecError, make_agent
+from train import alphazero, rllib_selfplay, sb3_maskable, selfplay
 from train.config import ConfigError, SB3Config, SelfPlayConfig, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,10 +122,9 @@ EVALUATE_BAD = [
     ["--agents", "random", "greedy:temp=inf"],
     ["--agents", "random", "mcts:c=nan"],
     ["--agents", "random", "bogus"],
-    ["--agents", "random", "greedy", "--games", "3"],
-    ["--agents", "random", "greedy", "--games", "x"],
+    ["--agents", "random", "greedy", "--games", "4"],
+    ["--agents", "random", "greedy", "--pairs", "x"],
     ["--agents", "random", "greedy", "--pairs", "0"],
-    ["--agents", "random", "greedy", "--pairs", "1", "--games", "2"],
     ["--agents", "random", "greedy", "--seed", "-1"],
     ["--agents", "random", "greedy", "--seed", str(MAX_ARENA_SEED + 1)],
     ["--agents", "random", "greedy", "--workers", "0"],
@@ -136,11 +136,11 @@ EVALUATE_BAD = [
 
 @pytest.mark.parametrize("argv", EVALUATE_BAD)
 def test_evaluate_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    _assert_one_error_line(capsys, _exit_code(evaluate.main, argv))
+    _assert_one_error_line(capsys, _exit_code(patchwork, ["evaluate", *argv]))
 
 
 def test_evaluate_rejects_an_empty_checkpoint(empty_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = _exit_code(evaluate.main, ["--agents", "random", f"ppo:{empty_checkpoint}"])
+    code = _exit_code(patchwork, ["evaluate", "--agents", "random", f"ppo:{empty_checkpoint}"])
     _assert_one_error_line(capsys, code, "is not a PPO checkpoint")
 
 
@@ -157,7 +157,7 @@ PLAY_BAD = [
 
 @pytest.mark.parametrize("argv", PLAY_BAD)
 def test_play_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    _assert_one_error_line(capsys, _exit_code(play.main, argv))
+    _assert_one_error_line(capsys, _exit_code(patchwork, ["play", *argv]))
 
 
 TRAINER_BAD = [
@@ -203,8 +203,8 @@ def test_trainers_help_config_lists_their_keys(
 
 
 def test_a_resume_without_trainer_state_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from agents.network import NetConfig, PatchworkNet
-    from agents.ppo_agent import save_checkpoint
+    from patchwork_env.players.network import NetConfig, PatchworkNet
+    from patchwork_env.players.policy import save_checkpoint
 
     path = save_checkpoint(tmp_path / "net.pt", PatchworkNet(NetConfig(channels=4, blocks=1)))
     code = _exit_code(selfplay.cli, ["--resume", str(path), "--run-dir", str(tmp_path / "run")])
@@ -218,10 +218,15 @@ def test_selfplay_resume_from_an_empty_checkpoint(empty_checkpoint: Path, capsys
 
 @pytest.mark.parametrize(
     "argv",
-    [["train.evaluate", "--agents", "random", "mcts:sims=-1"], ["train.play", "--opponent", "greedy:temp=nan"]],
+    [
+        ["evaluate", "--agents", "random", "mcts:sims=-1"],
+        ["play", "--opponent", "greedy:temp=nan"],
+        ["play", "--opponent", "pretrained", "--seed", "x"],
+    ],
 )
 def test_a_real_process_exits_2_without_a_traceback(argv: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    patchwork_command = Path(sys.executable).parent / "patchwork"
+    proc = subprocess.run([str(patchwork_command), *argv], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == proc.stderr.splitlines()[-1:]

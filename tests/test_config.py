@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.network import NetConfig
+from patchwork_env.players.network import NetConfig
 from train.config import (
     AlphaZeroConfig,
     ConfigError,

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.registry import make_agent
 from patchwork_env import new_game
-from patchwork_env.records import Player, read_records
+from patchwork_env.core.records import Player, read_records
+from patchwork_env.players.registry import make_agent
 from patchwork_env.replay import replay_html
 from train import demo
 
@@ -66,7 +66,7 @@ def test_report_has_the_table_paths_and_commands(smoke_run: tuple[Path, Path]) -
         assert f"| `{spec}` | {start[spec]['win_rate_a']:.1%} [" in text
         assert f"| {end[spec]['win_rate_a']:.1%} [{end[spec]['ci95_a'][0]:.1%}" in text
     checkpoint = folder / "checkpoints" / "final.pt"
-    assert f"python -m train.play --opponent ppo:{checkpoint}" in text
+    assert f"patchwork play --opponent ppo:{checkpoint}" in text
     assert f"python -m train.selfplay --resume {folder / 'checkpoints' / 'latest.pt'}" in text
     assert "\npython -m train.demo --smoke --eval-pairs 1 seed=3\n" in text  # run again: a new folder
 

@@ -20,12 +20,13 @@ from agents.distill import (
     student_positions,
     teacher_targets,
 )
-from agents.greedy import GreedyAgent
-from agents.mcts import MCTSAgent
-from agents.network import NetConfig, PatchworkNet, prior_for
-from agents.ppo_agent import read_checkpoint
-from patchwork_env import rules
-from patchwork_env.state import GameState, new_game
+from patchwork_env.core import rules
+from patchwork_env.core.state import GameState, new_game
+from patchwork_env.envs import observation
+from patchwork_env.players.greedy import GreedyAgent
+from patchwork_env.players.mcts import MCTSAgent
+from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
+from patchwork_env.players.policy import read_checkpoint
 from train import selfplay
 from train.config import ConfigError, SelfPlayConfig, from_dict
 
@@ -153,8 +154,8 @@ def test_group_logits_are_the_log_mass_of_each_group(positions: np.ndarray) -> N
     rules.legal_mask_batch(states, masks, np.zeros(16, dtype=np.int64))
     seats = np.empty(16, dtype=np.int64)
     rules.current_player_batch(states, seats)
-    obs = np.empty((16, rules.OBS_DIM), dtype=np.float32)
-    rules.observe_batch(states, seats, obs)
+    obs = np.empty((16, observation.OBS_DIM), dtype=np.float32)
+    observation.observe_batch(states, seats, obs)
     with torch.no_grad():
         logits, _ = net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states, masks))
     mass = torch.softmax(group_logits(logits), 1).numpy()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from patchwork_env import rules
-from patchwork_env.patches import PATCHES
+from patchwork_env.core import rules
+from patchwork_env.core.patches import PATCHES
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")
 

@@ -1,4 +1,4 @@
-"""The one edge policy (``patchwork_env.edge``), pinned for every front-end: GameState, the AEC env,
+"""The one edge policy (``patchwork_env.envs.edge``), pinned for every front-end: GameState, the AEC env,
 SingleAgentEnv and the vector env (over VectorGames)."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from patchwork_env import GameState, IllegalActionError, SingleAgentEnv, agent, edge, env, new_game, raw_env
-from patchwork_env.vector import VectorGames
-from patchwork_env.vector_env import PatchworkVectorEnv
+from patchwork_env import GameState, IllegalActionError, SingleAgentEnv, env, new_game, raw_env
+from patchwork_env.core.actions import GameOverError
+from patchwork_env.envs import agent, edge
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.envs.vector_env import PatchworkVectorEnv
 
-PACKAGE = Path(edge.__file__).parent
+PACKAGE = Path(edge.__file__).parent.parent
 LAYOUT_MESSAGE = "leather_layout must be one of ('revised', 'original'), got 'x'"
 
 
@@ -160,7 +162,7 @@ def _single_after_end() -> None:
 
 @pytest.mark.parametrize("after_end", [_gamestate_after_end, _aec_after_end, _single_after_end])
 def test_stepping_a_finished_game_raises_game_over(after_end: Callable[[], None]) -> None:
-    with pytest.raises(edge.GameOverError, match="is over") as info:
+    with pytest.raises(GameOverError, match="is over") as info:
         after_end()
     assert isinstance(info.value, IllegalActionError) and isinstance(info.value, RuntimeError)
 
@@ -216,34 +218,37 @@ def test_vector_env_rewards_are_the_edge_reward(reward: str) -> None:
             seen += 1
 
 
-# --- structure: thin shells, no sideways imports, no `agents` ------------------------------------
+# --- structure: thin shells, no sideways imports, no research code ----------------------------------
 def _imports(module: str) -> set[str]:
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    tree = ast.parse((PACKAGE / "envs" / f"{module}.py").read_text())
     names = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     return names | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
 
 
-@pytest.mark.parametrize("module", ["single_agent", "vector_env", "vector", "state"])
+@pytest.mark.parametrize("module", ["single_agent", "vector_env", "vector"])
 def test_no_sideways_imports_between_env_shells(module: str) -> None:
-    assert not _imports(module) & {"patchwork_env.aec", "patchwork_env.single_agent"}
+    assert not _imports(module) & {"patchwork_env.envs.aec", "patchwork_env.envs.single_agent"}
 
 
 def _in_a_fresh_process(*lines: str) -> None:
     subprocess.run([sys.executable, "-c", "\n".join(lines)], check=True)
 
 
-def test_the_package_never_imports_agents() -> None:
+def test_the_package_never_imports_the_research_code() -> None:
     _in_a_fresh_process(
-        "import sys, patchwork_env, patchwork_env.vector_env, patchwork_env.edge",
-        "patchwork_env.SingleAgentEnv(opponent='random')",
-        "assert 'agents' not in sys.modules, 'patchwork_env imported agents'",
+        "import sys, patchwork_env, patchwork_env.envs.vector_env, patchwork_env.envs.edge",
+        "patchwork_env.SingleAgentEnv(opponent='greedy')",
+        "assert not {'agents', 'train', 'benchmarks'} & set(sys.modules), 'patchwork_env imported research code'",
     )
-    for path in PACKAGE.glob("*.py"):
-        assert not {m for m in _imports(path.stem) if m.split(".")[0] == "agents"}, path
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        names |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        assert not {m for m in names if m.split(".")[0] in ("agents", "train", "benchmarks")}, path
 
 
-def test_a_spec_works_without_importing_agents_first() -> None:
-    """The installed project's entry point registers the agents package's factory on first use."""
+def test_a_spec_works_without_importing_the_players_first() -> None:
+    """The envs find the players' registry by name on first use."""
     _in_a_fresh_process(
         "import patchwork_env",
         "env = patchwork_env.SingleAgentEnv(opponent='greedy')",
@@ -251,21 +256,14 @@ def test_a_spec_works_without_importing_agents_first() -> None:
     )
 
 
-def test_opponent_specs_resolve_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    import agents  # registers its factory
-
+def test_a_registered_factory_replaces_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     built = agent.resolve_opponent("greedy")
     assert built.name == "greedy" and type(built).__name__ == "GreedyAgent"
     calls: list[str] = []
-    monkeypatch.setattr(agent, "_factories", {})
-    agent.register_agent_factory(lambda spec: calls.append(spec) or agents.RandomAgent())  # type: ignore[func-returns-value]
+    monkeypatch.setattr(agent, "_factory", None)
+    agent.register_agent_factory(lambda spec: calls.append(spec) or agent.RandomAgent())  # type: ignore[func-returns-value]
     agent.resolve_opponent("anything:x=1")
     assert calls == ["anything:x=1"]
-
-
-def test_without_a_factory_a_spec_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(agent, "_factories", {})
-    monkeypatch.setattr(agent.metadata, "entry_points", lambda group: [])
-    with pytest.raises(ValueError, match="'greedy': specs other than 'random' are built by a registered agent factory"):
-        SingleAgentEnv(opponent="greedy")
     assert isinstance(agent.resolve_opponent("random"), agent.RandomAgent)
+    with pytest.raises(TypeError, match="an agent factory is a callable"):
+        agent.register_agent_factory("greedy")  # type: ignore[arg-type]

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchwork_env import GameState, IllegalActionError, new_game, rules
-from patchwork_env.validate import check_state_array, check_state_rows
-from patchwork_env.vector import VectorGames
+from patchwork_env import GameState, IllegalActionError, new_game
+from patchwork_env.core import rules
+from patchwork_env.core.validate import check_state_array, check_state_rows
+from patchwork_env.envs.vector import VectorGames
 from tests.fuzz_states import Failure, _Payload, check_safe, mutate_dict, reachable_states, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,8 +125,8 @@ BAD_ACTIONS = [True, False, np.True_, 1.0, np.float32(3), float("nan"), "5", Non
 
 @pytest.mark.parametrize("action", BAD_ACTIONS)
 def test_bad_actions_are_out_of_range_in_every_front_end(action: Any) -> None:
-    from patchwork_env.single_agent import SingleAgentEnv
-    from patchwork_env.vector_env import PatchworkVectorEnv
+    from patchwork_env.envs.single_agent import SingleAgentEnv
+    from patchwork_env.envs.vector_env import PatchworkVectorEnv
 
     s = new_game(seed=0)
     with pytest.raises(IllegalActionError, match="out of range"):

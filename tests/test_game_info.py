@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchwork_env import SingleAgentEnv, edge, new_game, raw_env
-from patchwork_env.game_info import GAME_INFO
-from patchwork_env.vector import VectorGames
-from patchwork_env.vector_env import PatchworkVectorEnv
+from patchwork_env import SingleAgentEnv, new_game, raw_env
+from patchwork_env.envs import edge
+from patchwork_env.envs.game_info import GAME_INFO
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.envs.vector_env import PatchworkVectorEnv
 
 
 def test_spaces_of_every_front_end_follow_the_bounds() -> None:

@@ -16,7 +16,7 @@ import pytest
 from pettingzoo.test import api_test
 
 import patchwork_env
-from patchwork_env import rules
+from patchwork_env.core import rules
 
 
 # --- TorchRL ------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from patchwork_env import GameState, IllegalActionError, new_game
-from patchwork_env.bitboard import orient
-from patchwork_env.patches import PATCHES
+from patchwork_env.core.bitboard import orient
+from patchwork_env.core.patches import PATCHES
 
 GAMES = 150
 

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from agents.network import (
+from patchwork_env.core import rules
+from patchwork_env.core.patches import PATCHES
+from patchwork_env.core.state import GameState, new_game
+from patchwork_env.envs import observation
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.players.network import (
     MASK_VALUE,
     PLACEMENT_CELLS,
     NetConfig,
@@ -18,11 +23,7 @@ from agents.network import (
     net_from_config,
     sample_actions,
 )
-from agents.ppo_agent import PPOAgent
-from patchwork_env import rules
-from patchwork_env.patches import PATCHES
-from patchwork_env.state import GameState, new_game
-from patchwork_env.vector import VectorGames
+from patchwork_env.players.policy import PPOAgent
 
 SMALL = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8)
 
@@ -210,7 +211,7 @@ def test_net_config_errors() -> None:
 
 
 def test_most_probable_move_picks_the_likeliest_kind_of_move_first() -> None:
-    from agents.ppo_agent import most_probable_move
+    from patchwork_env.players.policy import most_probable_move
 
     mask = torch.zeros(1, rules.NUM_ACTIONS, dtype=torch.bool)
     mask[0, [0, 1, 2, 3, 4, 5, rules.ADVANCE]] = True
@@ -225,8 +226,8 @@ def test_most_probable_move_picks_the_likeliest_kind_of_move_first() -> None:
 def test_kind_policy_is_each_kind_at_its_best_placement_with_the_kinds_mass(
     batch: tuple[torch.Tensor, torch.Tensor, np.ndarray],
 ) -> None:
-    from agents.network import GROUP_BOUNDS
-    from agents.ppo_agent import kind_policy, most_probable_move
+    from patchwork_env.players.network import GROUP_BOUNDS
+    from patchwork_env.players.policy import kind_policy, most_probable_move
 
     obs, mask, _ = batch
     torch.manual_seed(5)
@@ -251,10 +252,10 @@ def test_kind_policy_is_each_kind_at_its_best_placement_with_the_kinds_mass(
 def test_geometry_counts_of_a_placement() -> None:
     """The 1x2 patch stood upright at (1, 0)-(2, 0) under a filled (0, 1): cell (0, 0) becomes an
     isolated hole, and the patch touches the left edge twice."""
-    from agents.network import MAX_COVER
+    from patchwork_env.players.network import MAX_COVER
 
     net = PatchworkNet(SMALL)
-    obs = torch.zeros(1, rules.OBS_DIM)
+    obs = torch.zeros(1, observation.OBS_DIM)
     obs[0, 0 * 9 + 1] = 1.0  # own quilt: (0, 1) filled
     o = 1  # the 1x2 patch (id 0) turned a quarter: vertical
     anchor = 1 * 9 + 0  # top-left at (1, 0): covers (1, 0) and (2, 0)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchwork_env import PATCHES, GameState, new_game, rules
-from patchwork_env.bitboard import orient
-from patchwork_env.observation import (
+from patchwork_env import PATCHES, GameState, new_game
+from patchwork_env.core import rules
+from patchwork_env.core.bitboard import orient
+from patchwork_env.envs import observation
+from patchwork_env.envs.observation import (
     CIRCLE_FEATURE_NAMES,
     OBS_DIM,
     PLANE_NAMES,
@@ -129,7 +131,7 @@ def test_bounds_hold_every_observation() -> None:
 
 def test_bounds_follow_from_the_rules() -> None:
     low, high = observation_bounds()
-    b = rules.OBS_PLANES_END
+    b = observation.OBS_PLANES_END
     assert high[b + SCALAR_INDEX["buttons_me"]] * 50 == pytest.approx(5 + 53 + 9 * 38)
     assert low[b + SCALAR_INDEX["score_me"]] * 50 == pytest.approx(-162)
 
@@ -137,11 +139,11 @@ def test_bounds_follow_from_the_rules() -> None:
 def test_an_all_zero_observation_is_in_the_space() -> None:
     """Wrappers pad with zeros (SuperSuit's delay_observations, frame stacking): 0 must be allowed
     everywhere (issue 12: to_leather's lower bound was 1/54)."""
-    from patchwork_env.aec import observation_space
+    from patchwork_env.envs.aec import observation_space
 
     space = observation_space()
     zero = {
-        "observation": np.zeros(rules.OBS_DIM, dtype=np.float32),
+        "observation": np.zeros(observation.OBS_DIM, dtype=np.float32),
         "action_mask": np.zeros(rules.NUM_ACTIONS, np.int8),
     }
     assert space.contains(zero)
@@ -150,7 +152,7 @@ def test_an_all_zero_observation_is_in_the_space() -> None:
 
 
 def test_observe_movers_is_each_state_seen_from_its_player_to_move() -> None:
-    from patchwork_env.observation import observe_movers
+    from patchwork_env.envs.observation import observe_movers
 
     state, rng = new_game(seed=21), np.random.default_rng(21)
     rows, movers, expected = [], [], []
@@ -167,7 +169,7 @@ def test_observe_movers_is_each_state_seen_from_its_player_to_move() -> None:
 def test_observe_movers_rejects_bad_rows_before_the_kernels() -> None:
     """Arrays the compiled kernels would read out of bounds (wrong shape, values out of range)
     fail with a ValueError naming the problem, not a crash of the interpreter."""
-    from patchwork_env.observation import observe_movers
+    from patchwork_env.envs.observation import observe_movers
 
     good = new_game(seed=0).array()
     garbage = np.stack([good, np.full_like(good, 10**9)])

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from patchwork_env import ADVANCE, NUM_ACTIONS, decode_action, encode_buy, encode_leather, parse_action
-from patchwork_env.actions import action_to_str
-from patchwork_env.bitboard import (
+from patchwork_env.core.actions import action_to_str
+from patchwork_env.core.bitboard import (
     NUM_DISTINCT_ORIENTATIONS,
     NUM_PLACEMENTS,
     ORIENT_CANON,
@@ -23,7 +23,7 @@ from patchwork_env.bitboard import (
     cells_to_words,
     orient,
 )
-from patchwork_env.patches import PATCHES, _is_connected
+from patchwork_env.core.patches import PATCHES, _is_connected
 
 REFERENCE = json.loads((Path(__file__).parents[1] / "patchwork_env" / "data" / "patches.json").read_text())
 

@@ -7,8 +7,9 @@ import io
 import pytest
 
 from patchwork_env import new_game
-from patchwork_env.actions import action_to_str, decode_action, encode_buy
-from train.play import compact_positions, describe_moves, describe_slot, main, play, read_move
+from patchwork_env.cli.play import compact_positions, describe_moves, describe_slot, play, read_move
+from patchwork_env.core.actions import action_to_str, decode_action, encode_buy
+from tests.cli import patchwork
 
 
 def script_for(seed: int) -> tuple[int, list[str]]:
@@ -76,6 +77,5 @@ def test_move_lists_name_every_option() -> None:
 
 
 def test_play_cli_rejects_a_bad_opponent(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["--opponent", "deep-blue"])
+    assert patchwork("play", "--opponent", "deep-blue") == 2
     assert "unknown agent" in capsys.readouterr().err

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from agents import make_agent
-from agents.network import NetConfig, PatchworkNet, prior_for, sample_actions
 from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
 from agents.ppo import PPOSettings, drift_from_start, per_seat_gae, ppo_update
-from agents.ppo_agent import CheckpointError, load_ppo_agent, net_from_checkpoint, read_checkpoint
-from patchwork_env.state import new_game
-from patchwork_env.vector import VectorGames
+from patchwork_env.core.state import new_game
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.players import make_agent
+from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for, sample_actions
+from patchwork_env.players.policy import CheckpointError, load_ppo_agent, net_from_checkpoint, read_checkpoint
 from train import run_utils, selfplay
 from train.config import ConfigError, SelfPlayConfig, from_dict
 from train.seeds import Stream, stream_seed

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from agents.greedy import GreedyAgent
-from agents.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior, score_actions
-from agents.network import NetConfig, PatchworkNet, prior_for
-from agents.ppo_agent import PPOAgent, load_ppo_agent
-from patchwork_env import rules
-from patchwork_env.state import new_game
-from patchwork_env.vector import VectorGames
+from patchwork_env.core import rules
+from patchwork_env.core.state import new_game
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.players.greedy import GreedyAgent
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior, score_actions
+from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
+from patchwork_env.players.policy import PPOAgent, load_ppo_agent
 from train import selfplay
 from train.config import ConfigError, SB3Config, SelfPlayConfig, from_dict
 

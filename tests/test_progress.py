@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agents.progress import LOG_INTERVAL, log_friendly, progress_bar
+from patchwork_env.evaluation.progress import LOG_INTERVAL, log_friendly, progress_bar
 
 
 class _Tty(io.StringIO):

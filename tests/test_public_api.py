@@ -4,30 +4,45 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import ModuleType
 
 import pytest
 
-import agents
 import patchwork_env
+import patchwork_env.evaluation
+import patchwork_env.players
 
 
-@pytest.mark.parametrize("package", [patchwork_env, agents])
-def test_every_exported_name_resolves(package: object) -> None:
-    names = package.__all__  # type: ignore[attr-defined]
+@pytest.mark.parametrize("package", [patchwork_env, patchwork_env.players, patchwork_env.evaluation])
+def test_every_exported_name_resolves(package: ModuleType) -> None:
+    names = package.__all__
     assert len(names) == len(set(names))
     for name in names:
         assert getattr(package, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        package.nope  # type: ignore[attr-defined]  # noqa: B018
+        package.nope  # noqa: B018
 
 
-def test_public_names_include_the_vector_engine_agents_and_arena() -> None:
-    assert {"VectorGames", "PatchworkVectorEnv"} <= set(patchwork_env.__all__)
-    assert {"GreedyAgent", "MCTSAgent", "PPOAgent", "play_pairs", "round_robin"} <= set(agents.__all__)
+def test_public_names_include_the_engine_envs_players_and_arena() -> None:
+    assert {"GameState", "new_game", "env", "SingleAgentEnv", "VectorGames", "PatchworkVectorEnv"} <= set(
+        patchwork_env.__all__
+    )
+    assert {"make_agent", "RandomAgent", "describe_agents"} <= set(patchwork_env.players.__all__)
+    assert {"play_pairs", "round_robin", "wilson_interval"} <= set(patchwork_env.evaluation.__all__)
 
 
-def test_importing_patchwork_env_loads_neither_torch_nor_the_vector_engine() -> None:
-    heavy = "('torch', 'patchwork_env.vector')"
-    code = f"import sys, patchwork_env, agents; print(sorted(m for m in {heavy} if m in sys.modules))"
+def _loaded_after(statement: str, modules: tuple[str, ...]) -> list[str]:
+    code = f"import sys; {statement}; print(sorted(m for m in {modules!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    return list(eval(out))
+
+
+def test_importing_patchwork_env_loads_neither_torch_nor_numba() -> None:
+    assert _loaded_after("import patchwork_env", ("torch", "numba", "patchwork_env.envs.vector")) == []
+
+
+def test_the_engine_loads_without_torch_or_the_vector_engine() -> None:
+    loaded = _loaded_after(
+        "import patchwork_env; patchwork_env.new_game(seed=0)", ("torch", "patchwork_env.envs.vector")
+    )
+    assert loaded == []

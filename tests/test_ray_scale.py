@@ -1,4 +1,4 @@
-"""Scaling out on Ray (``agents.ray_backend``, ``agents.rllib_module``, ``train.rllib_selfplay``).
+"""Scaling out on Ray (``patchwork_env.evaluation.backend``, ``agents.rllib_module``, ``train.rllib_selfplay``).
 
 The cluster tests run ``tests/ray_cluster_checks.py`` once, inside a network namespace made here
 (``unshare -n``, then ``ip link set lo up``): a simulated two-node cluster with token
@@ -23,9 +23,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the scale extra (ray[rllib]) is not installed")
 
-from agents.arena import round_robin  # noqa: E402
-from agents.ppo_agent import load_ppo_agent  # noqa: E402
-from patchwork_env.state import new_game  # noqa: E402
+from patchwork_env.core.state import new_game  # noqa: E402
+from patchwork_env.evaluation.arena import round_robin  # noqa: E402
+from patchwork_env.players.policy import load_ppo_agent  # noqa: E402
 from tests import ray_cluster_checks as checks  # noqa: E402
 from train.config import ConfigError, RLlibConfig, load_config  # noqa: E402
 from train.rllib_selfplay import LEARNER, SEATS, map_agent, opponent_ids  # noqa: E402
@@ -177,9 +177,9 @@ def test_shipped_rllib_configs_load() -> None:
 
 
 def test_module_weights_and_project_checkpoints_convert_both_ways(tmp_path: Path) -> None:
-    from agents.network import NetConfig, PatchworkNet
-    from agents.ppo_agent import save_checkpoint
     from agents.rllib_module import net_state_dict
+    from patchwork_env.players.network import NetConfig, PatchworkNet
+    from patchwork_env.players.policy import save_checkpoint
     from train.rllib_selfplay import initial_net, module_state
 
     cfg = RLlibConfig(channels=8, hidden=16, head_features=4, head_hidden=8)
@@ -197,9 +197,7 @@ def test_module_weights_and_project_checkpoints_convert_both_ways(tmp_path: Path
 
 
 def test_evaluate_rejects_an_address_without_the_ray_backend(capsys: pytest.CaptureFixture[str]) -> None:
-    from train.evaluate import main
+    from tests.cli import patchwork
 
-    with pytest.raises(SystemExit) as exc:
-        main(["--agents", "greedy", "random", "--address", "auto"])
-    assert exc.value.code == 2
+    assert patchwork("evaluate", "--agents", "greedy", "random", "--address", "auto") == 2
     assert "--address needs --backend ray" in capsys.readouterr().err

@@ -24,10 +24,10 @@ import torch
 pytest.importorskip("ray", reason="the scale extra (ray[rllib]) is not installed")
 
 from agents.az_backend import chunks_of, play_chunked
-from agents.az_search import BatchedSearch, SearchConfig
 from agents.az_selfplay import Samples, play_games
-from agents.ppo_agent import read_checkpoint
-from patchwork_env import rules
+from patchwork_env.core import rules
+from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.policy import read_checkpoint
 from tests import ray_trainer_checks as checks
 from tests.test_ray_scale import LOOPBACK, SequentialBackend, _namespace_available
 from train import alphazero, selfplay

@@ -10,11 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.arena import play_pairs
-from agents.greedy import GreedyAgent
 from patchwork_env import GameState, action_to_str, new_game
-from patchwork_env.agent import RandomAgent
-from patchwork_env.records import (
+from patchwork_env.core.records import (
     Deal,
     Player,
     Record,
@@ -25,6 +22,9 @@ from patchwork_env.records import (
     record_game,
     write_records,
 )
+from patchwork_env.envs.agent import RandomAgent
+from patchwork_env.evaluation.arena import play_pairs
+from patchwork_env.players.greedy import GreedyAgent
 
 
 def played(seed: int) -> tuple[list[GameState], list[int]]:

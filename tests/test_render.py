@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from patchwork_env import ADVANCE, GameState, SingleAgentEnv, new_game, raw_env
-from patchwork_env.render import (
+from patchwork_env.core.render import (
     BONUS_COLOR,
     PLAYER_COLORS,
     patch_color,

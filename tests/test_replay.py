@@ -1,5 +1,5 @@
 """The replay page as Python builds it (the browser tests are in test_replay_browser.py) and the
-``train.replay`` / ``train.evaluate --records`` command lines."""
+``patchwork replay`` / ``train.evaluate --records`` command lines."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from patchwork_env.records import Player, read_records, record_game, write_records
-from patchwork_env.render import render_svg
+from patchwork_env.core.records import Player, read_records, record_game, write_records
+from patchwork_env.core.render import render_svg
 from patchwork_env.replay import CONTENT_SECURITY_POLICY, Replay, embed_json, replay_data, replay_html
+from tests.cli import patchwork
 from tests.test_records import GAMES, a_record
-from train import evaluate as evaluate_cli
-from train import replay as replay_cli
 
 XSS_NAMES = ("<script>window.__pwned = 1</script>", '"><img src=x onerror="window.__pwned = 2">')
 
@@ -100,17 +99,15 @@ def test_jupyter_shows_the_page_in_a_sandboxed_iframe() -> None:
 # --- command lines ------------------------------------------------------------------------------
 def test_replay_cli_writes_the_chosen_game(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = write_records(tmp_path / "games.jsonl", [a_record(0), a_record(1)])
-    out = replay_cli.main([str(records), "--game", "1", "-o", str(tmp_path / "g.html")])
-    assert out.read_text() == replay_html(a_record(1))
+    assert patchwork("replay", str(records), "--game", "1", "-o", str(tmp_path / "g.html")) == 0
+    assert (tmp_path / "g.html").read_text() == replay_html(a_record(1))
     assert "wrote" in capsys.readouterr().out
-    default = replay_cli.main([str(records)])
-    assert default == tmp_path / "games-game0.html" and default.is_file()
+    assert patchwork("replay", str(records)) == 0
+    assert (tmp_path / "games-game0.html").is_file()
 
 
 def _cli_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    with pytest.raises(SystemExit) as exit_:
-        replay_cli.main(argv)
-    assert exit_.value.code == 2
+    assert patchwork("replay", *argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ")  # one line, no traceback
     return err
@@ -134,8 +131,8 @@ def test_replay_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_evaluate_writes_every_game(tmp_path: Path) -> None:
     folder = tmp_path / "games"
-    evaluate_cli.main(["--agents", "greedy", "random", "--pairs", "2", "--workers", "1", "--no-progress",
-                       "--records", str(folder)])  # fmt: skip
+    assert patchwork("evaluate", "--agents", "greedy", "random", "--pairs", "2", "--workers", "1", "--no-progress",
+                     "--records", str(folder)) == 0  # fmt: skip
     (path,) = folder.iterdir()
     assert path.name == "greedy-vs-random.jsonl"
     records = read_records(path)
@@ -144,7 +141,7 @@ def test_evaluate_writes_every_game(tmp_path: Path) -> None:
 
 
 def test_trainer_evaluations_keep_two_games_per_opponent(tmp_path: Path) -> None:
-    from agents.network import NetConfig, PatchworkNet
+    from patchwork_env.players.network import NetConfig, PatchworkNet
     from train import run_utils
 
     net = PatchworkNet(NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8))

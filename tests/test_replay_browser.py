@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from patchwork_env.records import Player, Record, record_game
+from patchwork_env.core.records import Player, Record, record_game
 from patchwork_env.replay import replay_html, write_replay
 from tests.test_records import GAMES, a_record
 from tests.test_replay import XSS_NAMES

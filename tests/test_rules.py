@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchwork_env import ADVANCE, GameState, IllegalActionError, encode_leather, rules
+from patchwork_env import ADVANCE, GameState, IllegalActionError, encode_leather
+from patchwork_env.core import rules
 from tests.scenario import CIRCLE, buy, cells_except, play, position, start, with_cells
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from agents import make_agent
-from agents.ppo_agent import load_ppo_agent
 from patchwork_env import SingleAgentEnv
-from patchwork_env.records import read_records
+from patchwork_env.core.records import read_records
+from patchwork_env.players import make_agent
+from patchwork_env.players.policy import load_ppo_agent
 from train.config import SB3Config, from_dict
 from train.sb3_maskable import main
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-import patchwork_env.serialize as serialize
+import patchwork_env.core.serialize as serialize
 from patchwork_env import new_game
 
 SOURCE = ast.parse(Path(serialize.__file__).read_text())
@@ -29,7 +29,7 @@ def _runtime_imports(tree: ast.Module) -> set[str]:
 
 
 def test_serialize_does_not_import_state() -> None:
-    assert "patchwork_env.state" not in _runtime_imports(SOURCE)
+    assert "patchwork_env.core.state" not in _runtime_imports(SOURCE)
 
 
 def test_serialize_writes_no_state_field_itself() -> None:

@@ -12,12 +12,14 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import patchwork_env
-from patchwork_env import GameState, IllegalActionError, SingleAgentEnv, rules
-from patchwork_env.aec import final_rewards
-from patchwork_env.agent import RandomAgent
-from patchwork_env.observation import SCALAR_INDEX
+from patchwork_env import GameState, IllegalActionError, SingleAgentEnv
+from patchwork_env.core import rules
+from patchwork_env.envs import observation
+from patchwork_env.envs.aec import final_rewards
+from patchwork_env.envs.agent import RandomAgent
+from patchwork_env.envs.observation import SCALAR_INDEX
 
-TO_MOVE = rules.OBS_PLANES_END + SCALAR_INDEX["to_move"]
+TO_MOVE = observation.OBS_PLANES_END + SCALAR_INDEX["to_move"]
 
 
 class RecordingAgent:
@@ -64,7 +66,7 @@ def run_episode(env: SingleAgentEnv, seed: int, rng: np.random.Generator) -> dic
 )
 def test_learner_sees_only_its_own_turns(opponent: Any) -> None:
     if opponent == "greedy":
-        pytest.importorskip("agents.registry", reason="the agents package builds spec strings")
+        pytest.importorskip("patchwork_env.players.registry", reason="the agents package builds spec strings")
     env = SingleAgentEnv(opponent=opponent, reward="win")
     rng = np.random.default_rng(0)
     seats = set()

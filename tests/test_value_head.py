@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from agents.az_search import final_value
-from agents.network import NetConfig, PatchworkNet, prior_for
-from agents.ppo_agent import load_ppo_agent, save_checkpoint
 from agents.value_head import fit_value_head, network_games
-from patchwork_env import rules
+from patchwork_env.core import rules
+from patchwork_env.envs import observation
+from patchwork_env.players.az_search import final_value
+from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
+from patchwork_env.players.policy import load_ppo_agent, save_checkpoint
 from train import value_head as cli
 
 TINY = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
@@ -91,8 +92,8 @@ def test_fit_changes_the_value_head_only_and_lowers_the_error(
     assert history[-1].train_mse < history[1].train_mse < history[0].train_mse
     masks = np.stack([rules_mask(s) for s in states[:20]])
     seats = np.array([rules.current_player(s) for s in states[:20]], dtype=np.int64)
-    obs = np.empty((20, rules.OBS_DIM), dtype=np.float32)
-    rules.observe_batch(np.ascontiguousarray(states[:20]), seats, obs)
+    obs = np.empty((20, observation.OBS_DIM), dtype=np.float32)
+    observation.observe_batch(np.ascontiguousarray(states[:20]), seats, obs)
     fresh = PatchworkNet(TINY)
     fresh.load_state_dict(before)
     args = (torch.from_numpy(obs), torch.from_numpy(masks), prior_for(net, states[:20], masks))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from patchwork_env import IllegalActionError, new_game, rules, vector_kernels
-from patchwork_env.observation import observe
-from patchwork_env.patches import NUM_PATCHES, STARTING_PATCH
-from patchwork_env.state import GameState
-from patchwork_env.vector import VectorGames
+from patchwork_env import IllegalActionError, new_game
+from patchwork_env.core import rules
+from patchwork_env.core.patches import NUM_PATCHES, STARTING_PATCH
+from patchwork_env.core.state import GameState
+from patchwork_env.envs import vector_kernels
+from patchwork_env.envs.observation import observe
+from patchwork_env.envs.vector import VectorGames
 
 
 def _mirror_of_deal(games: VectorGames, i: int) -> GameState:

@@ -9,12 +9,14 @@ import numpy.typing as npt
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from patchwork_env import IllegalActionError, rules
-from patchwork_env.aec import SCORE_REWARD_SCALE, final_rewards
-from patchwork_env.agent import RandomAgent
-from patchwork_env.observation import observe
-from patchwork_env.state import GameState
-from patchwork_env.vector_env import PatchworkVectorEnv
+from patchwork_env import IllegalActionError
+from patchwork_env.core import rules
+from patchwork_env.core.state import GameState
+from patchwork_env.envs import observation
+from patchwork_env.envs.aec import SCORE_REWARD_SCALE, final_rewards
+from patchwork_env.envs.agent import RandomAgent
+from patchwork_env.envs.observation import observe
+from patchwork_env.envs.vector_env import PatchworkVectorEnv
 
 
 def random_legal(masks: npt.NDArray[np.bool_], rng: np.random.Generator) -> npt.NDArray[np.int64]:
@@ -68,8 +70,8 @@ def check_learner_view(envs: PatchworkVectorEnv, obs: npt.NDArray[np.float32], i
 def test_spaces_and_metadata() -> None:
     envs = PatchworkVectorEnv(3, seed=0)
     assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
-    assert envs.single_observation_space.shape == (rules.OBS_DIM,)
-    assert envs.observation_space.shape == (3, rules.OBS_DIM)
+    assert envs.single_observation_space.shape == (observation.OBS_DIM,)
+    assert envs.observation_space.shape == (3, observation.OBS_DIM)
     assert envs.action_space.shape == (3,)
     assert int(envs.single_action_space.n) == rules.NUM_ACTIONS  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match="reset"):
@@ -263,7 +265,7 @@ def test_sb3_vec_env_trains_maskable_ppo() -> None:
     venv = SB3VecEnv(num_envs=4, opponent="random", seed=0)
     venv.seed(3)
     obs = venv.reset()
-    assert obs.shape == (4, rules.OBS_DIM)
+    assert obs.shape == (4, observation.OBS_DIM)
     masks = np.stack(venv.env_method("action_masks"))
     assert masks.shape == (4, rules.NUM_ACTIONS) and venv.has_attr("action_masks")
     rng = np.random.default_rng(0)
@@ -273,7 +275,7 @@ def test_sb3_vec_env_trains_maskable_ppo() -> None:
         assert len(infos) == 4
         for i in np.flatnonzero(dones):
             done_seen = True
-            assert infos[i]["terminal_observation"].shape == (rules.OBS_DIM,)
+            assert infos[i]["terminal_observation"].shape == (observation.OBS_DIM,)
             assert rewards[i] in (-1.0, 1.0)
     assert done_seen
     model = MaskablePPO("MlpPolicy", VecMonitor(venv), n_steps=16, batch_size=32, n_epochs=1, seed=0)

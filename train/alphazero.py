@@ -37,15 +37,15 @@ import numpy as np
 import torch
 from torch.utils.tensorboard import SummaryWriter
 
-from agents.az_agent import NetEvaluator, load_net
 from agents.az_backend import play_chunked
-from agents.az_search import BatchedSearch, SearchConfig
 from agents.az_selfplay import ReplayBuffer, Samples, greedy_value_samples, learn_step
 from agents.distill import group_parameters
-from agents.network import PatchworkNet, count_parameters
-from agents.ppo_agent import save_checkpoint
-from agents.ray_backend import Backend, open_backend
-from patchwork_env import rules
+from patchwork_env.core import rules
+from patchwork_env.evaluation.backend import Backend, open_backend
+from patchwork_env.players.az import NetEvaluator, load_net
+from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.network import PatchworkNet, count_parameters
+from patchwork_env.players.policy import save_checkpoint
 from train import run_utils
 from train.cli import add_address_option, ray_address, run_trainer, trainer_parser
 from train.config import AlphaZeroConfig

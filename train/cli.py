@@ -90,7 +90,7 @@ def add_pairs_option(
 ) -> None:
     """``option`` (e.g. ``--pairs``) counts paired deals, each played twice with the seats swapped,
     as every evaluation size here does (``final_eval_pairs``, ``eval_opponents: {spec: pairs}``,
-    ``agents.arena``'s ``num_pairs``); ``old_games_option`` (e.g. ``--games``), the old spelling that
+    ``patchwork_env.evaluation.arena``'s ``num_pairs``); ``old_games_option`` (e.g. ``--games``), the old spelling that
     counted games, still works (halved) and is hidden."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(option, type=int, default=default, metavar="PAIRS", help=help)
@@ -115,7 +115,7 @@ def trainer_parser(prog: str, description: str, configs: str, example: str) -> P
 
 def add_address_option(parser: argparse.ArgumentParser, key: str) -> None:
     """``--address`` of a trainer whose config key ``key`` (e.g. ``distill_backend``) may be
-    ``ray``: the Ray cluster to join, spelled as ``train.evaluate`` and ``train.rllib_selfplay``
+    ``ray``: the Ray cluster to join, spelled as ``patchwork evaluate`` and ``train.rllib_selfplay``
     take it; ``ray_address`` reads it back."""
     parser.add_argument(
         "--address", help=f"with {key}=ray: a Ray cluster to join (auto or HOST:PORT); default: a local Ray runtime"

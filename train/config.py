@@ -36,8 +36,8 @@ import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from agents.network import NetConfig
-from agents.ray_backend import BACKENDS
+from patchwork_env.evaluation.backend import BACKENDS
+from patchwork_env.players.network import NetConfig
 from train.cli import MAX_SEED
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ MAX_INT = 2**31 - 1  # no integer setting needs more; larger ones overflow torch
 def _with_net_keys(after: str) -> Callable[[type[T]], type[T]]:
     """Class decorator (under ``@dataclass``): give the class ``NetConfig``'s fields, with their
     types and defaults, right after the field ``after``; their help text is ``NetConfig``'s field
-    docs (``field_docs``). The network's sizes are defined once, in ``agents.network.NetConfig``,
+    docs (``field_docs``). The network's sizes are defined once, in ``patchwork_env.players.network.NetConfig``,
     and stay flat config keys (``channels=64``)."""
 
     def insert(cls: type[T]) -> type[T]:
@@ -79,7 +79,7 @@ class CommonConfig:
     The network keys (``channels``, ``blocks``, ..., ``prior_scale``) are ``NetConfig``'s fields,
     inserted after ``progress`` (``_with_net_keys``). Units: every evaluation size counts paired
     deals, each played twice with the seats swapped (``eval_opponents``, ``final_eval_pairs``, like
-    ``python -m train.evaluate --pairs``); the periodic keys (``*_every``) count the unit of the
+    ``patchwork evaluate --pairs``); the periodic keys (``*_every``) count the unit of the
     trainer's run length, named by ``period_unit``."""
 
     # (unit, run-length key) of the *_every keys: each trainer's own step (a PPO update, an SB3
@@ -256,7 +256,7 @@ class SelfPlayConfig(CommonConfig):
     ``distill_backend=ray``, the CPUs of the local Ray runtime the command starts."""
     distill_backend: str = "local"
     """Where the teacher labels: ``local`` (``distill_workers`` processes) or ``ray`` (chunks of
-    positions as Ray tasks, ``agents.ray_backend``: on a local Ray runtime, or on the cluster of
+    positions as Ray tasks, ``patchwork_env.evaluation.backend``: on a local Ray runtime, or on the cluster of
     ``--address`` / ``RAY_ADDRESS``; needs the ``scale`` extra). The same labels on both."""
 
     def validate(self) -> None:
@@ -377,7 +377,7 @@ def _between(cfg: Any, key: str, low: float, high: float) -> None:
 
 
 def _check_backend(cfg: Any, key: str) -> None:
-    """A backend name of ``agents.ray_backend.BACKENDS``; ``ray`` only with ray installed."""
+    """A backend name of ``patchwork_env.evaluation.backend.BACKENDS``; ``ray`` only with ray installed."""
     value = getattr(cfg, key)
     if value not in BACKENDS:
         raise ConfigError(f"{key} must be one of {', '.join(map(repr, BACKENDS))}, got {value!r}")
@@ -388,7 +388,7 @@ def _check_backend(cfg: Any, key: str) -> None:
 def _check_spec(key: str, spec: str) -> None:
     """``spec`` must build (not only parse): bad values, missing or broken checkpoints fail here, at
     load, before the run folder is written."""
-    from agents.registry import AgentSpecError, make_agent
+    from patchwork_env.players.registry import AgentSpecError, make_agent
 
     try:
         make_agent(spec)
@@ -404,7 +404,7 @@ def _check_checkpoint(key: str, path: str) -> None:
         return
     if not Path(path).is_file():
         raise ConfigError(f"{key}: no such file {path!r}")
-    from agents.ppo_agent import net_from_checkpoint, read_checkpoint
+    from patchwork_env.players.policy import net_from_checkpoint, read_checkpoint
 
     try:
         net_from_checkpoint(read_checkpoint(path), path)
@@ -568,7 +568,7 @@ class AlphaZeroConfig(CommonConfig):
     """The AlphaZero-style trainer (``train.alphazero``): batched search self-play, a replay buffer,
     a learner. Of the shared keys it uses the run folder, seed, threads, network, ``learning_rate``,
     ``max_grad_norm``, ``vf_coef``, ``reward_margin_weight`` (the value target's weight of the score
-    margin, over a fixed 30 points: ``agents.az_search.final_value``) and the evaluation keys; the
+    margin, over a fixed 30 points: ``patchwork_env.players.az_search.final_value``) and the evaluation keys; the
     PPO-only keys (gamma, gae_lambda, ent_coef, reward_margin_scale, the opponent pool) are ignored."""
 
     period_unit = ("iterations", "iterations")
@@ -591,7 +591,7 @@ class AlphaZeroConfig(CommonConfig):
     """Gumbel root: actions kept for sequential halving."""
     rescale_values: bool = False
     """Gumbel root: min-max rescale the Q values before they enter the policy target (mctx's
-    default; see ``agents.az_search.SearchConfig.rescale_values`` for why it is off)."""
+    default; see ``patchwork_env.players.az_search.SearchConfig.rescale_values`` for why it is off)."""
     train_placements: bool = True
     """Train every parameter. False: the placement-only parameters (``agents.distill.PLACEMENT_ONLY``)
     stay as they start, so placements stay the greedy prior's (``agents.distill`` measured that

@@ -11,9 +11,9 @@ Three steps, with progress shown throughout:
    arena evaluations, checkpoints, TensorBoard logs and ``learning_curve.png`` in the run folder);
 2. evaluation: the final checkpoint (``checkpoints/best.pt`` if the config sets ``keep_best``) and
    the network training started from (``checkpoints/start.pt``) as the agents ``ppo:PATH`` in a
-   round robin of paired games (``agents.arena.round_robin``) against ``random`` and ``greedy``
+   round robin of paired games (``patchwork_env.evaluation.arena.round_robin``) against ``random`` and ``greedy``
    (``--opponents``) and each other, with 95% Wilson intervals and an Elo ladder: exactly what
-   ``python -m train.evaluate`` prints for the same agents, games and seed;
+   ``patchwork evaluate`` prints for the same agents, games and seed;
 3. report: ``report.md`` in the run folder (config, training time, the start and the end side by
    side, the learning curve, links to replays of its games against greedy, the files, and the
    commands to reproduce, continue, evaluate and play against the agent), whose path is printed last.
@@ -34,14 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.arena import PairResult, TournamentResult, round_robin
-from agents.registry import AgentSpecError, parse_spec
-from patchwork_env.records import write_records
+from patchwork_env.cli.evaluate import format_table, plot_elo
+from patchwork_env.core.records import write_records
+from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_robin
+from patchwork_env.players.registry import AgentSpecError, parse_spec
 from patchwork_env.replay import write_replay
 from train import run_utils
 from train.cli import Parser, add_pairs_option
 from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
-from train.evaluate import format_table, plot_elo
 from train.selfplay import main as train_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
         try:
             entry, _ = parse_spec(spec)
         except AgentSpecError as exc:
-            parser.error(f"--opponents: {str(exc).splitlines()[0]} (python -m train.evaluate --list shows the agents)")
+            parser.error(f"--opponents: {str(exc).splitlines()[0]} (patchwork evaluate --list shows the agents)")
         if entry.name == "ppo":
             parser.error(f"--opponents: {spec!r} is a checkpoint; the demo measures its own agent against baselines")
     if len(set(opponents)) != len(opponents):
@@ -202,7 +202,7 @@ def banner(text: str) -> None:
 
 def evaluate(plan: Plan, checkpoint: Path, start: Path | None = None) -> TournamentResult:
     """The checkpoint (as the agent ``ppo:PATH``; then the start network, if given) against every
-    opponent and the opponents among themselves: the round robin ``python -m train.evaluate``
+    opponent and the opponents among themselves: the round robin ``patchwork evaluate``
     plays for the same agents and seed."""
     import torch
 
@@ -275,7 +275,7 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
     folder = plan.folder
     learner = result.agents[0]
     eval_cmd = (
-        f"python -m train.evaluate --agents {learner} {' '.join(plan.opponents)} --pairs {plan.eval_pairs} "
+        f"patchwork evaluate --agents {learner} {' '.join(plan.opponents)} --pairs {plan.eval_pairs} "
         f"--seed {plan.eval_seed}"
     )
     overrides = " ".join(shlex.quote(o) for o in plan.overrides)
@@ -346,7 +346,7 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
             "Replays of its first evaluation deal (open in a browser; arrow keys step through the game): "
             + ", ".join(f"[{page.name}]({page.name})" for page in pages)
             + f". Every evaluation game of that pair is in [`games/{records.name}`](games/{records.name}); "
-            f"`python -m train.replay {records} --game K -o game.html` shows game K.",
+            f"`patchwork replay {records} --game K -o game.html` shows game K.",
             "",
         ]
     lines += [
@@ -376,7 +376,7 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
         "# continue training from here (the budget counts the updates and minutes already done)",
         f"python -m train.selfplay --resume {resumable} {more}",
         "# play against the agent in the terminal",
-        f"python -m train.play --opponent ppo:{checkpoint}",
+        f"patchwork play --opponent ppo:{checkpoint}",
         "# watch the curves",
         f"tensorboard --logdir {folder}",
         "```",
@@ -437,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         ci = f"[{p.ci95_a[0]:.1%}, {p.ci95_a[1]:.1%}]"
         was = f"  (start: {begin[p.b].win_rate_a:6.1%})" if p.b in begin else ""
         print(f"  vs {p.b:<10} win rate {p.win_rate_a:6.1%}  95% CI {ci}  ({p.games} games){was}")
-    print(f"play against it: python -m train.play --opponent ppo:{checkpoint}")
+    print(f"play against it: patchwork play --opponent ppo:{checkpoint}")
     print(f"total {(time.perf_counter() - t0) / 60:.1f} minutes; report: {report}")
     return report
 

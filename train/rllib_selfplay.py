@@ -19,7 +19,7 @@ Ray: without ``--address`` the command starts a local Ray runtime (and stops it 
 ``num_env_runners`` EnvRunners sample on any node and the learner stays in this process.
 
 The run folder (``train.run_utils``) gets ``checkpoints/final.pt`` in the project's format (plays
-as ``ppo:PATH`` in the arena, ``train.play`` and as a ``SingleAgentEnv`` opponent),
+as ``ppo:PATH`` in the arena, ``patchwork play`` and as a ``SingleAgentEnv`` opponent),
 ``checkpoints/rllib/`` (RLlib's own checkpoint: ``Algorithm.from_checkpoint`` resumes from it),
 TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_history.json``,
 ``learning_curve.png`` and ``final_eval.json``.
@@ -41,9 +41,9 @@ from typing import Any
 
 from torch.utils.tensorboard import SummaryWriter
 
-from agents.network import PatchworkNet
-from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
-from agents.ray_backend import import_ray, init_ray
+from patchwork_env.evaluation.backend import import_ray, init_ray
+from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.policy import net_from_checkpoint, read_checkpoint, save_checkpoint
 from train import run_utils
 from train.cli import run_trainer, trainer_parser
 from train.config import ConfigError, RLlibConfig, load_config

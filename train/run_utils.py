@@ -11,7 +11,7 @@ A run folder ``runs/<run_name>/`` holds::
     learning_curve.png   win rate against each evaluation opponent over wall-clock minutes
     final_eval.json      the final evaluation (paired games against each final opponent)
     games/               eval-<update>.jsonl (sb3: eval-<timesteps>.jsonl): two games per opponent of
-                         every evaluation, as game records (python -m train.replay shows them)
+                         every evaluation, as game records (patchwork replay shows them)
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from agents.network import PatchworkNet
-from agents.ppo_agent import PPOAgent
-from patchwork_env.records import write_records
+from patchwork_env.core.records import write_records
+from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.policy import PPOAgent
 from train.config import CommonConfig, to_yaml
 
 RECORDED_GAMES = 2  # per opponent and evaluation: one deal, the learner in either seat
@@ -65,9 +65,9 @@ def evaluate(
     """Paired arena games of a frozen copy of ``net`` (its most probable moves, or samples from
     its policy with ``deterministic=False``) against each opponent spec; per spec: games,
     win_rate, ci_low, ci_high, mean_margin, seconds. With ``records``, the first deal's two games
-    against each opponent are written to that file (game records, ``python -m train.replay``
+    against each opponent are written to that file (game records, ``patchwork replay``
     shows them)."""
-    from agents.arena import play_pairs
+    from patchwork_env.evaluation.arena import play_pairs
 
     agent = PPOAgent(frozen_copy(net), deterministic=deterministic, name="learner")
     out: dict[str, dict[str, Any]] = {}

@@ -38,13 +38,13 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 from torch import nn
 
-from agents.network import NetConfig, PatchworkNet
 from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
 from agents.ppo import shaped_final_rewards
-from agents.ppo_agent import PPOAgent, save_checkpoint
-from agents.progress import progress_bar
-from agents.registry import make_agent
 from agents.sb3_vec_env import SB3VecEnv
+from patchwork_env.evaluation.progress import progress_bar
+from patchwork_env.players.network import NetConfig, PatchworkNet
+from patchwork_env.players.policy import PPOAgent, save_checkpoint
+from patchwork_env.players.registry import make_agent
 from train import run_utils
 from train.cli import run_trainer, trainer_parser
 from train.config import SB3Config

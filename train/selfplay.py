@@ -17,8 +17,8 @@ PPO on the learner's decisions. Opponents per game follow ``agents.opponent_pool
 games learner vs learner, the rest against past snapshots, greedy and random; seats drawn per game).
 
 With ``prior_scale > 0`` the network is a residual policy on greedy's one-ply evaluation
-(``agents.network.NetConfig``): the rollout computes the prior terms of the learner's rows from the
-game states (``agents.heuristic.greedy_prior``) and stores them for the update.
+(``patchwork_env.players.network.NetConfig``): the rollout computes the prior terms of the learner's rows from the
+game states (``patchwork_env.players.heuristic.greedy_prior``) and stores them for the update.
 
 With a ``teacher`` (e.g. ``mcts:sims=100``) a fresh run first distils the teacher's choice of
 move kind into the network (``agents.distill``: greedy self-play positions labelled in worker
@@ -26,7 +26,7 @@ processes, or as Ray tasks with ``distill_backend=ray`` and ``--address``, then 
 on the group choice only; logged as ``distill/``), evaluates that start as update 0, and then runs
 PPO from it.
 
-Every ``eval_every`` updates: arena games (``agents.arena.play_pairs``, paired deals) against the
+Every ``eval_every`` updates: arena games (``patchwork_env.evaluation.arena.play_pairs``, paired deals) against the
 ``eval_opponents``, logged as ``eval/win_rate_vs_<agent>`` (with ``keep_best``, the best of them
 against one opponent is kept as ``checkpoints/best.pt`` and is what the final evaluation plays, on
 deals the periodic evaluations never used); checkpoints every ``checkpoint_every``
@@ -53,15 +53,16 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 
 from agents.distill import DistillStats, distill, legal_groups, sample_positions, student_positions, teacher_targets
-from agents.heuristic import NUM_FEATURES
-from agents.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from agents.opponent_pool import SELF, OpponentPool
 from agents.ppo import PPOSettings, Rollout, per_seat_gae, ppo_update, shaped_final_rewards
-from agents.ppo_agent import net_from_checkpoint, read_checkpoint, save_checkpoint
-from agents.progress import progress_bar
-from agents.ray_backend import Backend, open_backend
-from patchwork_env import rules
-from patchwork_env.vector import VectorGames
+from patchwork_env.core import rules
+from patchwork_env.envs import observation
+from patchwork_env.envs.vector import VectorGames
+from patchwork_env.evaluation.backend import Backend, open_backend
+from patchwork_env.evaluation.progress import progress_bar
+from patchwork_env.players.heuristic import NUM_FEATURES
+from patchwork_env.players.network import PatchworkNet, count_parameters, prior_for, sample_actions
+from patchwork_env.players.policy import net_from_checkpoint, read_checkpoint, save_checkpoint
 from train import run_utils
 from train.cli import add_address_option, ray_address, run_trainer, trainer_parser
 from train.config import ConfigError, SelfPlayConfig, from_dict, load_config, parse_overrides, to_yaml
@@ -175,7 +176,7 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet | None = None, trainer: d
     games = VectorGames(n, seed=int(rng.integers(2**63)))
     codes, seats = pool.draw(n, rng)
     buf = Rollout.allocate(
-        steps, n, rules.OBS_DIM, rules.NUM_ACTIONS, prior_features=NUM_FEATURES if net.uses_prior else 0
+        steps, n, observation.OBS_DIM, rules.NUM_ACTIONS, prior_features=NUM_FEATURES if net.uses_prior else 0
     )
     return Learner(
         cfg,
@@ -457,7 +458,7 @@ def evaluate(run: Run) -> None:
 
 
 def checkpoint(run: Run, name: str = "latest.pt") -> Path:
-    """The network with everything a resume needs (format: ``agents.ppo_agent``)."""
+    """The network with everything a resume needs (format: ``patchwork_env.players.policy``)."""
     lr = run.learner
     return save_checkpoint(
         run.folder / "checkpoints" / name,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from agents.ppo_agent import CheckpointError, net_from_checkpoint, read_checkpoint, save_checkpoint
 from agents.value_head import fit_value_head, network_games
+from patchwork_env.players.policy import CheckpointError, net_from_checkpoint, read_checkpoint, save_checkpoint
 from train.cli import MAX_SEED, Parser, fail, positive_int
 
 

@@ -1,0 +1,112 @@
+"""The ``patchwork`` command: the tools that need no training.
+
+    patchwork play --opponent greedy            play in the terminal
+    patchwork evaluate --agents greedy random   the arena: paired games, win rates, Elo
+    patchwork replay games.jsonl --game 0       a recorded game as a self-contained HTML page
+
+``patchwork COMMAND --help`` lists a command's options. The parser is built from this module and
+``cli.common`` alone, so ``--help`` loads neither the engine nor torch; a command's own module
+(``cli.play``, ``cli.evaluate``, ``cli.replay``) loads once its arguments parse. Every error is one
+``error: ...`` line on stderr and exit code 2; a closed pipe (``patchwork evaluate --list | head``)
+ends quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from patchwork_env import __version__
+from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, UsageError, add_pairs_option, report, seed_in
+
+DEFAULT_PAIRS = 50
+BACKENDS = ("local", "ray")
+
+
+def _play(sub: argparse._SubParsersAction[Parser]) -> None:
+    p = sub.add_parser(
+        "play",
+        help="play a game in the terminal against an agent",
+        description="Play Patchwork in the terminal against an agent (`patchwork evaluate --list` lists the specs).",
+    )
+    p.add_argument("--opponent", default="greedy", metavar="SPEC", help="agent spec (default greedy)")
+    p.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (default 0)")
+    p.add_argument("--seed", type=seed_in(MAX_SEED), default=0, help="seed of the deal and the opponent (default 0)")
+    p.add_argument("--layout", default="revised", help="leather layout: revised (default) or original")
+
+
+def _evaluate(sub: argparse._SubParsersAction[Parser]) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="the arena: paired games between agents, win rates and an Elo ladder",
+        description="A round robin of paired Patchwork games between agents: every pair plays the same deals, "
+        "each twice with the seats swapped; win rates with 95%% Wilson intervals and a maximum-likelihood Elo "
+        "ladder (random = 0 when it plays, else the first agent).",
+    )
+    p.add_argument("--agents", nargs="+", metavar="SPEC", help="two or more agent specs (--list shows them)")
+    add_pairs_option(p, DEFAULT_PAIRS, "per pair of agents")
+    p.add_argument("--seed", type=seed_in(MAX_ARENA_SEED), default=0, help="seed of the deals and agents (default 0)")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: every core); with ray: local CPUs")
+    p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
+    p.add_argument("--address", default=None, help="with --backend ray: a Ray cluster (auto or HOST:PORT)")
+    p.add_argument("--json", type=Path, default=None, help="write the results here")
+    p.add_argument("--plot", type=Path, default=None, help="draw the Elo ladder into this image (png, svg, pdf)")
+    p.add_argument("--records", type=Path, default=None, metavar="DIR",
+                   help="write every game to DIR/<A>-vs-<B>.jsonl (patchwork replay shows one)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--list", action="store_true", help="print the agent specs and exit")
+
+
+def _replay(sub: argparse._SubParsersAction[Parser]) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="write a recorded game as a self-contained HTML page",
+        description="Write the replay of one recorded game (a line of a JSON Lines records file, as "
+        "`patchwork evaluate --records` and the trainers write them) as one HTML file that opens from disk.",
+    )
+    p.add_argument("records", type=Path, help="a records file (JSON Lines, one game per line)")
+    p.add_argument("--game", type=int, default=0, metavar="K", help="which game of the file, from 0 (default 0)")
+    p.add_argument("-o", "--output", type=Path, default=None, help="the HTML file (default <records>-game<K>.html)")
+    p.add_argument("--title", default=None, help="the page's title (default: the players)")
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="patchwork",
+        description="Patchwork tools: play, evaluate agents, watch recorded games.",
+        epilog="`patchwork COMMAND --help` lists a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"patchwork-env {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+    for add in (_play, _evaluate, _replay):
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``patchwork`` with ``argv`` (default: the process's arguments); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    args.command_line = " ".join(["patchwork", *argv])
+    command = importlib.import_module(f"patchwork_env.cli.{args.command}")
+    try:
+        command.run(args)
+    except (UsageError, ValueError, OSError, ImportError) as exc:  # a spec, a file, a missing extra
+        if isinstance(exc, BrokenPipeError):
+            return _closed_pipe()
+        return report(exc)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _closed_pipe() -> int:
+    """The reader of our output went away (``| head``): stop quietly, as Python's docs advise."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0

@@ -1,0 +1,157 @@
+"""``patchwork evaluate``: a round robin of paired games, a table and an Elo ladder.
+
+    patchwork evaluate --agents greedy random mcts:sims=200 --pairs 50 --seed 0 --json results.json
+
+``--pairs`` counts paired deals per pair of agents (each deal played twice with the seats swapped:
+``--pairs 50`` = 100 games); every pair of agents plays the same deals. Win rates carry 95% Wilson
+intervals, the Elo ladder is anchored at ``random`` = 0 when it plays (else the first agent), with
+95% intervals (``patchwork_env.evaluation.stats``). ``--backend ray`` plays the games as Ray tasks
+(the ``ray`` extra) on a local Ray runtime, or with ``--address auto`` / ``HOST:PORT`` on a cluster;
+the results are the same as with local processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from patchwork_env.cli.common import UsageError
+from patchwork_env.core.records import write_records
+from patchwork_env.evaluation.arena import TournamentResult, round_robin
+from patchwork_env.evaluation.backend import RayBackend, import_ray
+from patchwork_env.evaluation.stats import format_win_rate
+from patchwork_env.players.registry import describe_agents, make_agent
+
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Reject bad arguments with a message saying what is allowed, before any game is played."""
+    if not args.agents or len(args.agents) < 2:
+        raise UsageError("--agents needs at least two agent specs, e.g. --agents greedy random")
+    if len({a.strip() for a in args.agents}) != len(args.agents):
+        raise UsageError(f"--agents must be distinct, got {args.agents}")
+    for spec in args.agents:  # built, not only parsed: bad values and checkpoints fail here
+        make_agent(spec)
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.address is not None and args.backend != "ray":
+        raise UsageError("--address needs --backend ray")
+    if args.backend == "ray":
+        import_ray()
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None and not path.resolve().parent.is_dir():
+            raise UsageError(f"{option}: the directory {path.resolve().parent} does not exist")
+    if args.records is not None and args.records.exists() and not args.records.is_dir():
+        raise UsageError(f"--records: {args.records} exists and is not a folder")
+    if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(f"--plot must end in .png, .svg or .pdf, got {args.plot}")
+
+
+def format_table(result: TournamentResult) -> str:
+    """The pairs and the Elo ladder as plain-text tables."""
+    w = max(len(n) for n in result.agents)
+    lines = [f"{'A':<{w}}  {'B':<{w}}  games  wins A  win rate A [95% CI]    margin A  empty A/B   ms/move A/B"]
+    for p in result.pairs:
+        lines.append(
+            f"{p.a:<{w}}  {p.b:<{w}}  {p.games:5d}  {p.wins_a:6d}  {format_win_rate(p.win_rate_a, p.ci95_a):<22} "
+            f"{p.mean_margin_a:+8.1f}  {p.mean_empty_a:4.1f}/{p.mean_empty_b:<4.1f}  "
+            f"{1000 * p.mean_time_per_move_a:6.1f}/{1000 * p.mean_time_per_move_b:<6.1f}"
+        )
+    lines += ["", f"Elo (maximum likelihood, {result.anchor} = 0, 95% CI):"]
+    for name, r in sorted(result.elo.items(), key=lambda kv: -kv[1].elo):
+        lines.append(f"  {name:<{w}}  {r.elo:7.0f}  [{r.low:6.0f}, {r.high:6.0f}]")
+    return "\n".join(lines)
+
+
+def short_label(spec: str, limit: int = 28) -> str:
+    """A spec as a plot label: a checkpoint path by its last two parts (``run/final.pt``)."""
+    name, colon, rest = spec.partition(":")
+    if colon and ("/" in rest or rest.endswith(".pt")):
+        rest = "/".join(Path(rest).parts[-2:])
+    label = f"{name}{colon}{rest}"
+    return label if len(label) <= limit else "..." + label[-(limit - 3) :]
+
+
+def plot_elo(result: TournamentResult, path: Path) -> None:
+    """The Elo ladder as a bar chart (matplotlib; a bare Figure, so Jupyter's inline plots stay)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("--plot needs matplotlib: pip install matplotlib") from None
+    ladder = sorted(result.elo.items(), key=lambda kv: kv[1].elo)
+    names = [short_label(n) for n, _ in ladder]
+    elo = [r.elo for _, r in ladder]
+    err = [[r.elo - r.low for _, r in ladder], [r.high - r.elo for _, r in ladder]]
+    fig = Figure(figsize=(7, 0.6 * len(names) + 1.5))
+    ax = fig.subplots()
+    ax.barh(names, elo, xerr=err, capsize=4, color="#4a7ab5", label="Elo, 95% interval")
+    ax.set_xlabel(f"Elo ({short_label(result.anchor)} = 0)")
+    ax.set_title("Patchwork agents")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
+    """Every game of every pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    for p in result.pairs:
+        name = re.sub(r"[^A-Za-z0-9.=_-]+", "_", f"{p.a}-vs-{p.b}").strip("_")
+        path = folder / f"{name}.jsonl"
+        if path in paths:  # two names that differ only in characters a file name cannot hold
+            path = folder / f"{name}-{len(paths)}.jsonl"
+        paths.append(write_records(path, p.game_records(specs=(p.a, p.b))))
+    return paths
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.list:
+        print(describe_agents())
+        return {}
+    check_args(args)
+    if "torch" in sys.modules:  # network agents: batch-1 forward passes, where extra threads only contend
+        sys.modules["torch"].set_num_threads(1)
+    t0 = time.perf_counter()
+    backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
+    try:
+        if backend is not None:
+            backend.start()
+        result = round_robin(
+            [a.strip() for a in args.agents],
+            num_pairs=args.pairs,
+            seed=args.seed,
+            workers=args.workers,
+            progress=not args.no_progress,
+            backend=backend,
+        )
+    finally:
+        if backend is not None:
+            backend.close()
+    seconds = time.perf_counter() - t0
+    print(format_table(result))
+    print(f"\n{args.pairs} paired deals ({2 * args.pairs} games) per pair of agents, seed {args.seed}, {seconds:.0f} s")
+    out = {
+        "command": args.command_line,
+        "num_pairs": args.pairs,
+        "games_per_pair": 2 * args.pairs,
+        "seed": args.seed,
+        "seconds": seconds,
+        **result.to_dict(),
+    }
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    if args.plot is not None:
+        plot_elo(result, args.plot)
+        print(f"wrote {args.plot}")
+    if args.records is not None:
+        for path in write_game_records(result, args.records):
+            print(f"wrote {path}")
+    return out

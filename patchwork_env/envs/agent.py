@@ -1,0 +1,119 @@
+"""The protocol every player follows, so that the arena, the single-agent env's opponent and the
+trainers' opponent pool all take any agent.
+
+An agent decides an action for a ``GameState`` with an explicit random generator. An agent that
+can decide for many games at once also implements ``act_batch`` over raw state arrays (rows of the
+vector engine, layout in ``patchwork_env.core.rules``) and their legal masks.
+
+``resolve_opponent`` turns what the envs accept as an opponent into an ``Agent``: ``"random"``
+here, other spec strings through the players' registry (``patchwork_env.players.registry``, found
+by name on first use; ``register_agent_factory`` puts another factory in its place).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from patchwork_env.core.state import GameState
+from patchwork_env.envs.vector_kernels import sample_rows
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything with ``act(state, rng) -> action id``. ``name`` is used in tables."""
+
+    name: str
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int: ...
+
+
+@runtime_checkable
+class BatchAgent(Agent, Protocol):
+    """An agent that also decides for a batch: ``states`` (N, STATE_LEN) int64 rows, ``masks``
+    (N, 2026) bool legal masks of the player to move in each row; returns (N,) int64 actions."""
+
+    def act_batch(
+        self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
+    ) -> npt.NDArray[np.int64]: ...
+
+
+class RandomAgent:
+    """Uniform over the legal actions."""
+
+    name = "random"
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        legal = state.legal_actions()
+        return int(legal[int(rng.random() * len(legal))])
+
+    def act_batch(
+        self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
+    ) -> npt.NDArray[np.int64]:
+        out = np.empty(len(masks), dtype=np.int64)
+        sample_rows(masks, rng.random(len(masks)), out)
+        return out
+
+
+# --- opponents given as specs, callables or agents ---------------------------------------------
+AgentFactory = Callable[[str], Agent]
+Opponent = str | Agent | Callable[[GameState], Any]
+#: the factory of spec strings, by name: the players layer's registry unless another is registered
+DEFAULT_FACTORY = "patchwork_env.players.registry:make_agent"
+_factory: AgentFactory | None = None
+
+
+def register_agent_factory(factory: AgentFactory) -> None:
+    """Let spec strings (``"greedy"``, ``"mcts:sims=200"``) be built by ``factory(spec)`` instead of
+    the players registry (``DEFAULT_FACTORY``)."""
+    global _factory
+    if not callable(factory):
+        raise TypeError(f"an agent factory is a callable (spec: str) -> Agent, got {type(factory).__name__}")
+    _factory = factory
+
+
+def agent_factory() -> AgentFactory:
+    """The factory of spec strings: the registered one, else ``DEFAULT_FACTORY``, looked up by name
+    (the envs sit below the players; a registry by name keeps the dependency pointing up only at
+    run time, as Gymnasium's ``entry_point`` strings do)."""
+    if _factory is not None:
+        return _factory
+    module, _, name = DEFAULT_FACTORY.partition(":")
+    factory: AgentFactory = getattr(importlib.import_module(module), name)
+    return factory
+
+
+class _CallableAgent:
+    """An agent around a function ``(GameState) -> action``."""
+
+    def __init__(self, fn: Callable[[GameState], Any]) -> None:
+        self.fn = fn
+        self.name = getattr(fn, "__name__", type(fn).__name__)
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        return int(self.fn(state))
+
+
+def is_random_spec(opponent: object) -> bool:
+    return isinstance(opponent, str) and opponent.strip().lower() == "random"
+
+
+def resolve_opponent(opponent: Opponent) -> Agent:
+    """An ``Agent`` from a spec string, an agent object or a callable ``(GameState) -> action``."""
+    if isinstance(opponent, str):
+        if is_random_spec(opponent):
+            return RandomAgent()
+        return agent_factory()(opponent)
+    act = getattr(opponent, "act", None)
+    if callable(act):
+        return opponent  # type: ignore[return-value]
+    if callable(opponent):
+        return _CallableAgent(opponent)
+    raise TypeError(
+        "opponent must be an agent spec string (e.g. 'random'), an object with act(state, rng) -> action, "
+        f"or a callable (GameState) -> action; got {type(opponent).__name__}"
+    )

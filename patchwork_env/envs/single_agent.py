@@ -1,0 +1,204 @@
+"""``SingleAgentEnv``: Patchwork as a one-player Gymnasium environment against a fixed opponent.
+
+The opponent moves inside ``step`` (and inside ``reset`` when it starts) until the learner is to
+move again or the game is over, so every transition the learner sees is its own: its own
+observation (from its seat), its own reward, including the -1 of a loss that the opponent's last
+move sealed. This is the recipe for self-play with single-agent libraries such as SB3; training
+on the AEC env's consecutive observations would mix in the opponent's view.
+
+>>> from patchwork_env import SingleAgentEnv
+>>> env = SingleAgentEnv(opponent="random", seat=0)
+>>> obs, info = env.reset(seed=1)
+>>> obs.shape, info["action_mask"].shape, env.seat
+((1452,), (2026,), 0)
+>>> obs, reward, terminated, truncated, info = env.step(2025)   # advance
+>>> reward, truncated
+(0.0, False)
+
+Spaces: ``observation_space`` is the AEC env's ``Box(float32, (1452,))`` (layout in
+``patchwork_env.envs.aec`` / ``patchwork_env.envs.observation``); ``action_space`` is ``Discrete(2026)``.
+The legal mask is ``action_masks()`` (bool, for sb3-contrib's ``MaskablePPO``) and
+``info["action_mask"]`` (int8, for ``action_space.sample(mask=...)``); all zeros once the game
+is over.
+
+Options:
+
+- ``opponent``: ``"random"``; any agent spec string of the project's ``agents`` package
+  (``"greedy"``, ``"mcts:sims=200"``..., built by the factory the ``agents`` package registers,
+  ``patchwork_env.envs.agent.resolve_opponent``); an agent object with
+  ``act(state, rng) -> action``; or a callable ``(GameState) -> action``. The opponent draws
+  from its own generator, derived from the seed given to ``reset``. ``set_opponent`` swaps it
+  between episodes (e.g. to refresh a self-play snapshot).
+- ``seat``: 0, 1, or ``None`` to draw the learner's seat every episode.
+- ``reward``: ``"win"`` (+1 / -1 at the end) or ``"score"`` (final margin / 100 clipped to
+  [-1, 1]), as in the AEC env.
+- ``leather_layout``: ``"revised"`` or ``"original"``.
+- ``illegal_action``: what an illegal action does. ``"lose"`` (default) ends the episode at once
+  with reward -1 and ``info["illegal_action"] = True``, ``info["reason"]`` saying why (the same
+  outcome as the AEC ``env()``), which lets unmasked agents and the Gymnasium / SB3 checkers that
+  sample unmasked actions run. ``"raise"`` raises ``IllegalActionError`` instead (the position is
+  unchanged), for code that must never send one. Anything but an integer in 0..2025 (a bool, a
+  float, an integer of any size out of range) is such an illegal action ("out of range"). The same
+  modes and default in every front-end (``patchwork_env.envs.edge``).
+- ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"``.
+
+``reset(seed=None, options=None)``: ``options`` may hold ``"circle"`` and ``"first_player"``
+(as in the AEC env) and ``"seat"`` (this episode's seat); an unknown key warns and is ignored, as in
+every front-end (``patchwork_env.envs.edge``). ``step`` after the end of an episode raises
+``GameOverError`` (an ``IllegalActionError`` and a ``RuntimeError``).
+The seed fixes the deal, the learner's seat and the opponent's generator, so a seeded episode
+replays exactly for the same actions.
+
+``info`` always holds ``action_mask`` and ``seat``; at the end of a game also ``score``,
+``opponent_score`` and ``won``; after an illegal action (``"lose"``) ``illegal_action`` and
+``reason``. ``game_state`` is the current ``GameState``; ``copy.deepcopy`` of the env continues
+the same episode (the opponent's generator included) as long as the opponent can be copied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+import numpy.typing as npt
+from gymnasium import spaces
+
+from patchwork_env.core import rules
+from patchwork_env.core.actions import game_over
+from patchwork_env.core.rules import NUM_ACTIONS
+from patchwork_env.core.state import GameState, IllegalActionError, new_game
+from patchwork_env.envs import edge
+from patchwork_env.envs.agent import Opponent, resolve_opponent
+from patchwork_env.envs.edge import ILLEGAL_ACTION_MODES, IllegalActionMode, RewardKind
+from patchwork_env.envs.observation import OBS_DIM, observation_bounds, observe
+
+__all__ = ["ILLEGAL_ACTION_MODES", "RESET_OPTIONS", "SingleAgentEnv", "resolve_opponent"]
+
+RESET_OPTIONS = ("circle", "first_player", "seat")
+
+
+class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
+    """Patchwork against a fixed opponent that moves inside ``step`` (see the module docs)."""
+
+    metadata = {"render_modes": list(edge.RENDER_MODES), "render_fps": 2}  # noqa: RUF012 (Gymnasium's convention)
+
+    def __init__(
+        self,
+        opponent: Opponent = "random",
+        seat: int | None = None,
+        reward: RewardKind = "win",
+        leather_layout: str = "revised",
+        illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION,
+        render_mode: str | None = None,
+    ) -> None:
+        self.fixed_seat = edge.check_seat(seat)
+        self.reward_kind = edge.check_reward_kind(reward)
+        self.leather_layout = rules.check_leather_layout(leather_layout)
+        self.illegal_action = edge.check_illegal_action(illegal_action)
+        self.render_mode = edge.check_render_mode(render_mode)
+        self.opponent = resolve_opponent(opponent)
+        low, high = observation_bounds()
+        self.observation_space = spaces.Box(low=low, high=high, shape=(OBS_DIM,), dtype=np.float32)
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self._opponent_rng: np.random.Generator | None = None
+        self._game: GameState | None = None
+        self._seat = 0
+        self._over = False
+
+    # --- public state --------------------------------------------------------------------------
+    @property
+    def game_state(self) -> GameState:
+        """The current position (after the opponent's replies)."""
+        if self._game is None:
+            raise RuntimeError("call reset() first")
+        return self._game
+
+    @property
+    def seat(self) -> int:
+        """The learner's seat (0 or 1) in the current episode."""
+        return self._seat
+
+    def set_opponent(self, opponent: Opponent) -> None:
+        """Replace the opponent (takes effect at once; normally called between episodes)."""
+        self.opponent = resolve_opponent(opponent)
+
+    def action_masks(self) -> npt.NDArray[np.bool_]:
+        """Bool (2026,): the learner's legal actions now (all False once the game is over)."""
+        if self._over:
+            return np.zeros(NUM_ACTIONS, dtype=np.bool_)
+        return self.game_state.legal_action_mask().copy()
+
+    # --- the episode ---------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
+        super().reset(seed=seed)
+        opts = edge.read_reset_options(options, RESET_OPTIONS)
+        if seed is not None:
+            self._opponent_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        elif self._opponent_rng is None:
+            self._opponent_rng = np.random.default_rng(self.np_random.integers(2**63))
+        seat = edge.check_seat(opts["seat"], "option 'seat'", allow_none=False) if "seat" in opts else self.fixed_seat
+        self._seat = int(self.np_random.integers(2)) if seat is None else seat
+        game = new_game(
+            self.np_random,
+            circle=opts.get("circle"),
+            first_player=opts.get("first_player"),
+            leather_layout=self.leather_layout,
+        )
+        self._game = self._opponent_moves(game)
+        self._over = self._game.is_terminal
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), self._info()
+
+    def step(self, action: Any) -> tuple[npt.NDArray[np.float32], float, bool, bool, dict[str, Any]]:
+        game = self.game_state
+        if self._over:
+            raise game_over("the episode")
+        try:
+            game = game.step(action)
+        except IllegalActionError as exc:
+            if self.illegal_action == "raise":
+                raise
+            self._over = True
+            info = self._info()
+            info.update(illegal_action=True, reason=str(exc))
+            return self._observation(), edge.ILLEGAL_ACTION_REWARD, True, False, info
+        game = self._opponent_moves(game)
+        self._game = game
+        self._over = game.is_terminal
+        reward = edge.final_rewards(game, self.reward_kind)[self._seat] if self._over else 0.0
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), reward, self._over, False, self._info()
+
+    def _opponent_moves(self, game: GameState) -> GameState:
+        """Let the opponent play until the learner is to move or the game is over."""
+        rng = self._opponent_rng
+        assert rng is not None
+        while not game.is_terminal and game.current_player != self._seat:
+            action = self.opponent.act(game, rng)
+            try:
+                game = game.step(action)
+            except IllegalActionError as exc:
+                name = getattr(self.opponent, "name", type(self.opponent).__name__)
+                raise IllegalActionError(f"the opponent {name!r} chose an illegal action: {exc}") from None
+        return game
+
+    def _observation(self) -> npt.NDArray[np.float32]:
+        return observe(self.game_state, self._seat)
+
+    def _info(self) -> dict[str, Any]:
+        game = self.game_state
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8) if self._over else game.legal_action_mask().astype(np.int8)
+        info: dict[str, Any] = {"action_mask": mask, "seat": self._seat}
+        if game.is_terminal:
+            scores = game.scores()
+            info.update(score=scores[self._seat], opponent_score=scores[1 - self._seat], won=game.winner == self._seat)
+        return info
+
+    # --- rendering -----------------------------------------------------------------------------
+    def render(self) -> str | npt.NDArray[np.uint8] | None:  # type: ignore[override]
+        return edge.render_mode_output(self.game_state, self.render_mode)

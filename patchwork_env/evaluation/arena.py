@@ -1,0 +1,393 @@
+"""The arena: paired games between agents, on both cores, with the numbers that say who is stronger.
+
+Pairing. Deal ``i`` (the circle of patches and the starting seat) is drawn from
+``SeedSequence(seed, spawn_key=(i,))`` and played twice: agent A in seat 0 then in seat 1, so both
+agents get the same luck of the deal. ``num_pairs`` deals make ``2 * num_pairs`` games. The
+generators the agents receive come from the same seed sequence (``spawn_key=(i, game, seat)``), and
+agents with a ``reset()`` method are reset before every game, so a game's result depends only on
+the seed and the agents, never on the number of workers or the order games finish in (agents with
+a time budget are the exception: how far they search depends on the machine). In a round robin
+every pair plays the same deals.
+
+Workers. Games run in a ``multiprocessing`` pool (spawn start method; ``workers=None`` uses every
+core), one deal per task. Agents travel to each worker once, as spec strings or pickled objects;
+an agent object that cannot be pickled makes the arena play in-process. A worker limits torch to
+one thread (the processes already share out the cores). With ``backend=`` (``patchwork_env.evaluation.backend``)
+the same deals run as that backend's tasks instead (Ray: on a cluster), with identical results.
+
+Numbers per pair (``PairResult``): games, wins, win rate of A with a 95% Wilson score interval,
+mean score margin (A - B), mean scores, mean final empty cells, mean seconds per move of each
+agent, and how the deals went (A won both games, split, B won both). ``round_robin`` adds a
+maximum-likelihood Elo ladder anchored at ``random`` = 0 (``patchwork_env.evaluation.stats`` documents the method).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from patchwork_env.core.records import Player, Record, record_game
+from patchwork_env.core.state import GameState, new_game
+from patchwork_env.envs.agent import Agent
+from patchwork_env.evaluation.backend import Backend
+from patchwork_env.evaluation.stats import Rating, fit_elo, wilson_interval
+from patchwork_env.players.registry import make_agent
+
+AgentLike = str | Agent
+_Ref = tuple[str, Any]  # ("spec", text) or ("pickle", bytes): how a worker rebuilds an agent
+
+
+@dataclass(frozen=True)
+class GameRecord:
+    """One finished game, seen from agent A."""
+
+    deal: int
+    seat_a: int
+    a_won: bool
+    score_a: int
+    score_b: int
+    empty_a: int
+    empty_b: int
+    moves_a: int
+    moves_b: int
+    seconds_a: float
+    seconds_b: float
+    actions: tuple[int, ...] = field(default=(), repr=False)  # every decision, for game records
+
+
+@dataclass
+class PairResult:
+    """Everything measured for agent ``a`` against agent ``b``."""
+
+    a: str
+    b: str
+    games: int
+    wins_a: int
+    wins_b: int
+    win_rate_a: float
+    ci95_a: tuple[float, float]
+    mean_margin_a: float
+    mean_score_a: float
+    mean_score_b: float
+    mean_empty_a: float
+    mean_empty_b: float
+    mean_time_per_move_a: float
+    mean_time_per_move_b: float
+    deals_a_won_both: int
+    deals_split: int
+    deals_b_won_both: int
+    wins_a_in_seat0: int
+    seed: int
+    records: list[GameRecord] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready numbers (without the per-game records)."""
+        d = asdict(self)
+        del d["records"]
+        d["ci95_a"] = list(self.ci95_a)
+        return d
+
+    def game_records(
+        self, specs: tuple[str | None, str | None] = (None, None), limit: int | None = None
+    ) -> list[Record]:
+        """The first ``limit`` games (all by default) as game records (``patchwork_env.core.records``), in
+        deal order, both games of a deal together; ``specs`` are A's and B's agent specs."""
+        out = []
+        for r in self.records[:limit]:
+            a, b = Player(self.a, specs[0]), Player(self.b, specs[1])
+            meta = {"source": "arena", "seed": self.seed, "deal": r.deal, "seat_a": r.seat_a}
+            out.append(record_game(deal(self.seed, r.deal), r.actions, (a, b) if r.seat_a == 0 else (b, a), meta=meta))
+        return out
+
+    @classmethod
+    def from_records(cls, a: str, b: str, seed: int, records: list[GameRecord]) -> PairResult:
+        n = len(records)
+        if n == 0:
+            raise ValueError("a pair result needs at least one game")
+        wins = sum(r.a_won for r in records)
+        per_deal: dict[int, int] = {}
+        for r in records:
+            per_deal[r.deal] = per_deal.get(r.deal, 0) + int(r.a_won)
+        moves_a = sum(r.moves_a for r in records)
+        moves_b = sum(r.moves_b for r in records)
+        return cls(
+            a=a,
+            b=b,
+            games=n,
+            wins_a=wins,
+            wins_b=n - wins,
+            win_rate_a=wins / n,
+            ci95_a=wilson_interval(wins, n),
+            mean_margin_a=float(np.mean([r.score_a - r.score_b for r in records])),
+            mean_score_a=float(np.mean([r.score_a for r in records])),
+            mean_score_b=float(np.mean([r.score_b for r in records])),
+            mean_empty_a=float(np.mean([r.empty_a for r in records])),
+            mean_empty_b=float(np.mean([r.empty_b for r in records])),
+            mean_time_per_move_a=sum(r.seconds_a for r in records) / max(moves_a, 1),
+            mean_time_per_move_b=sum(r.seconds_b for r in records) / max(moves_b, 1),
+            deals_a_won_both=sum(v == 2 for v in per_deal.values()),
+            deals_split=sum(v == 1 for v in per_deal.values()),
+            deals_b_won_both=sum(v == 0 for v in per_deal.values()),
+            wins_a_in_seat0=sum(r.a_won for r in records if r.seat_a == 0),
+            seed=seed,
+            records=records,
+        )
+
+
+@dataclass
+class TournamentResult:
+    """A round robin: every pair's result and the Elo ladder (anchor at 0)."""
+
+    agents: list[str]
+    pairs: list[PairResult]
+    elo: dict[str, Rating]
+    anchor: str
+
+    def to_dict(self) -> dict[str, Any]:
+        ladder = sorted(self.elo.items(), key=lambda kv: -kv[1].elo)
+        return {
+            "agents": self.agents,
+            "anchor": self.anchor,
+            "pairs": [p.to_dict() for p in self.pairs],
+            "elo": {name: r.elo for name, r in ladder},
+            "elo_ci95": {name: [r.low, r.high] for name, r in ladder},
+        }
+
+
+# --- one game ---------------------------------------------------------------------------------
+def deal(seed: int, index: int) -> GameState:
+    """The starting position of deal ``index`` of an arena run with ``seed``."""
+    return new_game(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,))))
+
+
+def agent_rng(seed: int, index: int, game: int, seat: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, game + 1, seat)))
+
+
+def play_game(
+    agents: Sequence[Agent],
+    start: GameState,
+    rngs: Sequence[np.random.Generator],
+    actions: list[int] | None = None,
+) -> tuple[GameState, list[int], list[float]]:
+    """Play ``start`` to the end, ``agents[seat]`` deciding for each seat; returns the final state,
+    the moves and the seconds spent per seat (and appends every action to ``actions`` if given).
+    An illegal action raises the engine's error."""
+    for agent in agents:
+        reset = getattr(agent, "reset", None)
+        if callable(reset):
+            reset()
+    state = start
+    moves = [0, 0]
+    seconds = [0.0, 0.0]
+    while not state.is_terminal:
+        seat = state.current_player
+        t0 = time.perf_counter()
+        action = agents[seat].act(state, rngs[seat])
+        seconds[seat] += time.perf_counter() - t0
+        moves[seat] += 1
+        state = state.step(action)
+        if actions is not None:
+            actions.append(int(action))
+    return state, moves, seconds
+
+
+def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int) -> list[GameRecord]:
+    """Both games of deal ``index``: A in seat 0, then A in seat 1."""
+    start = deal(seed, index)
+    out = []
+    for game, seat_a in enumerate((0, 1)):
+        seated = [agent_a, agent_b] if seat_a == 0 else [agent_b, agent_a]
+        rngs = [agent_rng(seed, index, game, seat) for seat in (0, 1)]
+        actions: list[int] = []
+        final, moves, seconds = play_game(seated, start, rngs, actions)
+        scores = final.scores()
+        sb = 1 - seat_a
+        out.append(
+            GameRecord(
+                deal=index,
+                seat_a=seat_a,
+                a_won=final.winner == seat_a,
+                score_a=scores[seat_a],
+                score_b=scores[sb],
+                empty_a=final.empty_cells(seat_a),
+                empty_b=final.empty_cells(sb),
+                moves_a=moves[seat_a],
+                moves_b=moves[sb],
+                seconds_a=seconds[seat_a],
+                seconds_b=seconds[sb],
+                actions=tuple(actions),
+            )
+        )
+    return out
+
+
+# --- workers ------------------------------------------------------------------------------------
+_WORKER_REFS: list[_Ref | None] = []
+_WORKER_AGENTS: dict[int, Agent] = {}
+
+
+def _init_worker(refs: list[_Ref | None]) -> None:
+    """Runs once in each spawned worker: the agents arrive here once, not with every game. The
+    processes already share out the cores, so torch (if an agent uses it) gets one thread each."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    _WORKER_REFS[:] = refs
+    _WORKER_AGENTS.clear()
+
+
+def _build(index: int) -> Agent:
+    agent = _WORKER_AGENTS.get(index)
+    if agent is None:
+        ref = _WORKER_REFS[index]
+        assert ref is not None
+        kind, payload = ref
+        agent = make_agent(payload) if kind == "spec" else pickle.loads(payload)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(1)
+        _WORKER_AGENTS[index] = agent
+    return agent
+
+
+def _task(job: tuple[int, int, int, int, int]) -> tuple[int, list[GameRecord]]:
+    matchup, i, j, seed, index = job
+    return matchup, play_deal(_build(i), _build(j), seed, index)
+
+
+def _backend_task(refs: list[_Ref | None], job: tuple[int, int, int, int, int]) -> tuple[int, list[GameRecord]]:
+    """One deal on a backend's worker; the agents are rebuilt only when ``refs`` change."""
+    if refs != _WORKER_REFS:
+        _init_worker(refs)
+    return _task(job)
+
+
+def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
+    """How to send ``agent`` to a worker (None if it cannot travel), the local object, its name."""
+    if isinstance(agent, str):
+        local = make_agent(agent)  # validates the spec before any worker starts
+        return ("spec", agent.strip()), local, local.name
+    if not isinstance(agent, Agent):
+        raise TypeError(f"an agent must be a spec string or have name and act(state, rng), got {agent!r}")
+    try:
+        return ("pickle", pickle.dumps(agent)), agent, agent.name
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None, agent, agent.name
+
+
+def resolve_workers(workers: int | None, jobs: int) -> int:
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a positive integer or None (all cores), got {workers!r}")
+    return max(1, min(workers or os.cpu_count() or 1, jobs))
+
+
+def _run(
+    agents: Sequence[AgentLike],
+    matchups: list[tuple[int, int]],
+    num_pairs: int,
+    seed: int,
+    workers: int | None,
+    progress: bool,
+    backend: Backend | None = None,
+) -> tuple[list[str], list[list[GameRecord]]]:
+    """Play ``num_pairs`` deals for each matchup (indices into ``agents``); returns the agents'
+    names and each matchup's records ordered by deal (A in seat 0 first)."""
+    if not isinstance(num_pairs, int) or isinstance(num_pairs, bool) or num_pairs < 1:
+        raise ValueError(f"num_pairs (deals, each played twice) must be a positive integer, got {num_pairs!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    resolved = [_ref(a) for a in agents]
+    names = [name for _, _, name in resolved]
+    jobs = [(m, i, j, seed, d) for m, (i, j) in enumerate(matchups) for d in range(num_pairs)]
+    n_workers = resolve_workers(workers, len(jobs))
+    refs = [ref for ref, _, _ in resolved]
+    if backend is not None and None in refs:
+        raise ValueError("every agent must be a spec string or picklable to play on a backend's workers")
+    in_process = backend is None and (n_workers == 1 or None in refs)
+    by_matchup: list[dict[int, list[GameRecord]]] = [{} for _ in matchups]
+    bar = _progress_bar(2 * len(jobs), progress)
+    try:
+        if in_process:
+            for m, i, j, _, d in jobs:
+                by_matchup[m][d] = play_deal(resolved[i][1], resolved[j][1], seed, d)
+                bar(2)
+        elif backend is not None:
+            for m, recs in backend.map(_backend_task, refs, jobs):
+                by_matchup[m][recs[0].deal] = recs
+                bar(2)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(refs,)) as pool:
+                for m, recs in pool.imap_unordered(_task, jobs):
+                    by_matchup[m][recs[0].deal] = recs
+                    bar(2)
+    finally:
+        bar(0, close=True)
+    return names, [[r for d in sorted(recs) for r in recs[d]] for recs in by_matchup]
+
+
+def _progress_bar(total: int, enabled: bool) -> Callable[..., None]:
+    if not enabled:
+        return lambda n, close=False: None
+    from patchwork_env.evaluation.progress import progress_bar
+
+    bar = progress_bar(total=total, unit="game", dynamic_ncols=True)
+
+    def update(n: int, close: bool = False) -> None:
+        if n:
+            bar.update(n)
+        if close:
+            bar.close()
+
+    return update
+
+
+# --- public entry points ----------------------------------------------------------------------
+def play_pairs(
+    agent_a: AgentLike,
+    agent_b: AgentLike,
+    num_pairs: int,
+    seed: int = 0,
+    workers: int | None = None,
+    progress: bool = False,
+    backend: Backend | None = None,
+) -> PairResult:
+    """``num_pairs`` deals, each played twice with the seats swapped (``2 * num_pairs`` games);
+    ``backend``: play them as its tasks (e.g. ``backend.RayBackend``) instead of ``workers``."""
+    names, (records,) = _run([agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend)
+    return PairResult.from_records(names[0], names[1], seed, records)
+
+
+def round_robin(
+    specs: Sequence[AgentLike],
+    num_pairs: int,
+    seed: int = 0,
+    workers: int | None = None,
+    progress: bool = False,
+    anchor: str = "random",
+    backend: Backend | None = None,
+) -> TournamentResult:
+    """Every pair of agents plays ``num_pairs`` deals (twice each, the same deals for every pair);
+    the Elo ladder is anchored at the agent named ``anchor`` (else the first agent)."""
+    if len(specs) < 2:
+        raise ValueError(f"a round robin needs at least two agents, got {len(specs)}")
+    matchups = [(i, j) for i in range(len(specs)) for j in range(i + 1, len(specs))]
+    names = [s.strip() if isinstance(s, str) else getattr(s, "name", repr(s)) for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"agent names must be distinct in a round robin, repeated: {dupes}")
+    names, records = _run(specs, matchups, num_pairs, seed, workers, progress, backend)
+    pairs = [
+        PairResult.from_records(names[i], names[j], seed, recs) for (i, j), recs in zip(matchups, records, strict=True)
+    ]
+    anchor_index = names.index(anchor) if anchor in names else 0
+    results = [(i, j, p.wins_a, p.wins_b) for (i, j), p in zip(matchups, pairs, strict=True)]
+    elo = fit_elo(names, results, anchor=anchor_index)
+    return TournamentResult(agents=names, pairs=pairs, elo=elo, anchor=names[anchor_index])

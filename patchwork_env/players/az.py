@@ -1,0 +1,271 @@
+"""The AlphaZero agent (``az:sims=N`` / ``az:time=S``), its network evaluator, and ``pretrained``.
+
+``NetEvaluator`` is the leaf evaluator of ``patchwork_env.players.az_search.BatchedSearch``: one forward pass of a
+``PatchworkNet`` over a batch of game states (legal masks, observations from each mover's seat and,
+for a network with the greedy prior, the prior's terms, all from the compiled rules), returning
+masked log-probabilities and values clipped to [-1, 1]. ``AZAgent`` runs the search for one game
+per call (the arena's interface); self-play runs it for many games at once (``agents.az_selfplay``).
+
+The shipped network (``PRETRAINED_PATH``, package data, trained by ``configs/dagger.yaml``; model
+card in the README) is the ``pretrained`` agent: the network alone, its most probable legal move
+(``PPOAgent`` with ``deterministic=True``), and the network ``az`` searches with by default. The
+``az`` agent searches over kinds of move by default (``kinds``; ``patchwork_env.players.policy.kind_policy``):
+over all 2,026 actions the search with this network advanced on almost every move (advance is
+the single most probable action; a buy's probability is spread over its placements) and lost to
+random. Its leaves are valued by the mean of 4 greedy rollouts (``rollouts``; ``mix`` weighs them
+against the network's value, AlphaGo's leaf evaluation; by default the rollouts alone, the network
+giving the prior): the value head alone explains about a fifth of the variance of outcomes, with
+it alone ``az:sims=100,expand=1,reuse=false`` won 34% against ``mcts:sims=100``, half and half 58%
+and the rollouts alone 71% on the same 100 games (README). Its defaults are the strongest setting measured
+(README): ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th visit
+(``SearchConfig.expand``) and the subtree of the move played kept (``reuse``). The trainer's
+self-play (``train.alphazero``) searches over all actions with the network's value alone
+(``NetEvaluator(net)``): its policy targets cover every placement.
+Checkpoints are the project's format (``patchwork_env.players.policy``), so ``ppo:PATH`` loads an AlphaZero
+checkpoint too.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from patchwork_env.core.state import GameState
+from patchwork_env.core.validate import check_state_rows
+from patchwork_env.envs.observation import observe_movers
+from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig, outcome_value
+from patchwork_env.players.heuristic import (
+    DEFAULT_WEIGHTS,
+    ROLLOUT_CANDIDATES,
+    ROLLOUT_TEMP,
+    rng_state,
+    rollout_results,
+)
+from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
+from patchwork_env.players.policy import (
+    PPOAgent,
+    kind_policy,
+    net_from_checkpoint,
+    one_thread_in_workers,
+    read_checkpoint,
+)
+from patchwork_env.players.tree import find_below
+
+PRETRAINED_PATH = Path(__file__).parent / "pretrained.pt"
+
+IntArray = npt.NDArray[np.int64]
+MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
+OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, times this
+FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
+SIMS = 300  # the agent's simulations per move unless given (or a time budget)
+EXPAND = 4  # the agent's expansion threshold unless given (the trainer's search: SearchConfig's 1)
+
+
+class NetEvaluator:
+    """Batched leaf evaluation with a policy-value network (``patchwork_env.players.az_search.Evaluator``)."""
+
+    def __init__(
+        self, net: PatchworkNet, kinds: bool = False, rollouts: int = 0, mix: float = 1.0, margin_weight: float = 0.2
+    ) -> None:
+        if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
+            raise ValueError(
+                f"need rollouts in [0, {MAX_ROLLOUTS}] and mix, margin_weight in [0, 1]; "
+                f"got {rollouts}, {mix}, {margin_weight}"
+            )
+        self.net = net.eval()
+        self.kinds = kinds
+        """Search over kinds of move (``patchwork_env.players.policy.kind_policy``): each legal kind (advance,
+        buy from slot s, leather) at the network's most probable placement, with the kind's whole
+        probability; the tree then branches about 4 ways, like ``mcts``'s, not ~100."""
+        self.rollouts = rollouts
+        """> 0: a leaf's value is ``(1 - mix) * network value + mix * mean of this many greedy
+        rollouts`` (``patchwork_env.players.heuristic.rollout_results``, ``mcts``'s rollout policy), each scored
+        like a finished game (``final_value`` with ``margin_weight``): AlphaGo's leaf evaluation.
+        0: the network's value alone (AlphaZero)."""
+        self.mix = mix
+        self.margin_weight = margin_weight
+        self._rng = rng_state(0)
+        self.evaluations = 0  # states evaluated so far (for statistics)
+        self.value_evaluations = 0  # and valued alone (``values``)
+
+    def seed(self, seed: int) -> None:
+        """Seed the rollouts (the agent reseeds from the arena's generator at every move)."""
+        self._rng = rng_state(seed)
+
+    @torch.no_grad()
+    def __call__(
+        self, states: IntArray
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        states = np.ascontiguousarray(states, dtype=np.int64)  # the rollout kernel's layout
+        obs, masks, prior = net_inputs(self.net, states)  # checks the rows before any kernel
+        logits, values = self.net(obs, masks, prior)
+        if self.kinds:
+            masks, logp_t = kind_policy(logits, masks)
+        else:
+            logp_t = torch.log_softmax(logits, -1)
+        self.evaluations += len(obs)
+        value = self._leaf_values(states, values.clamp(-1.0, 1.0).double().numpy())
+        return masks.numpy(), logp_t.double().numpy(), value
+
+    @torch.no_grad()
+    def values(self, states: IntArray) -> npt.NDArray[np.float64]:
+        """Leaf values alone (``SearchConfig.expand`` > 1), as ``__call__`` computes them; with
+        the rollouts alone (``mix=1``) the network does not run."""
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        self.value_evaluations += len(states)
+        if self.rollouts and self.mix == 1.0:
+            check_state_rows(states)  # the rollout kernel trusts its input
+            return self._leaf_values(states, None)
+        obs = torch.from_numpy(observe_movers(states))  # checks the rows first
+        return self._leaf_values(states, self.net.values(obs).clamp(-1.0, 1.0).double().numpy())
+
+    def _leaf_values(self, states: IntArray, net_value: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
+        """The leaf-value rule: the network's value, or with rollouts ``(1 - mix)`` x it + ``mix``
+        x the rollouts' mean (``net_value`` may be None only with ``mix=1``: the rollouts alone)."""
+        if not self.rollouts:
+            assert net_value is not None
+            return net_value
+        rollouts = self._rollout_values(states)
+        if net_value is None:
+            return rollouts
+        out: npt.NDArray[np.float64] = (1.0 - self.mix) * net_value + self.mix * rollouts
+        return out
+
+    def _rollout_values(self, states: IntArray) -> npt.NDArray[np.float64]:
+        wins, margins = rollout_results(
+            states, self.rollouts, DEFAULT_WEIGHTS, ROLLOUT_TEMP, ROLLOUT_CANDIDATES, self._rng
+        )
+        finals = outcome_value(2 * wins - 1, margins, self.margin_weight)
+        mean: npt.NDArray[np.float64] = finals.mean(axis=1)
+        return mean
+
+
+def load_net(path: str | Path) -> PatchworkNet:
+    """The network in a checkpoint of the project's format (a ``ValueError`` saying why otherwise)."""
+    try:
+        data = read_checkpoint(path)
+    except FileNotFoundError as exc:
+        raise ValueError(str(exc)) from None
+    return net_from_checkpoint(data, str(path))
+
+
+class AZAgent:
+    """Search with a network for one game per move: ``sims`` simulations, or ``time`` seconds
+    (simulations planned from the measured speed of the previous moves, stopped at the deadline).
+    ``reuse``: keep the subtree of the move played and search on from it if the game reaches one
+    of its positions (``patchwork_env.players.tree.find_below``; ``reset()`` forgets it)."""
+
+    def __init__(
+        self,
+        net: PatchworkNet,
+        config: SearchConfig,
+        time: float | None = None,
+        name: str = "az",
+        kinds: bool = True,
+        rollouts: int = 4,
+        mix: float = 1.0,
+        reuse: bool = True,
+    ) -> None:
+        if time is not None and not time > 0:
+            raise ValueError(f"az: time must be > 0 seconds, got {time}")
+        self.net = net.eval()
+        self.config = config
+        self.time = time
+        self.name = name
+        self.kinds = kinds
+        self.rollouts = rollouts
+        self.mix = mix
+        self.reuse = reuse
+        self._kept: Node | None = None  # the played move's child after the last search (``reuse``)
+        try:
+            self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight)
+        except ValueError as exc:
+            raise ValueError(f"az: {exc}") from None
+        self.search = BatchedSearch(self.evaluator, config)
+        self._seconds_per_sim = 0.0  # measured (time budget only)
+
+    def reset(self) -> None:
+        """Forget the kept subtree (the arena calls this before each game)."""
+        self._kept = None
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        if state.is_terminal:
+            raise ValueError(f"{self.name}: the game is over, there is no action to take")
+        if self.rollouts:  # only then: a search without rollouts draws nothing from the game's generator
+            self.evaluator.seed(int(rng.integers(1 << 62)))
+        row = state.array()
+        kept = find_below(self._kept, row, lambda node: node.state, lambda node: node.children) if self.reuse else None
+        sims, deadline = None, None
+        if self.time is not None:
+            deadline = time.perf_counter() + self.time
+            # planned a fifth above the measured speed, so the deadline rather than the plan ends the search
+            # (a move's speed varies by a fifth: at the plan alone moves used 60-95% of their time)
+            planned = OVERPLAN * self.time / self._seconds_per_sim if self._seconds_per_sim else self.config.sims
+            sims = max(4, int(planned))
+        result = self.search.run(row[None, :], [rng], noise=False, sims=sims, deadline=deadline, nodes=[kept])
+        if self.time is not None and self.search.last_sims:  # the speed of simulations alone
+            per_sim = self.search.last_sim_seconds / self.search.last_sims
+            old = self._seconds_per_sim
+            self._seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
+        action = int(result.actions[0])
+        if self.reuse:
+            root = result.roots[0]
+            assert root.actions is not None
+            self._kept = root.children[int(np.flatnonzero(root.actions == action)[0])]
+        return action
+
+    # pickled for the arena's worker processes: weights and settings only
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "net_config": self.net.config.to_dict(),
+            "model": self.net.state_dict(),
+            "config": self.config,
+            "time": self.time,
+            "name": self.name,
+            "kinds": self.kinds,
+            "rollouts": self.rollouts,
+            "mix": self.mix,
+            "reuse": self.reuse,
+        }
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        one_thread_in_workers()
+        net = net_from_config(dict(data["net_config"]))
+        net.load_state_dict(data["model"])
+        self.__init__(  # type: ignore[misc]
+            net, data["config"], data["time"], data["name"], data["kinds"], data["rollouts"], data["mix"], data["reuse"]
+        )
+
+
+def make_az_agent(
+    path: str = "",
+    time: float | None = None,
+    kinds: bool = True,
+    rollouts: int = 4,
+    mix: float = 1.0,
+    reuse: bool = True,
+    sims: int | None = None,
+    expand: int = EXPAND,
+    **search: Any,
+) -> AZAgent:
+    """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
+    ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
+    values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
+    ``reuse``: keep the subtree of the move played (``AZAgent``). ``sims`` unless given: ``SIMS``,
+    or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
+    net = load_net(path or PRETRAINED_PATH)
+    if sims is None:
+        sims = SIMS if time is None else FIRST_PLAN
+    config = SearchConfig(sims=sims, expand=expand, **search)
+    config.validate()
+    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse)
+
+
+def make_pretrained_agent(path: str = "") -> PPOAgent:
+    """``pretrained``: the shipped network alone, its most probable legal move."""
+    return PPOAgent(load_net(path or PRETRAINED_PATH), deterministic=True, name="pretrained")

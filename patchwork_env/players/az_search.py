@@ -1,0 +1,399 @@
+"""AlphaZero-style search for many games at once: the search is one object, the leaf evaluator another.
+
+Following OpenSpiel's split (``mcts.py``: one bot, a separate evaluator), ``BatchedSearch`` holds
+no network: it asks an ``Evaluator`` for the legal actions, the prior log-probabilities and the
+value of a batch of game states (``patchwork_env.players.az.NetEvaluator`` runs the policy-value network;
+a test plugs in a hand-written one). Each simulation step descends ONE path in every game still
+searching and evaluates all their new leaves in one call, so the network sees one batch of up to
+``len(games)`` positions per step.
+
+Patchwork-specific choices:
+
+* **Values from the mover's side.** Turns do not alternate: the player behind moves, possibly
+  several times in a row, and a leather patch is another decision by the same player. Every node
+  stores the player to move there; edge statistics are from that player's side, and a backed-up
+  value changes sign only at nodes where the *other* player moves (``_backup``). Leaves are valued
+  by the network from their mover's side, finished games by their exact result (``final_value``).
+* **Selection below the root: PUCT** (AlphaZero), ``Q + c_puct * P * sqrt(N) / (1 + N_a)``;
+  an unvisited action's Q is the node's own network value (first-play urgency).
+* **Root: Gumbel (default) or PUCT.** ``root="gumbel"`` is Gumbel AlphaZero's root (Danihelka et
+  al. 2022, as in ``deepmind/mctx``): sample Gumbel noise, keep the ``considered`` best actions by
+  ``g + logit``, spread the simulations over them by sequential halving, play the survivor. Its
+  policy target is ``softmax(logit + sigma(completed Q))`` over ALL legal actions: unvisited
+  actions keep their prior ratios. That matters here: a position has ~100 legal placements and
+  self-play affords 16-32 simulations, so AlphaZero's visit-count target would train almost every
+  placement towards zero probability (``agents.distill`` measured what retraining placements
+  against a search teacher does: worse placements). ``root="puct"`` is AlphaZero's root with
+  Dirichlet noise (self-play) and the visit distribution as target.
+* **Expansion threshold** (``expand``, AlphaGo's n_thr; default 1, AlphaZero's: every new leaf is
+  expanded). With ``expand=k`` a leaf's first ``k - 1`` visits ask the evaluator for its value
+  alone (``Evaluator.values``: for the ``az`` agent, greedy rollouts without the network) and the
+  ``k``-th expands it (legal actions, prior, value: the network). Most leaves of a search are
+  visited once or twice, so the network runs for a fraction of the simulations.
+* **Subtree reuse** (``run(..., nodes=...)``, the ``az`` agent's ``reuse``): a root may be a node
+  kept from an earlier search (``SearchResult.roots``). Its edge statistics start from zero, since
+  the root's schedule (sequential halving) and its targets count this search's simulations; the
+  subtrees below keep their visits, values and priors, so the search starts from what it learnt.
+* Without noise (evaluation) the search is deterministic: no Gumbel, no Dirichlet noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from patchwork_env.core import rules
+from patchwork_env.core.validate import check_state_rows
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+MARGIN_SCALE = 30.0  # score points that count as a full +-1 in the margin part of a value
+
+
+def final_value(s: IntArray, player: int, margin_weight: float) -> float:
+    """A finished game's value for ``player`` in [-1, 1]: ``(1 - w) * (+1 win / -1 loss) + w *
+    clip(margin / 30, -1, 1)``; the network's value head is trained on the same quantity."""
+    win = 1.0 if int(rules.winner(s)) == player else -1.0
+    margin = float(rules.score(s, player) - rules.score(s, 1 - player))
+    return float(outcome_value(win, margin, margin_weight))
+
+
+def outcome_value(win: npt.ArrayLike, margin: npt.ArrayLike, margin_weight: float) -> FloatArray:
+    """``final_value`` of results given as +1 (won) / -1 (lost) and score margins, elementwise."""
+    win_a = np.asarray(win, dtype=np.float64)
+    margin_a = np.asarray(margin, dtype=np.float64)
+    out: FloatArray = (1.0 - margin_weight) * win_a + margin_weight * np.clip(margin_a / MARGIN_SCALE, -1.0, 1.0)
+    return out
+
+
+class Evaluator(Protocol):
+    """Legal actions, prior log-probabilities and values of a batch of unfinished game states."""
+
+    def __call__(self, states: IntArray) -> tuple[npt.NDArray[np.bool_], FloatArray, FloatArray]:
+        """(B, 2026) legal masks, (B, 2026) log-probabilities (any value where illegal) and (B,)
+        values in [-1, 1] from the side of the player to move in each state."""
+        ...
+
+    def values(self, states: IntArray) -> FloatArray:
+        """(B,) values alone (the visits before a leaf's expansion, ``SearchConfig.expand`` > 1)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Settings of ``BatchedSearch`` (the trainer's config and the ``az`` agent spec fill it)."""
+
+    sims: int = 32
+    """Simulations per decision."""
+    root: str = "gumbel"
+    """``gumbel`` (Gumbel top-k + sequential halving) or ``puct`` (AlphaZero's root)."""
+    c_puct: float = 1.25
+    """PUCT exploration constant (values are in [-1, 1])."""
+    considered: int = 16
+    """Gumbel root: actions kept for sequential halving."""
+    c_visit: float = 50.0
+    """Gumbel root: sigma(q) = (c_visit + max visits) * c_scale * q (mctx's defaults)."""
+    c_scale: float = 0.1
+    rescale_values: bool = False
+    """Gumbel root: min-max rescale the completed Q values to [0, 1] before sigma (mctx's default).
+    Off here: with 16-32 simulations most Q values are single leaf evaluations, and rescaling turns
+    any difference between them, noise included, into ``c_visit * c_scale`` = 5 logits. Off, Q in
+    [-1, 1] maps linearly to [0, 1] (a 0.1 difference in value is 0.25 logits)."""
+    dirichlet_alpha: float = 0.3
+    """PUCT root in self-play: Dirichlet noise parameter."""
+    dirichlet_eps: float = 0.25
+    """PUCT root in self-play: weight of the noise in the root prior."""
+    margin_weight: float = 0.2
+    """Weight of the score margin in the value of a finished game (``final_value``)."""
+    expand: int = 1
+    """A leaf is expanded at its ``expand``-th visit; the visits before value it alone
+    (``Evaluator.values``; AlphaGo's expansion threshold). 1: at its first (AlphaZero)."""
+
+    def validate(self) -> None:
+        if self.root not in ("gumbel", "puct"):
+            raise ValueError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
+        if self.sims < 1 or self.considered < 1 or self.expand < 1:
+            raise ValueError(
+                f"sims, considered and expand must be >= 1, got {self.sims}, {self.considered}, {self.expand}"
+            )
+        if self.c_puct < 0 or self.c_visit < 0 or self.c_scale < 0 or self.dirichlet_alpha <= 0:
+            raise ValueError("c_puct, c_visit, c_scale must be >= 0 and dirichlet_alpha > 0")
+        if not 0 <= self.dirichlet_eps <= 1 or not 0 <= self.margin_weight <= 1:
+            raise ValueError("dirichlet_eps and margin_weight must be in [0, 1]")
+
+
+class Node:
+    """A position: its mover, legal actions with prior and edge statistics (mover's side)."""
+
+    __slots__ = ("actions", "children", "logits", "n", "player", "prior", "state", "terminal", "value", "valued", "w")
+
+    def __init__(self, state: IntArray, margin_weight: float) -> None:
+        self.state = state
+        self.terminal = bool(rules.is_terminal(state))
+        self.player = -1 if self.terminal else int(rules.current_player(state))
+        self.value = final_value(state, 0, margin_weight) if self.terminal else 0.0  # terminal: player 0's side
+        self.actions: IntArray | None = None  # None until evaluated
+        self.logits = np.zeros(0)
+        self.prior = np.zeros(0)
+        self.n = np.zeros(0, dtype=np.int64)
+        self.w = np.zeros(0)
+        self.children: list[Node | None] = []
+        self.valued = 0  # visits valued before the expansion (``SearchConfig.expand``)
+
+    def expand(self, mask: npt.NDArray[np.bool_], logp: FloatArray, value: float) -> None:
+        self.actions = np.flatnonzero(mask)
+        logits = np.asarray(logp[self.actions], dtype=np.float64)
+        self.logits = logits - logits.max()
+        p = np.exp(self.logits)
+        self.prior = p / p.sum()
+        self.value = float(value)
+        k = len(self.actions)
+        self.n = np.zeros(k, dtype=np.int64)
+        self.w = np.zeros(k)
+        self.children = [None] * k
+
+    def q(self) -> FloatArray:
+        """Mean value of each action from this node's mover's side; unvisited: the node's value."""
+        return np.where(self.n > 0, self.w / np.maximum(self.n, 1), self.value)
+
+    def child(self, i: int, margin_weight: float) -> Node:
+        node = self.children[i]
+        if node is None:
+            assert self.actions is not None
+            arr = self.state.copy()
+            rules.step_into(arr, int(self.actions[i]))
+            node = self.children[i] = Node(arr, margin_weight)
+        return node
+
+
+@dataclass
+class _Root:
+    """Per-game state of the root during one search."""
+
+    node: Node
+    rng: np.random.Generator
+    gumbel: FloatArray = field(default_factory=lambda: np.zeros(0))
+    considered: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    schedule: tuple[int, ...] = ()
+
+
+@dataclass
+class SearchResult:
+    """One search per game: the action to play, the policy target and statistics."""
+
+    actions: IntArray
+    """(B,) the search's choice (Gumbel: the sequential-halving survivor; PUCT: most visited)."""
+    policies: npt.NDArray[np.float32]
+    """(B, 2026) policy targets, zero on illegal actions, rows summing to 1."""
+    root_values: FloatArray
+    """(B,) the search's value of each root from its mover's side."""
+    net_values: FloatArray
+    """(B,) the network's value of each root from its mover's side."""
+    roots: list[Node] = field(default_factory=list)
+    """The searched roots (their ``children`` hold the subtrees, for reuse by the next search)."""
+
+
+def considered_visits(num_considered: int, sims: int) -> tuple[int, ...]:
+    """Sequential halving's schedule (mctx ``get_sequence_of_considered_visits``): before simulation
+    ``i`` the action chosen is one of the considered with exactly ``schedule[i]`` visits."""
+    if num_considered <= 1:
+        return tuple(range(sims))
+    log2max = math.ceil(math.log2(num_considered))
+    out: list[int] = []
+    visits = [0] * num_considered
+    left = num_considered
+    while len(out) < sims:
+        extra = max(1, int(sims / (log2max * left)))
+        for _ in range(extra):
+            out.extend(visits[:left])
+            for i in range(left):
+                visits[i] += 1
+        left = max(2, left // 2)
+    return tuple(out[:sims])
+
+
+class BatchedSearch:
+    """PUCT / Gumbel search over many games, leaf evaluations batched (see the module docstring)."""
+
+    def __init__(self, evaluator: Evaluator, config: SearchConfig) -> None:
+        config.validate()
+        self.evaluator = evaluator
+        self.config = config
+        self.last_sims = 0  # simulations run by the last ``run``
+        self.last_sim_seconds = 0.0  # and the seconds they took (the roots' evaluation apart)
+
+    # --- the whole search ------------------------------------------------------------------------
+    def run(
+        self,
+        states: IntArray,
+        rngs: Sequence[np.random.Generator],
+        noise: bool,
+        sims: int | None = None,
+        deadline: float | None = None,
+        nodes: Sequence[Node | None] | None = None,
+    ) -> SearchResult:
+        """Search each of the unfinished ``states`` (rows) with its own generator; ``noise`` adds
+        the root noise of self-play. ``deadline`` (``time.perf_counter()``) may stop it early.
+        ``nodes``: per row, a node of an earlier search holding that state (its subtree is kept,
+        its edge statistics restart) or None."""
+        import time
+
+        cfg = self.config
+        sims = cfg.sims if sims is None else sims
+        check_state_rows(states)  # the compiled rules below trust their input
+        kept = [None] * len(states) if nodes is None else list(nodes)
+        if len(kept) != len(states):
+            raise ValueError(f"search: {len(kept)} kept nodes for {len(states)} states")
+        roots = []
+        for s, rng, node in zip(states, rngs, kept, strict=True):
+            if node is None:
+                node = Node(np.array(s, dtype=np.int64), cfg.margin_weight)
+            elif not np.array_equal(node.state, s):
+                raise ValueError("search: a kept node does not hold the state it is given for")
+            roots.append(_Root(node, rng))
+        if any(r.node.terminal for r in roots):
+            raise ValueError("search: a game is over, there is no action to search")
+        self._evaluate([r.node for r in roots if r.node.actions is None])
+        for r in roots:  # a kept root: this search's statistics only (its subtrees keep theirs)
+            r.node.n[:] = 0
+            r.node.w[:] = 0.0
+        for r in roots:
+            self._prepare_root(r, noise, sims)
+        self.last_sims = 0
+        started = time.perf_counter()
+        for i in range(sims):
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            self._simulate([r for r in roots if len(r.node.children) > 1], i)
+            self.last_sims += 1
+        self.last_sim_seconds = time.perf_counter() - started
+        return self._results(roots)
+
+    def _evaluate(self, nodes: list[Node]) -> None:
+        if not nodes:
+            return
+        masks, logp, values = self.evaluator(np.stack([n.state for n in nodes]))
+        for k, node in enumerate(nodes):
+            node.expand(masks[k], logp[k], float(values[k]))
+
+    def _prepare_root(self, root: _Root, noise: bool, sims: int) -> None:
+        node, cfg = root.node, self.config
+        k = len(node.prior)
+        if cfg.root == "puct":
+            if noise and k > 1:
+                eta = root.rng.dirichlet(np.full(k, cfg.dirichlet_alpha))
+                node.prior = (1 - cfg.dirichlet_eps) * node.prior + cfg.dirichlet_eps * eta
+            return
+        root.gumbel = root.rng.gumbel(size=k) if noise else np.zeros(k)
+        m = min(cfg.considered, k)
+        root.considered = np.argsort(-(root.gumbel + node.logits), kind="stable")[:m]
+        root.schedule = considered_visits(m, sims)
+
+    # --- one simulation in every game ------------------------------------------------------------
+    def _simulate(self, roots: list[_Root], index: int) -> None:
+        cfg = self.config
+        paths: list[list[tuple[Node, int]]] = []
+        leaves: list[Node] = []
+        for root in roots:
+            node = root.node
+            path = [(node, self._root_choice(root, index))]
+            node = node.child(path[0][1], cfg.margin_weight)
+            while not node.terminal and node.actions is not None:
+                i = self._puct(node)
+                path.append((node, i))
+                node = node.child(i, cfg.margin_weight)
+            paths.append(path)
+            leaves.append(node)
+        expand = [leaf for leaf in leaves if not leaf.terminal and leaf.valued + 1 >= cfg.expand]
+        self._evaluate(expand)
+        value = {id(leaf): leaf.value for leaf in expand}
+        early = [leaf for leaf in leaves if not leaf.terminal and leaf.valued + 1 < cfg.expand]
+        if early:
+            for leaf, v in zip(early, self.evaluator.values(np.stack([n.state for n in early])), strict=True):
+                leaf.valued += 1
+                value[id(leaf)] = float(v)
+        for path, leaf in zip(paths, leaves, strict=True):
+            v = leaf.value if leaf.terminal else value[id(leaf)]
+            value0 = v if leaf.terminal or leaf.player == 0 else -v
+            self._backup(path, value0)
+
+    @staticmethod
+    def _backup(path: list[tuple[Node, int]], value0: float) -> None:
+        """Add a leaf's value (player 0's side) to every edge of the path, from its mover's side."""
+        for node, i in path:
+            node.n[i] += 1
+            node.w[i] += value0 if node.player == 0 else -value0
+
+    def _puct(self, node: Node) -> int:
+        total = max(1, int(node.n.sum()))
+        score = node.q() + self.config.c_puct * node.prior * math.sqrt(total) / (1 + node.n)
+        return int(np.argmax(score))
+
+    def _root_choice(self, root: _Root, index: int) -> int:
+        if self.config.root == "puct":
+            return self._puct(root.node)
+        node = root.node
+        cand = root.considered
+        want = root.schedule[index] if index < len(root.schedule) else int(node.n[cand].min())
+        score = root.gumbel[cand] + node.logits[cand] + self._sigma(node)[cand]
+        score = np.where(node.n[cand] == want, score, -np.inf)
+        if not np.isfinite(score).any():  # cannot happen with the schedule; be safe
+            score = root.gumbel[cand] + node.logits[cand]
+        return int(cand[int(np.argmax(score))])
+
+    # --- Gumbel's completed Q ----------------------------------------------------------------------
+    def _completed_q(self, node: Node) -> FloatArray:
+        """Visited actions: their mean value; unvisited: the mix of the network's value and the
+        prior-weighted mean of the visited ones (mctx ``qtransform_completed_by_mix_value``)."""
+        visited = node.n > 0
+        total = node.n.sum()
+        if total == 0:
+            return np.full(len(node.n), node.value)
+        q = node.w / np.maximum(node.n, 1)
+        p = node.prior[visited]
+        weighted = float((p * q[visited]).sum() / max(p.sum(), 1e-12))
+        mixed = (node.value + total * weighted) / (total + 1)
+        return np.where(visited, q, mixed)
+
+    def _sigma(self, node: Node) -> FloatArray:
+        cq = self._completed_q(node)
+        if self.config.rescale_values:
+            low, high = cq.min(), cq.max()
+            scaled: FloatArray = (cq - low) / max(high - low, 1e-8)
+        else:
+            scaled = (cq + 1.0) / 2.0
+        return (self.config.c_visit + float(node.n.max(initial=0))) * self.config.c_scale * scaled
+
+    # --- results ------------------------------------------------------------------------------------
+    def _results(self, roots: list[_Root]) -> SearchResult:
+        b = len(roots)
+        actions = np.empty(b, dtype=np.int64)
+        policies = np.zeros((b, rules.NUM_ACTIONS), dtype=np.float32)
+        root_values = np.empty(b)
+        net_values = np.empty(b)
+        for k, root in enumerate(roots):
+            node = root.node
+            assert node.actions is not None
+            net_values[k] = node.value
+            total = node.n.sum()
+            root_values[k] = (node.value + node.w.sum()) / (1 + total)
+            if self.config.root == "puct":
+                target = node.n / total if total else node.prior
+                best = int(np.argmax(node.n)) if total else int(np.argmax(node.prior))
+            else:
+                z = node.logits + self._sigma(node)
+                target = np.exp(z - z.max())
+                target /= target.sum()
+                cand = root.considered
+                most = node.n[cand].max()
+                score = root.gumbel[cand] + node.logits[cand] + self._sigma(node)[cand]
+                best = int(cand[int(np.argmax(np.where(node.n[cand] == most, score, -np.inf)))])
+            policies[k, node.actions] = target
+            actions[k] = node.actions[best]
+        return SearchResult(actions, policies, root_values, net_values, [r.node for r in roots])

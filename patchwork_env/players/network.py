@@ -1,0 +1,502 @@
+"""The policy-value network shared by the self-play PPO trainer and the MaskablePPO path.
+
+Input: the engine's flat observation (``patchwork_env.core.observation.observe_into``, from the acting seat)::
+
+    [0, 405)      5 quilt planes of 9x9: own quilt, opponent quilt, and for each market slot the
+                  cells its patch could cover on the own quilt
+    [405, 429)    24 scalars (positions, buttons, income, distances, bonus state, ...)
+    [429, 1452)   33 circle entries of 31 features (present, cost, time, buttons, area,
+                  affordable, 5x5 shape), slot 0 first
+
+Layout::
+
+    planes (5, 9, 9) --conv stem--(+ per-channel bias from the embedding)--res blocks--> trunk (C, 9, 9)
+    scalars + circle --MLP--> embedding (H)
+
+    buy logits, 24 planes of 9x9, one per (market slot, orientation): for the slot's patch in that
+        orientation with its box's top-left at (row, col), sum F projected trunk channels over the
+        cells it would cover and, separately, over its 4-neighbours outside it (off-board
+        neighbours count a learned edge vector); add a slot bias (from the embedding and the
+        slot's own features); a small MLP gives the logit
+    leather logits, 1 plane of 9x9: a 1x1 convolution of the trunk
+    advance logit and value: MLPs over [mean and max of the trunk, embedding]
+
+    optional greedy prior (``NetConfig.prior_scale > 0``): each legal action's logit also gets
+        sum_k weight_k * term_k, the 9 terms of greedy's one-ply value of the action relative to
+        greedy's choice (``patchwork_env.players.heuristic.greedy_prior``, passed to ``forward`` by the caller),
+        weighted by prior_scale x greedy's weights + a learned linear function of the pooled
+        features (zero at start): the untrained policy is a softened greedy, training reweighs it
+
+so ``logits[:2025].reshape(25, 9, 9)`` is the public action encoding. The patch in each market
+slot is recovered from its circle features (matched against the 33 patches as the engine itself
+observes them). With a mask, buy logits are computed for legal buys only (about 80 per decision
+instead of 1,944): that is most of the network's speed. Illegal logits get ``MASK_VALUE`` (zero
+probability); entropy is over legal actions only; masks are bool tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from patchwork_env.core import rules
+from patchwork_env.core.bitboard import BOARD, CELLS, MAX_CELLS, NUM_ORIENTATIONS, orient
+from patchwork_env.core.patches import NUM_PATCHES, PATCHES
+from patchwork_env.core.state import new_game
+from patchwork_env.envs import observation
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, NUM_GROUPS, feature_weights, greedy_prior
+
+NUM_ACTIONS = rules.NUM_ACTIONS
+NUM_BUY = rules.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
+MASK_VALUE = -1e8
+# the decision groups (``patchwork_env.players.heuristic.NUM_GROUPS``): buy from market slot 0, 1, 2; place the
+# leather patch; advance
+GROUP_BOUNDS = (0, rules.SLOT_ACTIONS, 2 * rules.SLOT_ACTIONS, rules.LEATHER_BASE, rules.ADVANCE, rules.NUM_ACTIONS)
+GROUP_OF_ACTION: np.ndarray[Any, np.dtype[np.int64]] = np.repeat(np.arange(NUM_GROUPS), np.diff(GROUP_BOUNDS))
+MAX_PRIOR_SCALE = 1000.0  # beyond it the prior is plain greedy argmax and the logits only grow
+MAX_COVER = MAX_CELLS  # cells of the largest patch
+MAX_BORDER = 12  # most 4-neighbours outside any oriented patch
+_ZERO_ROW = CELLS  # gather index of a zero feature row (padding)
+_EDGE_ROW = CELLS + 1  # gather index of the learned off-board vector
+_IDENTITY_FEATURES = [1, 2, 3, 4, *range(6, observation.CIRCLE_FEATURES)]  # all but "present" and "affordable"
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Sizes of ``PatchworkNet`` (stored in every checkpoint, so a checkpoint rebuilds its net)."""
+
+    channels: int = 32
+    """Channels of the convolutional trunk over the 9x9 quilt."""
+    blocks: int = 2
+    """Residual blocks (two 3x3 convolutions each) in the trunk."""
+    hidden: int = 128
+    """Width of the MLP over the scalar and circle features, and of the value/advance MLPs."""
+    head_features: int = 16
+    """Trunk channels summed under and around each candidate placement in the buy head."""
+    head_hidden: int = 32
+    """Hidden width of the per-placement MLP of the buy head."""
+    geometry: bool = True
+    """Give the buy head three exact counts per placement: empty cells it would isolate, empty
+    cells it would leave with one empty neighbour, and its edges touching filled or off-board cells."""
+    prior_scale: float = 0.0
+    """0: a plain policy. > 0: a residual policy on ``greedy``'s evaluation. Every legal action's
+    logit gets ``sum_k weight_k(state) * term_k(action)``, where the terms are the 9 parts of greedy's
+    one-ply value of the resulting position relative to greedy's choice (``heuristic.greedy_prior``,
+    computed from the game states, so the caller passes them to ``forward``) and the weights start
+    at ``prior_scale`` x greedy's own weights plus a learned, state-dependent correction (zero at
+    start). So the untrained policy is ``greedy:temp=1/prior_scale``; training learns how much each
+    term is worth in each position, and the rest of the network adds a residual logit."""
+    group_scale: bool = False
+    """With the prior: the prior's say in the choice of move *kind* (which market patch, or advance)
+    is multiplied by a learned, state-dependent factor (1 at start; the prior inside a kind, i.e.
+    where a patch goes, is not). Without it the kind-level logits keep the prior's full scale
+    (score-point differences x ``prior_scale``), so a teacher that disagrees with greedy, or
+    hesitates between two kinds, cannot be matched (``agents.distill``); older checkpoints lack it."""
+    kind_weights: bool = False
+    """With the prior: the choice of move kind weighs greedy's value terms with weights of its own
+    (the placement weights plus a learned, state-dependent correction, zero at start), so which
+    patch to buy, or whether to advance, can value buttons, time or empty cells differently from
+    where a patch goes."""
+
+    kind_hidden: int = 0
+    """0: the residual logit of buying from a market slot is linear in the state's embedding and
+    the slot's patch features. > 0: an MLP with this hidden width adds to it (zero at start), so a
+    patch's worth can depend on the position (its income with the income phases left, its time
+    cost with the distance to the end); older checkpoints have 0."""
+
+    def to_dict(self) -> dict[str, int | bool | float]:
+        return asdict(self)
+
+    def validate(self, prefix: str = "net.") -> None:
+        """Raise ``ValueError`` naming the first impossible size (as ``<prefix><field>``)."""
+        for name, value in self.to_dict().items():
+            if name in ("geometry", "group_scale", "kind_weights"):
+                if not isinstance(value, bool):
+                    raise ValueError(f"{prefix}{name} must be true or false, got {value!r}")
+            elif name == "prior_scale":
+                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRIOR_SCALE:
+                    raise ValueError(
+                        f"{prefix}prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
+                        f"got {value!r}"
+                    )
+            elif name == "kind_hidden":
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"{prefix}{name} must be a non-negative integer (0: off), got {value!r}")
+            elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{prefix}{name} must be a positive integer, got {value!r}")
+        for name in ("group_scale", "kind_weights"):
+            if getattr(self, name) is True and not self.prior_scale > 0:
+                raise ValueError(
+                    f"{prefix}{name} needs prior_scale > 0 (it reweighs the greedy prior), got {self.prior_scale!r}"
+                )
+
+
+# --- tables built once at import ---------------------------------------------------------------
+def _patch_templates() -> torch.Tensor:
+    """(33, 29) identity features of every patch, exactly as the engine writes them."""
+    circle = [*range(1, NUM_PATCHES), 0]
+    obs = observation.observe(new_game(circle=circle, first_player=0), 0)
+    entries = observation.circle(obs)
+    templates = np.zeros((NUM_PATCHES, len(_IDENTITY_FEATURES)), dtype=np.float32)
+    for k, patch in enumerate(circle):
+        templates[patch] = entries[k, _IDENTITY_FEATURES]
+    return torch.from_numpy(templates)
+
+
+def _placement_tables() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per (patch, orientation, anchor cell), (33, 8, 81, 20) gather indices: 8 covered cells then
+    12 outside neighbours (``_ZERO_ROW`` pads, ``_EDGE_ROW`` stands for an off-board neighbour;
+    off-board placements, never legal, cover nothing). Per (patch, orientation): (33, 8, 12) how
+    many covered cells touch each outside neighbour, and (33, 8) how many outside neighbours."""
+    table = np.full((NUM_PATCHES, NUM_ORIENTATIONS, CELLS, MAX_COVER + MAX_BORDER), _ZERO_ROW, dtype=np.int64)
+    touching = np.zeros((NUM_PATCHES, NUM_ORIENTATIONS, MAX_BORDER), dtype=np.float32)
+    border_size = np.zeros((NUM_PATCHES, NUM_ORIENTATIONS), dtype=np.float32)
+    for p in PATCHES:
+        for o in range(NUM_ORIENTATIONS):
+            shape = orient(p.cells, o)
+            cells = set(shape)
+            border = sorted(
+                {q for r, c in shape for q in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)) if q not in cells}
+            )
+            border_size[p.id, o] = len(border)
+            for k, (r, c) in enumerate(border):
+                touching[p.id, o, k] = sum(q in cells for q in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)))
+            height = max(r for r, _ in shape) + 1
+            width = max(c for _, c in shape) + 1
+            for row in range(BOARD - height + 1):
+                for col in range(BOARD - width + 1):
+                    entry = table[p.id, o, row * BOARD + col]
+                    for k, (r, c) in enumerate(shape):
+                        entry[k] = (row + r) * BOARD + col + c
+                    for k, (r, c) in enumerate(border):
+                        rr, cc = row + r, col + c
+                        on_board = 0 <= rr < BOARD and 0 <= cc < BOARD
+                        entry[MAX_COVER + k] = rr * BOARD + cc if on_board else _EDGE_ROW
+    return torch.from_numpy(table), torch.from_numpy(touching), torch.from_numpy(border_size)
+
+
+PATCH_TEMPLATES = _patch_templates()
+PLACEMENT_CELLS, BORDER_TOUCHING, BORDER_SIZE = _placement_tables()
+NEIGHBOURS = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]).view(1, 1, 3, 3)
+
+
+class _ResBlock(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x + self.conv2(F.relu(self.conv1(x))))
+
+
+def _init(layer: nn.Module, std: float) -> None:
+    assert isinstance(layer, nn.Linear | nn.Conv2d)
+    nn.init.orthogonal_(layer.weight, std)
+    if layer.bias is not None:
+        nn.init.zeros_(layer.bias)
+
+
+class PatchworkNet(nn.Module):
+    """Masked policy logits (2026) and a value from the acting seat's observation."""
+
+    templates: torch.Tensor
+    placement_cells: torch.Tensor
+    border_touching: torch.Tensor
+    border_size: torch.Tensor
+    neighbours: torch.Tensor
+
+    def __init__(self, config: NetConfig | None = None) -> None:
+        super().__init__()
+        cfg = config or NetConfig()
+        cfg.validate()
+        self.config = cfg
+        c, h, f, d = cfg.channels, cfg.hidden, cfg.head_features, cfg.head_hidden
+        self.register_buffer("templates", PATCH_TEMPLATES, persistent=False)
+        self.register_buffer("placement_cells", PLACEMENT_CELLS, persistent=False)
+        self.register_buffer("border_touching", BORDER_TOUCHING, persistent=False)
+        self.register_buffer("border_size", BORDER_SIZE, persistent=False)
+        self.register_buffer("neighbours", NEIGHBOURS, persistent=False)
+        num_vector = observation.OBS_DIM - observation.OBS_PLANES_END
+        self.embed = nn.Sequential(nn.Linear(num_vector, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
+        self.stem = nn.Conv2d(observation.N_PLANES, c, 3, padding=1)
+        self.film = nn.Linear(h, c)
+        self.blocks = nn.Sequential(*[_ResBlock(c) for _ in range(cfg.blocks)])
+        self.project = nn.Conv2d(c, f, 1)
+        self.edge = nn.Parameter(torch.zeros(f))
+        self.slot_bias = nn.Linear(h + observation.CIRCLE_FEATURES + rules.MARKET_SIZE, d)
+        self.slot_logit = nn.Linear(h + observation.CIRCLE_FEATURES + rules.MARKET_SIZE, 1)
+        if cfg.kind_hidden:
+            self.slot_mlp = nn.Sequential(
+                nn.Linear(h + observation.CIRCLE_FEATURES + rules.MARKET_SIZE, cfg.kind_hidden),
+                nn.ReLU(),
+                nn.Linear(cfg.kind_hidden, 1),
+            )
+        self.place_in = nn.Linear(2 * f + (3 if cfg.geometry else 0), d)
+        self.place_out = nn.Linear(d, 1)
+        self.leather = nn.Conv2d(c, 1, 1)
+        self.advance = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
+        self.value = nn.Sequential(nn.Linear(2 * c + h, h), nn.ReLU(), nn.Linear(h, 1))
+        if cfg.prior_scale > 0:
+            base = cfg.prior_scale * feature_weights(DEFAULT_WEIGHTS)
+            self.register_buffer("prior_base", torch.tensor(base, dtype=torch.float32), persistent=False)
+            self.prior_weights = nn.Linear(2 * c + h, NUM_FEATURES)
+            if cfg.group_scale:
+                self.group_scale = nn.Linear(2 * c + h, 1)
+            if cfg.kind_weights:
+                self.kind_weights = nn.Linear(2 * c + h, NUM_FEATURES)
+        for layer in self.modules():
+            if isinstance(layer, nn.Linear | nn.Conv2d):
+                _init(layer, float(np.sqrt(2.0)))  # CleanRL's layer_init: activations keep their scale
+        if cfg.prior_scale > 0:
+            _init(self.prior_weights, 0.0)  # start exactly at greedy's weights
+            if cfg.group_scale:
+                _init(self.group_scale, 0.0)  # factor exp(0) = 1: the plain prior at start
+            if cfg.kind_weights:
+                _init(self.kind_weights, 0.0)  # the placement weights at start
+        for out, std in (
+            (self.place_out, 0.01),
+            (self.slot_logit, 0.01),
+            *([(self.slot_mlp[-1], 0.0)] if cfg.kind_hidden else []),  # zero at start: the same policy
+            (self.leather, 0.01),
+            (self.advance[-1], 0.01),
+            (self.value[-1], 1.0),
+        ):
+            _init(out, std)
+
+    def patch_ids(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, 3) patch id in each market slot, matched from its circle features (any id if empty)."""
+        ident = observation.market(obs)[:, :, _IDENTITY_FEATURES]
+        return (ident.unsqueeze(2) - self.templates).abs().sum(-1).argmin(-1)
+
+    def _body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Embedding (B, H), trunk (B, C, 9, 9) and pooled features (B, 2C + H)."""
+        emb = self.embed(observation.vector(obs))
+        planes = observation.planes(obs)
+        trunk = self.blocks(F.relu(self.stem(planes) + self.film(emb)[:, :, None, None]))
+        pooled = torch.cat([trunk.mean((2, 3)), trunk.amax((2, 3)), emb], dim=1)
+        return emb, trunk, pooled
+
+    def pooled(self, obs: torch.Tensor) -> torch.Tensor:
+        """The trunk's pooled features (B, 2C + H), the input of the value head (``self.value``)."""
+        return self._body(obs)[2]
+
+    def values(self, obs: torch.Tensor) -> torch.Tensor:
+        """Values (B,) alone, from any seat's observation (no policy head)."""
+        values: torch.Tensor = self.value(self.pooled(obs)).squeeze(-1)
+        return values
+
+    def _geometry(
+        self, obs: torch.Tensor, border_index: torch.Tensor, patch: torch.Tensor, orientation: torch.Tensor
+    ) -> torch.Tensor:
+        """(M, 3) exact counts per placement (see ``NetConfig.geometry``), scaled to about [0, 1]."""
+        b = obs.shape[0]
+        empty = 1.0 - observation.own_quilt(obs)
+        free_neighbours = F.conv2d(empty.view(b, 1, BOARD, BOARD), self.neighbours, padding=1).view(b, CELLS)
+        pad = empty.new_zeros(b, 2)  # the padding and off-board rows: never empty
+        empty_b = torch.cat([empty, pad], 1).reshape(-1)[border_index]  # (M, 12)
+        left = torch.cat([free_neighbours, pad], 1).reshape(-1)[border_index] - self.border_touching[patch, orientation]
+        isolated = (empty_b * (left == 0)).sum(1)
+        narrow = (empty_b * (left == 1)).sum(1)
+        contact = self.border_size[patch, orientation] - empty_b.sum(1)
+        return torch.stack([isolated / 4.0, narrow / 4.0, contact / MAX_BORDER], dim=1)
+
+    @property
+    def uses_prior(self) -> bool:
+        """True if ``forward`` needs ``prior=patchwork_env.players.heuristic.greedy_prior(states, masks)``."""
+        return self.config.prior_scale > 0
+
+    def forward(
+        self, obs: torch.Tensor, mask: torch.Tensor | None = None, prior: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (B, 2026) and values (B,). With a bool ``mask`` illegal logits are
+        ``MASK_VALUE`` and buy logits are computed for legal buys only; without one, every buy
+        logit is computed (off-board buys get a meaningless but finite value). ``prior`` (B, 2026, 9):
+        required exactly when the net was built with ``prior_scale > 0`` (see ``NetConfig``)."""
+        b = obs.shape[0]
+        cfg = self.config
+        if self.uses_prior != (prior is not None):
+            raise ValueError(
+                "this network was built with prior_scale > 0: pass "
+                "prior=patchwork_env.players.heuristic.greedy_prior(states, masks)"
+                if self.uses_prior
+                else "this network has no greedy prior (prior_scale = 0): do not pass prior"
+            )
+        if prior is not None and prior.shape != (b, NUM_ACTIONS, NUM_FEATURES):
+            raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}, {NUM_FEATURES}), got {tuple(prior.shape)}")
+        emb, trunk, pooled = self._body(obs)
+        value = self.value(pooled).squeeze(-1)
+        prior_logits = None
+        kind_scale = None  # (B,) the prior's weight in the choice of move kind (NetConfig.group_scale)
+        kind_logits = None  # (B, 2026) the prior as the choice of kind sees it (NetConfig.kind_weights)
+        if prior is not None:  # (B, 2026): the state-dependent weighting of greedy's value terms
+            weights = self.prior_base + self.prior_weights(pooled)
+            prior_logits = torch.einsum("bak,bk->ba", prior, weights)
+            if cfg.group_scale:
+                kind_scale = self.group_scale(pooled).squeeze(-1).clamp(-5.0, 5.0).exp()
+            if cfg.kind_weights:
+                kind_logits = torch.einsum("bak,bk->ba", prior, weights + self.kind_weights(pooled))
+
+        # buy head over (game, action) pairs: the legal ones, or all of them
+        if mask is None:
+            rows = torch.arange(b).repeat_interleave(NUM_BUY)
+            acts = torch.arange(NUM_BUY).repeat(b)
+        else:
+            rows, acts = mask[:, :NUM_BUY].nonzero(as_tuple=True)
+        slot = acts // rules.SLOT_ACTIONS
+        orientation = acts % rules.SLOT_ACTIONS // CELLS
+        anchor = acts % CELLS
+        patch = self.patch_ids(obs)[rows, slot]
+        cells = self.placement_cells[patch, orientation, anchor]  # (M, 20)
+        feats = self.project(trunk).flatten(2).transpose(1, 2)  # (B, 81, F)
+        table = torch.cat([feats, feats.new_zeros(b, 1, cfg.head_features), self.edge.expand(b, 1, -1)], dim=1)
+        flat = table.reshape(b * (CELLS + 2), cfg.head_features)
+        index = rows.unsqueeze(1) * (CELLS + 2) + cells  # (M, 20) rows of ``flat``
+        cover = _gather_sum(flat, index[:, :MAX_COVER])  # (M, F): over the covered cells
+        border = _gather_sum(flat, index[:, MAX_COVER:])  # (M, F): over the cells around
+        summed = torch.cat([cover, border], dim=1)
+        if cfg.geometry:
+            summed = torch.cat([summed, self._geometry(obs, index[:, MAX_COVER:], patch, orientation)], dim=1)
+        slot_feats = observation.market(obs)
+        slot_in = torch.cat(
+            [
+                emb.unsqueeze(1).expand(b, rules.MARKET_SIZE, -1),
+                slot_feats.reshape(b, rules.MARKET_SIZE, -1),
+                torch.eye(rules.MARKET_SIZE, dtype=obs.dtype).expand(b, -1, -1),
+            ],
+            dim=-1,
+        )
+        bias = self.slot_bias(slot_in)[rows, slot]  # (M, D)
+        place = self.place_out(F.relu(self.place_in(summed) + bias)).squeeze(-1)
+        # two-level policy in one softmax: logit = slot logit + log-softmax of the placement among
+        # the slot's legal placements, so p(buy slot s here) = p(slot s) * p(here | slot s)
+        group = rows * rules.MARKET_SIZE + slot
+        slot_out = self.slot_logit(slot_in)
+        if cfg.kind_hidden:
+            slot_out = slot_out + self.slot_mlp(slot_in)
+        slot_logits = slot_out.squeeze(-1)[rows, slot]
+        if prior_logits is not None:
+            # with the prior: placement logit + prior logit inside the slot, and the slot's logit +
+            # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
+            buy_prior = prior_logits[rows, acts]
+            place = place + buy_prior
+            kind_prior = buy_prior if kind_logits is None else kind_logits[rows, acts]
+            slot_prior = _group_logsumexp(kind_prior, group, b * rules.MARKET_SIZE)
+            slot_logits = slot_logits + (slot_prior if kind_scale is None else kind_scale[rows] * slot_prior)
+        buy_logits = slot_logits + place - _group_logsumexp(place, group, b * rules.MARKET_SIZE)
+
+        fill = MASK_VALUE if mask is not None else 0.0
+        buy = obs.new_full((b, NUM_BUY), fill).index_put((rows, acts), buy_logits)
+        rest = torch.cat([self.leather(trunk).flatten(1), self.advance(pooled)], dim=1)
+        if prior_logits is not None:
+            rest_prior = prior_logits[:, NUM_BUY:]
+            advance = rest_prior[:, -1:] if kind_logits is None else kind_logits[:, -1:]
+            if kind_scale is not None:
+                advance = kind_scale.unsqueeze(1) * advance
+            # advance is a kind of its own (leather is never a choice of kind)
+            rest_prior = torch.cat([rest_prior[:, :-1], advance], dim=1)
+            rest = rest + rest_prior
+        logits = torch.cat([buy, rest], dim=1)
+        if mask is not None:
+            logits = apply_mask(logits, mask)
+        return logits, value
+
+
+class _GatherSum(torch.autograd.Function):
+    """``table[index].sum(1)`` for an (M, K) ``index``, bit for bit in values and gradients (on one
+    thread; with more, torch's accumulating ``index_put_`` sums repeats in a varying order): the
+    forward through ``index_select`` (3x faster than advanced indexing with a strided index), the
+    backward the same accumulating ``index_put_`` as advanced indexing's (``index_select``'s own,
+    ``index_add_``, is slower here: each game's rows are gathered hundreds of times)."""
+
+    @staticmethod
+    def forward(ctx: Any, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        m, k = index.shape
+        ctx.save_for_backward(index)
+        ctx.table_shape = table.shape
+        return table.index_select(0, index.reshape(-1)).view(m, k, table.shape[1]).sum(1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        (index,) = ctx.saved_tensors
+        spread = grad.unsqueeze(1).expand(-1, index.shape[1], -1)
+        out = grad.new_zeros(ctx.table_shape).index_put_((index,), spread, accumulate=True)
+        return out, None
+
+
+def _gather_sum(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    out: torch.Tensor = _GatherSum.apply(table, index)  # type: ignore[no-untyped-call]  # torch leaves apply untyped
+    return out
+
+
+def _group_logsumexp(values: torch.Tensor, group: torch.Tensor, groups: int) -> torch.Tensor:
+    """log-sum-exp of ``values`` within each group, returned per element (M,)."""
+    top = values.new_full((groups,), float("-inf")).scatter_reduce(0, group, values, "amax").detach()
+    total = values.new_zeros(groups).index_add(0, group, (values - top[group]).exp())
+    return top[group] + total[group].log()
+
+
+# --- masked distribution helpers ---------------------------------------------------------------
+def apply_mask(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Illegal logits get ``MASK_VALUE`` (zero probability after softmax); ``mask`` is bool."""
+    return logits.masked_fill(~mask, MASK_VALUE)
+
+
+def legal_entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Entropy over legal actions only (illegal terms are exactly zero, never NaN)."""
+    return -torch.where(mask, legal_probs(logp, mask) * logp, torch.zeros_like(logp)).sum(-1)
+
+
+def legal_probs(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``logp.exp()`` on legal actions, 1 elsewhere (to be masked out by the caller): the same
+    values and gradients where legal, without exponentiating ``MASK_VALUE``-sized log-probabilities
+    (5x slower on the CPU than ordinary numbers: the learner's (B, 2026) tensors are mostly those)."""
+    return logp.masked_fill(~mask, 0.0).exp()
+
+
+def sample_actions(
+    masked_logits: torch.Tensor, generator: torch.Generator | None = None, deterministic: bool = False
+) -> torch.Tensor:
+    """One action per row by Gumbel-max sampling (or argmax); never an illegal action."""
+    if deterministic:
+        return masked_logits.argmax(-1)
+    u = torch.rand(masked_logits.shape, generator=generator, dtype=masked_logits.dtype)
+    gumbel = -torch.log(-torch.log(u.clamp_(1e-20, 1.0)))
+    return (masked_logits + gumbel).argmax(-1)
+
+
+def prior_for(net: PatchworkNet, states: np.ndarray, masks: np.ndarray) -> torch.Tensor | None:
+    """The ``prior`` argument ``net`` needs for these game states (None for a net without prior)."""
+    return torch.from_numpy(greedy_prior(states, masks)) if net.uses_prior else None
+
+
+def net_inputs(
+    net: PatchworkNet, states: npt.NDArray[np.int64]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Observation (mover's seat), legal mask and greedy-prior terms of each state, as tensors."""
+    states = np.ascontiguousarray(states, dtype=np.int64)
+    obs = torch.from_numpy(observation.observe_movers(states))  # first: it checks the rows the kernels below trust
+    b = len(states)
+    masks = np.zeros((b, rules.NUM_ACTIONS), dtype=np.bool_)
+    rules.legal_mask_batch(states, masks, np.zeros(b, dtype=np.int64))
+    return obs, torch.from_numpy(masks), prior_for(net, states, masks)
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+def net_from_config(data: dict[str, Any]) -> PatchworkNet:
+    """A fresh net from a ``NetConfig`` dict (as stored in checkpoints), with a clear error."""
+    known = set(NetConfig.__dataclass_fields__)
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown network settings {sorted(unknown)}; allowed: {sorted(known)}")
+    data = {"geometry": False, **data}  # checkpoints from before the option had no geometry inputs
+    return PatchworkNet(NetConfig(**data))

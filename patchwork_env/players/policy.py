@@ -1,0 +1,180 @@
+"""A trained policy network as an agent (``ppo:PATH``), and the checkpoint format both trainers write.
+
+A checkpoint is a ``torch.save`` dict loadable with ``weights_only=True``::
+
+    format       "patchwork-ppo"          version   1
+    net_config   NetConfig as a dict      model     the network's state_dict
+    trainer      optional: whatever the trainer needs to resume (optimizer, counters, pool...)
+
+``load_ppo_agent(path)`` reads only ``net_config`` and ``model``; the agent plays the policy's
+most probable move (``deterministic=True``, the default; see ``most_probable_move``) or samples
+from the policy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from patchwork_env.core.state import GameState
+from patchwork_env.envs import observation
+from patchwork_env.envs.observation import observe_movers
+from patchwork_env.players.network import GROUP_BOUNDS, MASK_VALUE, PatchworkNet, net_from_config, prior_for
+
+FORMAT = "patchwork-ppo"
+VERSION = 1
+
+
+def one_thread_in_workers() -> None:
+    """In a worker process (the arena's), torch gets one thread: the other cores run other workers."""
+    if multiprocessing.parent_process() is not None:
+        torch.set_num_threads(1)
+
+
+class CheckpointError(ValueError):
+    """A file that is not a readable PPO checkpoint of this project."""
+
+
+def save_checkpoint(path: str | Path, net: PatchworkNet, trainer: dict[str, Any] | None = None) -> Path:
+    """Write ``net`` (and optional trainer state) to ``path`` atomically; returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "net_config": net.config.to_dict(),
+        "model": net.state_dict(),
+    }
+    if trainer is not None:
+        data["trainer"] = trainer
+    tmp = p.with_name(p.name + ".tmp")
+    torch.save(data, tmp)
+    tmp.replace(p)
+    return p
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The checkpoint dict at ``path``, or a clear error: missing file, not a checkpoint."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"PPO checkpoint not found: {p}")
+    if p.is_dir():
+        raise CheckpointError(f"{p} is a folder; give the checkpoint file (e.g. {p}/checkpoints/latest.pt)")
+    try:
+        data = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise CheckpointError(
+            f"{p} is not a PPO checkpoint (torch.load failed: {(str(exc) or type(exc).__name__).splitlines()[0][:200]})"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CheckpointError(
+            f"{p} is not a PPO checkpoint of this project (expected a dict with format={FORMAT!r}, "
+            "as written by train.selfplay or train.sb3_maskable)"
+        )
+    if data.get("version") != VERSION:
+        raise CheckpointError(f"{p}: checkpoint version {data.get('version')!r} is not supported (expected {VERSION})")
+    return data
+
+
+def net_from_checkpoint(data: dict[str, Any], source: str = "checkpoint") -> PatchworkNet:
+    try:
+        net = net_from_config(dict(data["net_config"]))
+        net.load_state_dict(data["model"])
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"{source}: the network does not load: {exc}") from None
+    net.eval()
+    return net
+
+
+def kind_policy(logits: torch.Tensor, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The network's policy over *kinds* of move (advance, buy from slot s, leather), each kind
+    played at its most probable placement: (B, 2026) bool, True at each legal kind's placement,
+    and (B, 2026) log-probabilities there (the kind's whole mass; ``MASK_VALUE`` elsewhere)."""
+    logp = torch.log_softmax(logits.masked_fill(~masks, MASK_VALUE), -1)
+    chosen = torch.zeros_like(masks)
+    out = torch.full_like(logp, MASK_VALUE)
+    rows = torch.arange(len(logp))
+    for lo, hi in itertools.pairwise(GROUP_BOUNDS):
+        legal = masks[:, lo:hi].any(1)
+        part = logp[:, lo:hi].masked_fill(~masks[:, lo:hi], 2 * MASK_VALUE)
+        best = part.argmax(1) + int(lo)
+        chosen[rows[legal], best[legal]] = True
+        out[rows[legal], best[legal]] = torch.logsumexp(part, 1)[legal]
+    return chosen, out
+
+
+def most_probable_move(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """The mode of the network's two-level policy: the most probable kind of move (advance, buy
+    from slot s, leather), then its most probable placement (``kind_policy``). (The flat argmax
+    would favour advance, whose probability is not spread over placements.)"""
+    chosen, logp = kind_policy(logits, masks)
+    return logp.masked_fill(~chosen, 3 * MASK_VALUE).argmax(1)
+
+
+class PPOAgent:
+    """Plays with a ``PatchworkNet``: the policy's most probable move (``most_probable_move``), or
+    a sample from the policy (``deterministic=False``)."""
+
+    def __init__(self, net: PatchworkNet, deterministic: bool = True, name: str = "ppo") -> None:
+        self.net = net.eval()
+        self.deterministic = deterministic
+        self.name = name
+        self._obs = np.zeros((1, observation.OBS_DIM), dtype=np.float32)
+
+    @torch.no_grad()
+    def _choose(
+        self,
+        obs: npt.NDArray[np.float32],
+        masks: npt.NDArray[np.bool_],
+        states: npt.NDArray[np.int64],
+        rng: np.random.Generator,
+    ) -> npt.NDArray[np.int64]:
+        logits, _ = self.net(torch.from_numpy(obs), torch.from_numpy(masks), prior_for(self.net, states, masks))
+        if self.deterministic:
+            chosen: npt.NDArray[np.int64] = most_probable_move(logits, torch.from_numpy(masks)).numpy()
+            return chosen
+        scores = logits.numpy().astype(np.float64)
+        scores = scores - np.log(-np.log(rng.random(scores.shape).clip(1e-300, 1.0)))
+        scores[~masks] = MASK_VALUE * 10  # never an illegal action, whatever the noise
+        sampled: npt.NDArray[np.int64] = scores.argmax(axis=1).astype(np.int64)
+        return sampled
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        if state.is_terminal:
+            raise ValueError(f"{self.name}: the game is over, there is no action to take")
+        observation.observe_into(state.array(), state.current_player, self._obs[0])
+        mask = np.array(state.legal_action_mask())[None, :]
+        return int(self._choose(self._obs, mask, state.array()[None, :], rng)[0])
+
+    def act_batch(
+        self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
+    ) -> npt.NDArray[np.int64]:
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        return self._choose(observe_movers(states), np.asarray(masks, dtype=np.bool_), states, rng)
+
+    # pickled for the arena's worker processes: weights and settings only
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "net_config": self.net.config.to_dict(),
+            "model": self.net.state_dict(),
+            "deterministic": self.deterministic,
+            "name": self.name,
+        }
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        one_thread_in_workers()
+        net = net_from_config(dict(data["net_config"]))
+        net.load_state_dict(data["model"])
+        self.__init__(net, data["deterministic"], data["name"])  # type: ignore[misc]
+
+
+def load_ppo_agent(path: str, deterministic: bool = True) -> PPOAgent:
+    """The agent stored in a checkpoint of ``train.selfplay`` or ``train.sb3_maskable``."""
+    data = read_checkpoint(path)
+    return PPOAgent(net_from_checkpoint(data, str(path)), deterministic=deterministic, name=f"ppo:{path}")

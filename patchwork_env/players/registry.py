@@ -1,0 +1,277 @@
+"""Agents by name: spec strings such as ``random``, ``greedy``, ``mcts:sims=400,rollout=greedy``,
+``mcts:time=1.0`` and ``ppo:PATH``.
+
+A spec is ``name`` or ``name:key=value,key=value``; ``ppo`` takes a checkpoint path instead of
+key=value pairs (everything after ``ppo:`` is the path). An unknown name or parameter, or a value of
+the wrong type, raises ``AgentSpecError`` (a ``ValueError``) whose message lists every agent with
+its parameters, types and defaults (``describe_agents()``).
+
+The table of specs is light: each agent's module loads when a spec builds it, so that listing the
+specs (``patchwork evaluate --list``, ``--help``) neither compiles the engine nor imports torch.
+``ppo``, ``az`` and ``pretrained`` need the ``torch`` extra; without it they raise
+``MissingExtraError`` naming the install command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from patchwork_env.envs.agent import Agent
+
+TORCH_INSTALL = 'pip install "patchwork-env[torch]"'
+
+
+class AgentSpecError(ValueError):
+    """A spec string that names no agent, or gives an agent a parameter it does not take."""
+
+
+class MissingExtraError(AgentSpecError, ImportError):
+    """A spec whose agent needs an optional dependency that is not installed."""
+
+
+def _needs_torch(spec: str) -> None:
+    if importlib.util.find_spec("torch") is None:
+        raise MissingExtraError(f"{spec} needs PyTorch, which is not installed: {TORCH_INSTALL}")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an agent spec."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+
+    def parse(self, agent: str, text: str) -> Any:
+        text = text.strip()
+        try:
+            if self.type is bool:
+                low = text.lower()
+                if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                    raise ValueError(text)
+                value: Any = low in ("1", "true", "yes", "on")
+            else:
+                value = self.type(text)
+        except ValueError:
+            raise AgentSpecError(
+                f"{agent}: parameter {self.name!r} must be {self.type.__name__}, got {text!r}\n\n{describe_agents()}"
+            ) from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise AgentSpecError(f"{agent}: parameter {self.name!r} must be a finite number, got {text!r}")
+        if self.choices and value not in self.choices:
+            raise AgentSpecError(
+                f"{agent}: parameter {self.name!r} must be one of {', '.join(self.choices)}, got {text!r}"
+            )
+        return value
+
+    def describe(self) -> str:
+        kind = "|".join(self.choices) if self.choices else self.type.__name__
+        default = "none" if self.default is None else self.default
+        return f"{self.name}={kind} (default {default}): {self.help}"
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A named agent: its parameters and how to build it from parsed values."""
+
+    name: str
+    help: str
+    params: tuple[Param, ...]
+    build: Callable[..., Agent]
+    positional: str | None = None  # ppo: the text after ``name:`` is this one parameter
+
+    def usage(self) -> str:
+        if self.positional:
+            head = f"{self.name}:{self.positional.upper()}"
+        elif self.params:
+            head = f"{self.name}[:" + ",".join(f"{p.name}=..." for p in self.params) + "]"
+        else:
+            head = self.name
+        lines = [f"  {head}\n      {self.help}"]
+        lines += [f"      {p.describe()}" for p in self.params]
+        return "\n".join(lines)
+
+
+def _random() -> Agent:
+    from patchwork_env.envs.agent import RandomAgent
+
+    return RandomAgent()
+
+
+def _greedy(temp: float) -> Agent:
+    from patchwork_env.players.greedy import GreedyAgent
+
+    return GreedyAgent(temp=temp)
+
+
+def _mcts(**kwargs: Any) -> Agent:
+    from patchwork_env.players.mcts import MCTSAgent
+
+    return MCTSAgent(**kwargs)
+
+
+def _ppo(path: str) -> Agent:
+    _needs_torch(f"ppo:{path}")
+    from patchwork_env.players.policy import load_ppo_agent
+
+    agent: Agent = load_ppo_agent(path)
+    return agent
+
+
+def _az(
+    sims: int | None,
+    time: float | None,
+    path: str,
+    kinds: bool,
+    rollouts: int,
+    mix: float,
+    reuse: bool,
+    **search: Any,
+) -> Agent:
+    _needs_torch("az")
+    from patchwork_env.players.az import make_az_agent
+
+    agent: Agent = make_az_agent(
+        path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, sims=sims, **search
+    )
+    return agent
+
+
+def _pretrained() -> Agent:
+    _needs_torch("pretrained")
+    from patchwork_env.players.az import make_pretrained_agent
+
+    agent: Agent = make_pretrained_agent()
+    return agent
+
+
+AZ_PARAMS: tuple[Param, ...] = (
+    Param("sims", int, None, "simulations per move (300 if time is not given either)"),
+    Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
+    Param(
+        "path", str, "", "checkpoint of the network (default: the shipped network, patchwork_env/players/pretrained.pt)"
+    ),
+    Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
+    Param(
+        "rollouts",
+        int,
+        4,
+        "greedy rollouts per leaf, their mean weighed by mix against the network's value (0: the value alone)",
+    ),
+    Param("mix", float, 1.0, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
+    Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
+    Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
+    Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
+    Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
+    Param("expand", int, 4, "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone"),
+)
+
+# defaults must match MCTSAgent's signature (a test checks)
+MCTS_PARAMS: tuple[Param, ...] = (
+    Param("sims", int, None, "simulations per move (400 if time is not given either)"),
+    Param("time", float, None, "seconds per move (with sims too: whichever ends first)"),
+    Param("rollout", str, "greedy", "rollout policy", choices=("greedy", "random")),
+    Param("c", float, 0.4, "UCT exploration constant (results are in [0, 1])"),
+    Param("width", int, 1, "placements searched per market patch (and cells per leather patch), best by greedy value"),
+    Param("rtemp", float, 2.0, "softmax temperature (score points) of the greedy rollout policy"),
+    Param("rcands", int, 16, "actions the greedy rollout policy scores per move (advance + a random sample)"),
+    Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
+)
+
+AGENT_SPECS: dict[str, AgentSpec] = {
+    "random": AgentSpec("random", "uniform over the legal actions", (), _random),
+    "greedy": AgentSpec(
+        "greedy",
+        "one-ply heuristic: plays the action whose resulting position has the best estimated final score",
+        (Param("temp", float, 0.0, "softmax temperature over the values in score points; 0 = always the best"),),
+        _greedy,
+    ),
+    "mcts": AgentSpec(
+        "mcts",
+        "UCT search over the greedy's best candidate actions, with rollouts; budget in simulations or seconds",
+        MCTS_PARAMS,
+        _mcts,
+    ),
+    "ppo": AgentSpec(
+        "ppo",
+        "a trained policy network: ppo:PATH loads the checkpoint at PATH (patchwork_env.players.policy.load_ppo_agent)",
+        (),
+        _ppo,
+        positional="path",
+    ),
+    "az": AgentSpec(
+        "az",
+        "AlphaZero search (players.az_search): PUCT / Gumbel root with a policy-value network; leaf values "
+        "from greedy rollouts by default (mix weighs in the network's value; rollouts=0: the value alone)",
+        AZ_PARAMS,
+        _az,
+    ),
+    "pretrained": AgentSpec(
+        "pretrained",
+        "the shipped pretrained network alone (trained by configs/dagger.yaml): its most probable legal move",
+        (),
+        _pretrained,
+    ),
+}
+
+
+def describe_agents() -> str:
+    """Help text: every agent spec with its parameters, types and defaults."""
+    lines = ["agents (spec strings: name or name:key=value,key=value):"]
+    lines += [spec.usage() for spec in AGENT_SPECS.values()]
+    return "\n".join(lines)
+
+
+def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
+    """The agent named by ``spec`` and the keyword arguments the spec gives (parsed and checked; the
+    defaults of the parameters it leaves out are not filled in)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise AgentSpecError(f"an agent spec must be a non-empty string, got {spec!r}\n\n{describe_agents()}")
+    name, _, rest = spec.strip().partition(":")
+    entry = AGENT_SPECS.get(name.strip().lower())
+    if entry is None:
+        raise AgentSpecError(f"unknown agent {name!r} in spec {spec!r}\n\n{describe_agents()}")
+    if entry.positional:
+        if not rest.strip():
+            raise AgentSpecError(f"{entry.name} needs {entry.usage().split()[0]}, got {spec!r}")
+        return entry, {entry.positional: rest.strip()}
+    by_name = {p.name: p for p in entry.params}
+    kwargs: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip().lower()
+        if not eq or not value.strip():
+            raise AgentSpecError(f"{spec!r}: expected key=value, got {item!r}\n\n{entry.usage()}")
+        if key not in by_name:
+            allowed = ", ".join(by_name) or "no parameters"
+            raise AgentSpecError(
+                f"{spec!r}: {entry.name} has no parameter {key!r} (it takes {allowed})\n\n{describe_agents()}"
+            )
+        if key in kwargs:
+            raise AgentSpecError(f"{spec!r}: parameter {key!r} given twice")
+        kwargs[key] = by_name[key].parse(entry.name, value)
+    return entry, kwargs
+
+
+def make_agent(spec: str) -> Agent:
+    """Build the agent a spec string names; its ``name`` is the spec as given (stripped). Anything
+    that stops the build (a bad value, a missing or unreadable checkpoint) is an ``AgentSpecError``."""
+    entry, given = parse_spec(spec)
+    kwargs = {p.name: p.default for p in entry.params} | given
+    try:
+        agent = entry.build(**kwargs)
+    except AgentSpecError:
+        raise
+    except (ValueError, OSError) as exc:
+        raise AgentSpecError(f"{spec!r}: {exc}") from exc
+    with contextlib.suppress(AttributeError):  # an agent with a read-only name keeps its own
+        agent.name = spec.strip()
+    return agent
