@@ -118,6 +118,19 @@ def test_illegal_action_lose_mode(front: str) -> None:
     assert ILLEGAL[front]("lose") == (edge.ILLEGAL_ACTION_REWARD, True)
 
 
+@pytest.mark.parametrize("front", ILLEGAL)
+def test_every_front_end_asks_the_one_illegal_action_handler(front: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str]] = []
+
+    def handler(mode: str, error: IllegalActionError) -> str:
+        calls.append((mode, str(error)))
+        return "reason"
+
+    monkeypatch.setattr(edge, "on_illegal_action", handler)
+    assert ILLEGAL[front]("lose") == (edge.ILLEGAL_ACTION_REWARD, True)
+    assert len(calls) == 1 and calls[0][0] == "lose" and "action" in calls[0][1]
+
+
 @pytest.mark.parametrize("front", [*ILLEGAL, "GameState"])
 def test_illegal_action_raise_mode(front: str) -> None:
     if front == "GameState":  # the rules layer always raises

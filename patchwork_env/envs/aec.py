@@ -121,16 +121,18 @@ value is a number, so libraries that store infos in numeric buffers (Tianshou) c
 
 ### Illegal actions
 
-`raw_env.step` raises `patchwork_env.IllegalActionError` (a `ValueError` whose message says why).
-`env()` wraps `raw_env` like the classic environments (TerminateIllegalWrapper with -1, then
-`CheckActionWrapper` in the place of AssertOutOfBoundsWrapper, OrderEnforcingWrapper): a masked-out
-action ends the game with -1 for the offender and 0 for the other agent (`illegal_action="lose"`,
-the default of every front-end); `env(illegal_action="raise")` leaves out the TerminateIllegalWrapper,
-so that it raises instead. Anything that is not an integer in 0..2025 (bools, floats, integers of any
-size out of range) raises `IllegalActionError` ("out of range") in both, before the rules see it.
-An action for an agent whose game is over raises `patchwork_env.core.actions.GameOverError` (an
-`IllegalActionError`); PettingZoo's dead step `step(None)` is the only step left then. These edges
-are decided once for every front-end in `patchwork_env.envs.edge`.
+`illegal_action="lose"` (the default of `env()` and of every front-end): a masked-out action ends
+the game with -1 for the offender and 0 for the other agent, and `infos[offender]` holds
+`illegal_action: True`; `illegal_action="raise"` (the default of `raw_env`, the rules layer)
+raises `patchwork_env.IllegalActionError` (a `ValueError` whose message says why) and changes
+nothing. `env()` wraps `raw_env` like the classic environments (`CheckActionWrapper` in the place
+of AssertOutOfBoundsWrapper, then OrderEnforcingWrapper; the illegal-action policy is the env's
+own, `edge.on_illegal_action`, where the classic envs use TerminateIllegalWrapper). Anything that is
+not an integer in 0..2025 (bools, floats, integers of any size out of range) raises
+`IllegalActionError` ("out of range") in both, before the rules see it. An action for an agent whose
+game is over raises `patchwork_env.core.actions.GameOverError` (an `IllegalActionError`);
+PettingZoo's dead step `step(None)` is the only step left then. These edges are decided once for
+every front-end in `patchwork_env.envs.edge`.
 
 ### Options
 
@@ -181,7 +183,7 @@ from pettingzoo.utils import wrappers
 from patchwork_env.core import rules
 from patchwork_env.core.actions import as_action_id, game_over
 from patchwork_env.core.rules import NUM_ACTIONS, legal_mask_into
-from patchwork_env.core.state import GameState, new_game
+from patchwork_env.core.state import GameState, IllegalActionError, new_game
 from patchwork_env.envs import edge
 from patchwork_env.envs.edge import REWARD_KINDS, SCORE_REWARD_SCALE, IllegalActionMode, RewardKind, final_rewards
 from patchwork_env.envs.observation import OBS_DIM, observation_bounds, observe_into
@@ -218,12 +220,9 @@ class CheckActionWrapper(wrappers.BaseWrapper):  # type: ignore[misc]
 
 
 def env(illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION, **kwargs: Any) -> AECEnv:
-    """The Patchwork AEC environment wrapped like PettingZoo's classic environments;
-    ``illegal_action="raise"`` leaves out the ``TerminateIllegalWrapper`` (see "Illegal actions")."""
-    edge.check_illegal_action(illegal_action)
-    e: AECEnv = raw_env(**kwargs)
-    if illegal_action == "lose":
-        e = wrappers.TerminateIllegalWrapper(e, illegal_reward=edge.ILLEGAL_ACTION_REWARD)
+    """The Patchwork AEC environment wrapped like PettingZoo's classic environments (see "Illegal
+    actions" for ``illegal_action``)."""
+    e: AECEnv = raw_env(illegal_action=illegal_action, **kwargs)
     e = CheckActionWrapper(e)
     e = wrappers.OrderEnforcingWrapper(e)
     return e
@@ -251,9 +250,14 @@ class raw_env(AECEnv):  # type: ignore[misc]
     }
 
     def __init__(
-        self, leather_layout: str = "revised", reward: RewardKind = "win", render_mode: str | None = None
+        self,
+        leather_layout: str = "revised",
+        reward: RewardKind = "win",
+        render_mode: str | None = None,
+        illegal_action: IllegalActionMode = "raise",
     ) -> None:
         super().__init__()
+        self.illegal_action = edge.check_illegal_action(illegal_action)
         self.leather_layout = rules.check_leather_layout(leather_layout)
         self.reward_kind = edge.check_reward_kind(reward)
         self.render_mode = edge.check_render_mode(render_mode)
@@ -329,7 +333,11 @@ class raw_env(AECEnv):  # type: ignore[misc]
                 raise game_over()
             self._was_dead_step(action)
             return
-        game = self._game.step(action)  # IllegalActionError if illegal or out of range
+        try:
+            game = self._game.step(action)  # IllegalActionError if illegal or out of range
+        except IllegalActionError as exc:
+            self._forfeit(agent, edge.on_illegal_action(self.illegal_action, exc))
+            return
         # PettingZoo's bookkeeping: the actor has now seen its reward; this step's rewards are
         # added to what each agent accumulates until it is selected (several moves in a row work).
         self._cumulative_rewards[agent] = 0.0
@@ -340,6 +348,16 @@ class raw_env(AECEnv):  # type: ignore[misc]
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
+
+    def _forfeit(self, agent: str, reason: str) -> None:
+        """``illegal_action="lose"``: the offender's move ends the game, -1 for it and 0 for the other."""
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        self.rewards[agent] = edge.ILLEGAL_ACTION_REWARD
+        self.terminations = {a: True for a in self.agents}
+        self.infos[agent] = {"illegal_action": True}
+        self._over = True
+        self._accumulate_rewards()
 
     def _finish(self, game: GameState) -> None:
         r0, r1 = final_rewards(game, self.reward_kind)

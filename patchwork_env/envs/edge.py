@@ -44,6 +44,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from patchwork_env.core.actions import IllegalActionError
 from patchwork_env.core.render import render_rgb, render_text
 from patchwork_env.core.state import GameState
 
@@ -64,6 +65,7 @@ __all__ = [
     "check_seat",
     "final_reward",
     "final_rewards",
+    "on_illegal_action",
     "read_reset_options",
     "render_mode_output",
 ]
@@ -107,6 +109,16 @@ def check_seat(seat: object, name: str = "seat", *, allow_none: bool = True) -> 
         allowed = "0, 1 or None (drawn every episode)" if allow_none else "0 or 1"
         raise ValueError(f"{name} must be {allowed}, got {seat!r}")
     return int(seat)  # type: ignore[call-overload]
+
+
+# --- illegal actions -------------------------------------------------------------------------
+def on_illegal_action(mode: str, error: IllegalActionError) -> str:
+    """The one illegal-action policy of every front-end: ``"raise"`` raises ``error`` (the caller
+    has changed nothing yet); ``"lose"`` returns the reason, and the caller ends the offender's
+    episode with ``ILLEGAL_ACTION_REWARD`` (the other player gets 0)."""
+    if check_illegal_action(mode) == "raise":
+        raise error
+    return str(error)
 
 
 # --- reset options ---------------------------------------------------------------------------

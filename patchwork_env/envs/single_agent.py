@@ -160,11 +160,10 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
         try:
             game = game.step(action)
         except IllegalActionError as exc:
-            if self.illegal_action == "raise":
-                raise
+            reason = edge.on_illegal_action(self.illegal_action, exc)
             self._over = True
             info = self._info()
-            info.update(illegal_action=True, reason=str(exc))
+            info.update(illegal_action=True, reason=reason)
             return self._observation(), edge.ILLEGAL_ACTION_REWARD, True, False, info
         game = self._opponent_moves(game)
         self._game = game

@@ -239,8 +239,9 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         i = vector_kernels.first_illegal(g.masks, g.counts, acts, False)
         if i < 0:
             return acts
-        if self.illegal_action == "raise":
-            raise IllegalActionError(f"game {i}: {g._why_illegal(i, np.asarray(actions)[i])}")
+        edge.on_illegal_action(
+            self.illegal_action, IllegalActionError(f"game {i}: {g._why_illegal(i, np.asarray(actions)[i])}")
+        )
         in_range = (acts >= 0) & (acts < NUM_ACTIONS)
         legal = in_range & g.masks[np.arange(self.num_envs), np.where(in_range, acts, 0)]
         self._illegal[:] = ~legal
