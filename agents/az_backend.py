@@ -35,7 +35,8 @@ from agents.az_selfplay import Samples, play_games
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.players.az import NetEvaluator
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
-from patchwork_env.players.network import NetConfig, PatchworkNet
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet
 
 Stats = dict[str, float]
 

@@ -27,7 +27,8 @@ import numpy.typing as npt
 import torch
 
 from patchwork_env.envs.agent import RandomAgent
-from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for, sample_actions
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet, prior_for, sample_actions
 
 SELF = -1
 RANDOM = -2

@@ -34,7 +34,8 @@ from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 from patchwork_env import env as patchwork_aec_env
 from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
-from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet, prior_for
 from patchwork_env.players.registry import make_agent
 
 STATE_BOUND = 2**62  # the flat state array holds counters and bitboard words (int64)

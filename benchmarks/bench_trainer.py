@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from benchmarks import Row, format_table, row
-from train.cli import Parser, positive_int
+from patchwork_env.cli.common import Parser, positive_int
 
 TRAINER_TARGET = 3_000.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,15 +32,17 @@ def measure(quick: bool = False, repeats: int = 3, threads: int | None = None) -
     import torch
 
     from train import selfplay as S
-    from train.config import SelfPlayConfig, load_config
+    from train.cli import parse_config
+    from train.config import SelfPlayConfig
 
-    extra = ["num_games=16", "rollout_steps=8"] if quick else []
-    extra += [f"torch_threads={threads}"] if threads is not None else []
-    cfg = load_config(ROOT / "configs" / "quick.yaml", SelfPlayConfig, ["critic_warmup_updates=0", *extra])
+    extra = ["--num-games", "16", "--rollout-steps", "8"] if quick else []
+    extra += ["--torch-threads", str(threads)] if threads is not None else []
+    argv = ["--config", str(ROOT / "configs" / "quick.yaml"), "--critic-warmup-updates", "0", *extra]
+    cfg, _ = parse_config(SelfPlayConfig, argv)
     before = torch.get_num_threads()
     torch.set_num_threads(cfg.torch_threads)
     try:
-        learner = S.new_learner(cfg)
+        learner = S.new_learner(cfg, S.start_network(cfg, None), {})
         S.update_policy(learner, S.collect_rollout(learner))  # compiles, fills the pool's first draws
         rollout, update, decisions, cpu = [], [], [], []
         for _ in range(repeats):

@@ -97,7 +97,8 @@ def main(out_path: str) -> None:
     from agents.distill import teacher_targets
     from patchwork_env.evaluation.arena import round_robin
     from patchwork_env.evaluation.backend import RayBackend
-    from train.config import RLlibConfig, load_config
+    from train.cli import parse_config
+    from train.config import RLlibConfig
     from train.rllib_selfplay import main as rllib_main
 
     report: dict[str, Any] = {"peers": []}
@@ -131,9 +132,11 @@ def main(out_path: str) -> None:
         report["no_token"] = refused_without_token(cluster.address)
 
         run_dir = Path(out_path).parent / "rllib_smoke"
-        cfg = load_config(Path(__file__).parents[1] / "configs" / "rllib_smoke.yaml", RLlibConfig)
-        summary = rllib_main(cfg, run_dir=str(run_dir), config_name="rllib_smoke", address=cluster.address)
-        report["rllib"] = {k: summary[k] for k in ("checkpoint", "iterations", "env_steps", "learner_decisions")}
+        smoke = Path(__file__).parents[1] / "configs" / "rllib_smoke.yaml"
+        argv = ["--config", str(smoke), "--run-dir", str(run_dir), "--address", cluster.address]
+        cfg, name = parse_config(RLlibConfig, argv)
+        summary = rllib_main(cfg, name)
+        report["rllib"] = {k: summary[k] for k in ("run_folder", "iterations", "env_steps", "learner_decisions")}
         report["peers"] += peers()
     finally:
         ray.shutdown()

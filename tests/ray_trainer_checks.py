@@ -2,10 +2,10 @@
 starts ``unshare -n sh -c 'ip link set lo up && python tests/ray_trainer_checks.py OUT_DIR'``), with
 token authentication on:
 
-* ``python -m train.alphazero --config configs/alphazero_smoke.yaml selfplay_backend=ray
-  selfplay_chunk=1`` as a user runs it (the command starts its own local Ray runtime),
-* on one local Ray runtime started here (``ray.init``, 2 CPUs): ``train.selfplay``'s distillation
-  with ``distill_backend=ray`` (``DISTILL_OVERRIDES``), and one round of AlphaZero self-play
+* ``python -m train.alphazero --config configs/alphazero_smoke.yaml --selfplay-backend ray
+  --selfplay-chunk 1`` as a user runs it (the command starts its own local Ray runtime),
+* on one local Ray runtime started here (``ray.init``, 2 CPUs): ``train.distill`` with
+  ``--backend ray`` (``DISTILL_ARGS``), and one round of AlphaZero self-play
   (``agents.az_backend.play_chunked``, chunks of ``AZ_CHUNK`` games) on the Ray backend,
 * ``ss -tn``: every TCP peer.
 
@@ -30,25 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 AZ_SMOKE = ROOT / "configs" / "alphazero_smoke.yaml"
 AZ_CHUNK = 1  # alphazero_smoke plays 2 games per iteration: 2 tasks each
 AZ_GAMES, AZ_SEED = 3, 21  # the direct self-play round: 3 chunks of 1 game
-DISTILL_OVERRIDES = [
-    "channels=8",
-    "blocks=1",
-    "hidden=32",
-    "head_features=4",
-    "head_hidden=8",
-    "prior_scale=2.0",
-    "num_games=8",
-    "rollout_steps=8",
-    "total_updates=0",
-    "eval_every=0",
-    "final_eval_pairs=0",
-    "progress=false",
-    "teacher=mcts:sims=6",
-    "distill_positions=48",
-    "distill_epochs=2",
-    "distill_workers=1",
-    "seed=4",
-]
+DISTILL_ARGS = [
+    "--net.channels", "8", "--net.blocks", "1", "--net.hidden", "32", "--net.head-features", "4",
+    "--net.head-hidden", "8", "--net.prior-scale", "2.0", "--final-eval-pairs", "0", "--no-progress",
+    "--teacher", "mcts:sims=6", "--positions", "48", "--epochs", "2", "--workers", "1", "--seed", "4",
+]  # fmt: skip
 
 
 def smoke_search(seed: int = 0) -> Any:
@@ -59,11 +45,12 @@ def smoke_search(seed: int = 0) -> Any:
     from patchwork_env.players.az_search import BatchedSearch
     from patchwork_env.players.network import PatchworkNet
     from train.alphazero import search_config
-    from train.config import AlphaZeroConfig, load_config
+    from train.cli import load_yaml
+    from train.config import AlphaZeroConfig
 
-    cfg = load_config(AZ_SMOKE, AlphaZeroConfig)
+    cfg = load_yaml(AlphaZeroConfig, AZ_SMOKE)
     torch.manual_seed(seed)
-    return BatchedSearch(NetEvaluator(PatchworkNet(cfg.net_config())), search_config(cfg)), cfg.temp_plies
+    return BatchedSearch(NetEvaluator(PatchworkNet(cfg.net)), search_config(cfg)), cfg.temp_plies
 
 
 def peers() -> list[str]:
@@ -82,7 +69,7 @@ def main(out_dir: str) -> None:
     # the AlphaZero trainer's command line, as a user runs it (its own local Ray runtime)
     command = [sys.executable, "-m", "train.alphazero", "--config", str(AZ_SMOKE), "--run-dir", str(out / "az_ray")]
     proc = subprocess.run(
-        [*command, "selfplay_backend=ray", f"selfplay_chunk={AZ_CHUNK}"],
+        [*command, "--selfplay-backend", "ray", "--selfplay-chunk", str(AZ_CHUNK)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -95,8 +82,9 @@ def main(out_dir: str) -> None:
 
     from agents.az_backend import play_chunked
     from patchwork_env.evaluation.backend import RayBackend
-    from train import selfplay
-    from train.config import SelfPlayConfig, load_config
+    from train import distill
+    from train.cli import parse_config
+    from train.config import DistillConfig
 
     mapped: list[str] = []  # the function of every RayBackend.map call: proof the work went to Ray
     original = RayBackend.map
@@ -109,9 +97,9 @@ def main(out_dir: str) -> None:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         backend = RayBackend()  # uses the runtime started above
-        cfg = load_config(None, SelfPlayConfig, [*DISTILL_OVERRIDES, "distill_backend=ray"])
-        summary = selfplay.main(cfg, run_dir=str(out / "distill_ray"))
-        report["distill"] = summary["distill"]
+        cfg, _ = parse_config(DistillConfig, [*DISTILL_ARGS, "--backend", "ray", "--run-dir", str(out / "distill_ray")])
+        summary = distill.main(cfg)
+        report["distill"] = {k: summary[k] for k in ("positions", "label_counts", "held_out_accuracy")}
         report["distill_mapped"] = list(mapped)
         report["peers"] = peers()
 

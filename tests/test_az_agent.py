@@ -24,11 +24,13 @@ from patchwork_env.players.az import (
     load_net,
 )
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from patchwork_env.players.policy import PPOAgent
-from patchwork_env.players.registry import AgentSpecError, describe_agents, make_agent
+from patchwork_env.players.registry import describe_agents, make_agent
 from train import alphazero
-from train.config import AlphaZeroConfig, ConfigError, load_config
+from train.cli import parse_config
+from train.config import AlphaZeroConfig, ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,8 +137,9 @@ def test_pretrained_is_a_single_agent_env_opponent() -> None:
 
 
 def test_trainer_smoke_run_writes_loadable_checkpoints(tmp_path: Path) -> None:
-    cfg = load_config(ROOT / "configs" / "alphazero_smoke.yaml", AlphaZeroConfig)
-    summary = alphazero.main(cfg, run_dir=str(tmp_path / "run"))
+    cfg, _ = parse_config(AlphaZeroConfig, ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"),
+                                            "--run-dir", str(tmp_path / "run")])  # fmt: skip
+    summary = alphazero.main(cfg)
     assert summary["iterations"] == cfg.iterations
     assert summary["games"] == cfg.iterations * cfg.games_per_iteration
     final = tmp_path / "run" / "checkpoints" / "final.pt"
@@ -146,17 +149,19 @@ def test_trainer_smoke_run_writes_loadable_checkpoints(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "final_eval.json").is_file()
 
 
-def test_config_rejects_impossible_values() -> None:
+def test_config_rejects_impossible_values(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="root"):
-        load_config(None, AlphaZeroConfig, ["root=best"])
+        parse_config(AlphaZeroConfig, ["--root", "best"])
     with pytest.raises(ConfigError, match="sims"):
-        load_config(None, AlphaZeroConfig, ["sims=0"])
-    with pytest.raises(ConfigError, match="init_checkpoint"):
-        load_config(None, AlphaZeroConfig, ["init_checkpoint=/nonexistent.pt"])
+        parse_config(AlphaZeroConfig, ["--sims", "0"])
+    cfg, _ = parse_config(AlphaZeroConfig, ["--init-checkpoint", "/nonexistent.pt", "--run-dir", str(tmp_path / "r")])
+    with pytest.raises(CheckpointError, match=r"init_checkpoint: .*not found"):  # the run reads it, before writing
+        alphazero.main(cfg)
+    assert not (tmp_path / "r").exists()
 
 
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert alphazero.cli(["sims=0"]) == 2
+    assert alphazero.cli(["--sims", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
 
@@ -219,7 +224,8 @@ def test_rollouts_alone_make_an_uninformed_network_search_well() -> None:
     leaf values are the rollouts' and the search beats random in every game (3 deals, both seats);
     with ``mix=0`` (the value alone) it does not."""
     from patchwork_env.players.az_search import SearchConfig
-    from patchwork_env.players.network import NetConfig, PatchworkNet
+    from patchwork_env.players.net_config import NetConfig
+    from patchwork_env.players.network import PatchworkNet
 
     def margins(mix: float) -> list[int]:
         torch.manual_seed(0)

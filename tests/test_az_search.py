@@ -21,7 +21,8 @@ from patchwork_env.players.az_search import (
     considered_visits,
     final_value,
 )
-from patchwork_env.players.network import NetConfig, PatchworkNet
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet
 from tests.scenario import CIRCLE, cells_except, position, start, with_cells
 
 # P0 (at 51, behind) moves; P1 is at 53 with a full quilt and 8 points. Every line ends the game:

@@ -15,9 +15,11 @@ import pytest
 
 from patchwork_env.cli import main as patchwork
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED
-from patchwork_env.players.registry import AgentSpecError, make_agent
-from train import alphazero, rllib_selfplay, sb3_maskable, selfplay
-from train.config import ConfigError, SB3Config, SelfPlayConfig, load_config
+from patchwork_env.players.errors import AgentSpecError
+from patchwork_env.players.registry import make_agent
+from train import alphazero, distill, rllib_selfplay, sb3_maskable, selfplay
+from train.cli import parse_config
+from train.config import ConfigError, SelfPlayConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,32 +74,22 @@ def test_an_empty_checkpoint_is_a_spec_error(empty_checkpoint: Path) -> None:
 
 # --- configs ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("override", "match"),
+    ("argv", "match"),
     [
-        ("learning_rate=.nan", "learning_rate must be a finite number"),
-        ("ent_coef=.inf", "ent_coef must be a finite number"),
-        ("gamma=-.inf", "gamma must be a finite number"),
-        ("ent_coef=1e400", "ent_coef must be a finite number"),
-        (f"seed={MAX_SEED + 1}", "seed must be"),
-        ("seed=-1", "seed must be in"),
-        ("num_games=100000000000", "magnitude"),
-        ('eval_opponents={"mcts:sims=-1": 2}', "eval_opponents: 'mcts:sims=-1'"),
-        ('final_eval_opponents=["greedy:temp=inf"]', "final_eval_opponents: greedy: parameter 'temp' must be a finite"),
-        ('final_eval_opponents=["ppo:/no/such.pt"]', "not found"),
-        ("eval_opponents={greedy: 3", "cannot parse"),
+        (["--learning-rate", "nan"], "learning_rate must be a finite number"),
+        (["--ent-coef", "inf"], "ent_coef must be a finite number"),
+        (["--gamma", "-inf"], "gamma must be a finite number"),
+        (["--ent-coef", "1e400"], "ent_coef must be a finite number"),
+        (["--seed", str(MAX_SEED + 1)], "seed must be"),
+        (["--seed", "-1"], "seed must be in"),
+        (["--num-games", "100000000000"], "num_games must be in"),
+        (["--eval-opponents.greedy", "x"], "Error parsing --eval-opponents.greedy"),
     ],
 )
-def test_config_values_are_checked_at_load(override: str, match: str) -> None:
+def test_config_values_are_checked_at_load(argv: list[str], match: str) -> None:
     with pytest.raises(ConfigError, match=match) as info:
-        load_config(None, SelfPlayConfig, [override])
+        parse_config(SelfPlayConfig, argv)
     assert "\n" not in str(info.value)
-
-
-def test_teacher_and_checkpoints_are_built(empty_checkpoint: Path) -> None:
-    with pytest.raises(ConfigError, match=r"teacher: .* is not a PPO checkpoint"):
-        load_config(None, SelfPlayConfig, [f"teacher=ppo:{empty_checkpoint}", "prior_scale=1"])
-    with pytest.raises(ConfigError, match=r"eval_opponents: .* is not a PPO checkpoint"):
-        load_config(None, SB3Config, [f'eval_opponents={{"ppo:{empty_checkpoint}": 2}}'])
 
 
 def test_the_largest_seed_is_accepted_and_torch_takes_it() -> None:
@@ -106,7 +98,7 @@ def test_the_largest_seed_is_accepted_and_torch_takes_it() -> None:
 
     from train.seeds import Stream, stream_seed
 
-    cfg = load_config(None, SelfPlayConfig, [f"seed={MAX_SEED}"])
+    cfg, _ = parse_config(SelfPlayConfig, ["--seed", str(MAX_SEED)])
     for stream in Stream:
         seed = stream_seed(cfg.seed, stream, 10**6)
         torch.manual_seed(seed)
@@ -161,16 +153,16 @@ def test_play_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFixture
 
 
 TRAINER_BAD = [
-    ["seed=-1"],
-    ["learning_rate=.nan"],
+    ["--seed", "-1"],
+    ["--torch-threads", "nan"],
     ["--config", "/no/such.yaml"],
     ["--bogus"],
-    ['final_eval_opponents=["mcts:sims=0"]'],
-    ["eval_opponents={greedy: 3"],
+    ["--final-eval-opponents", "mcts:sims=0"],
+    ["--final-eval-opponents", "pretrained", "--final-eval-pairs", "1", "--torch-threads", "0"],
 ]
 
 
-TRAINERS = [selfplay.cli, sb3_maskable.cli, alphazero.cli, rllib_selfplay.cli]
+TRAINERS = [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli, rllib_selfplay.cli]
 
 
 @pytest.mark.parametrize("argv", TRAINER_BAD)
@@ -183,32 +175,14 @@ def test_trainer_errors_are_one_line_and_write_nothing(
     assert not run_dir.exists()
 
 
-@pytest.mark.parametrize(
-    ("trainer", "cls"),
-    [
-        (selfplay.cli, "SelfPlayConfig"),
-        (sb3_maskable.cli, "SB3Config"),
-        (alphazero.cli, "AlphaZeroConfig"),
-        (rllib_selfplay.cli, "RLlibConfig"),
-    ],
-)
-def test_trainers_help_config_lists_their_keys(
-    trainer: Callable[[list[str]], int], cls: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run_dir = tmp_path / "run"
-    assert _exit_code(trainer, ["--help-config", "--run-dir", str(run_dir), "seed=-1"]) == 0  # nothing loaded
-    out = capsys.readouterr().out
-    assert out.startswith(f"{cls} keys") and "\n  eval_every: int = " in out
-    assert not run_dir.exists()
-
-
 def test_a_resume_without_trainer_state_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from patchwork_env.players.network import NetConfig, PatchworkNet
-    from patchwork_env.players.policy import save_checkpoint
+    from patchwork_env.players.checkpoint import save_checkpoint
+    from patchwork_env.players.net_config import NetConfig
+    from patchwork_env.players.network import PatchworkNet
 
     path = save_checkpoint(tmp_path / "net.pt", PatchworkNet(NetConfig(channels=4, blocks=1)))
     code = _exit_code(selfplay.cli, ["--resume", str(path), "--run-dir", str(tmp_path / "run")])
-    _assert_one_error_line(capsys, code, "has no trainer state")
+    _assert_one_error_line(capsys, code, "no trainer state")
     assert not (tmp_path / "run").exists()
 
 
@@ -232,7 +206,7 @@ def test_a_real_process_exits_2_without_a_traceback(argv: list[str]) -> None:
     assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == proc.stderr.splitlines()[-1:]
 
 
-@pytest.mark.parametrize("trainer", [selfplay.cli, sb3_maskable.cli, alphazero.cli])
+@pytest.mark.parametrize("trainer", [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli])
 def test_a_run_dir_that_is_a_file_is_one_error_line(
     trainer: Callable[[list[str]], int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -245,7 +219,7 @@ def test_a_run_dir_that_is_a_file_is_one_error_line(
 def test_an_unreadable_init_checkpoint_fails_at_load(empty_checkpoint: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     run_dir = tmp_path / "run"
-    argv = ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"), f"init_checkpoint={empty_checkpoint}"]
+    argv = ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"), "--init-checkpoint", str(empty_checkpoint)]
     code = _exit_code(alphazero.cli, [*argv, "--run-dir", str(run_dir)])
     _assert_one_error_line(capsys, code, "init_checkpoint", "not a PPO")
     assert not run_dir.exists()

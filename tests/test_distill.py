@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +24,15 @@ from agents.distill import (
 from patchwork_env.core import rules
 from patchwork_env.core.state import GameState, new_game
 from patchwork_env.envs import observation
+from patchwork_env.players.checkpoint import read_checkpoint
+from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.greedy import GreedyAgent
 from patchwork_env.players.mcts import MCTSAgent
-from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
-from patchwork_env.players.policy import read_checkpoint
-from train import selfplay
-from train.config import ConfigError, SelfPlayConfig, from_dict
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet, prior_for
+from train import distill as distill_trainer
+from train.cli import from_dict
+from train.config import ConfigError, DistillConfig
 
 PRIOR_NET = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
 
@@ -197,67 +201,57 @@ def test_distill_rejects_bad_targets(positions: np.ndarray) -> None:
         distill(net, positions[:20], illegal, epochs=1, lr=1e-3)
 
 
-def _config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
-    data = {
-        "channels": 8,
-        "blocks": 1,
-        "hidden": 16,
-        "head_features": 4,
-        "head_hidden": 8,
-        "prior_scale": 2.0,
-        "runs_dir": str(tmp_path),
-        "run_name": "distill",
-        "num_games": 8,
-        "rollout_steps": 8,
-        "total_updates": 1,
-        "num_minibatches": 2,
-        "update_epochs": 1,
-        "eval_every": 1,
+def _config(tmp_path: Path, **extra: object) -> DistillConfig:
+    data: dict[str, object] = {
+        "net": {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8, "prior_scale": 2.0},
+        "run_dir": str(tmp_path / "distill"),
         "eval_opponents": {"random": 1},
-        "keep_best": "random",
-        "final_eval_pairs": 0,
+        "final_eval_pairs": 1,
+        "final_eval_opponents": ["random"],
         "progress": False,
         "teacher": "greedy",
-        "distill_positions": 200,
-        "distill_epochs": 1,
-        "distill_workers": 1,
+        "positions": 200,
+        "epochs": 1,
+        "workers": 1,
     }
     data.update(extra)
-    return from_dict(SelfPlayConfig, data)
+    return from_dict(DistillConfig, data, "test")
 
 
-def test_selfplay_distils_then_evaluates_the_start(tmp_path: Path) -> None:
-    summary = selfplay.main(_config(tmp_path))
-    info = summary["distill"]
-    assert info["teacher"] == "greedy" and 0 < info["positions"] <= 200
-    assert sum(info["label_counts"]) == info["positions"] and [len(a) for a in info["val_accuracy"]] == [2]
-    history = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
-    assert [h["update"] for h in history] == [0, 1]  # the distilled start, then after the PPO update
-    assert summary["best"]["update"] in (0, 1)
-    distilled = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "distilled.pt")
-    assert "trainer" not in distilled and distilled["net_config"]["prior_scale"] == 2.0
+def test_distill_trains_and_evaluates_the_start_and_each_round(tmp_path: Path) -> None:
+    summary = distill_trainer.main(_config(tmp_path))
+    assert summary["teacher"] == "greedy" and 0 < summary["positions"] <= 200
+    assert sum(summary["label_counts"]) == summary["positions"] and [len(a) for a in summary["held_out_accuracy"]] == [
+        2
+    ]
+    folder = Path(summary["run_folder"])
+    history = json.loads((folder / "eval_history.json").read_text())
+    assert [(h["round"], h["final"]) for h in history] == [(0, False), (1, False), (1, True)]
+    assert set(summary["final_start_eval"]) == {"random"}  # the start, on the final deals
+    start = read_checkpoint(folder / "checkpoints" / "start.pt")
+    final = read_checkpoint(folder / "checkpoints" / "final.pt")
+    assert start["net_config"]["prior_scale"] == 2.0
+    assert any(not torch.equal(start["model"][k], final["model"][k]) for k in start["model"])
 
 
 def test_dagger_rounds_add_the_networks_own_positions(tmp_path: Path) -> None:
-    one = selfplay.main(_config(tmp_path, run_name="once", total_updates=0, eval_every=0, keep_best=""))["distill"]
-    quiet = {"total_updates": 0, "eval_every": 0, "keep_best": ""}
-    two = selfplay.main(_config(tmp_path, run_name="twice", distill_rounds=1, dagger_positions=100, **quiet))
-    two = two["distill"]
-    assert one["rounds"] == 0 and two["rounds"] == 1
+    quiet = {"eval_opponents": {}, "final_eval_pairs": 0}
+    one = distill_trainer.main(_config(tmp_path / "once", **quiet))
+    two = distill_trainer.main(_config(tmp_path / "twice", rounds=1, dagger_positions=100, **quiet))
+    assert one["rounds"] == 1 and two["rounds"] == 2  # rounds trained: the first, then the DAgger rounds
     assert one["positions"] < two["positions"] <= one["positions"] + 100
-    assert [len(a) for a in two["val_accuracy"]] == [2, 2]
+    assert [len(a) for a in two["held_out_accuracy"]] == [2, 2]
 
 
-def test_teacher_config_is_checked() -> None:
-    with pytest.raises(ConfigError, match="teacher needs prior_scale > 0"):
-        _config(Path("unused"), prior_scale=0.0).validate()
-    with pytest.raises(ConfigError, match="teacher"):
-        _config(Path("unused"), teacher="mcts:simz=3").validate()
-    with pytest.raises(ConfigError, match="distill_positions must be >= 2"):
-        _config(Path("unused"), distill_positions=1).validate()
-    with pytest.raises(ConfigError, match="distill_lr must be > 0"):
-        _config(Path("unused"), distill_lr=0.0).validate()
-    with pytest.raises(ConfigError, match="distill_rounds must be >= 0"):
-        _config(Path("unused"), distill_rounds=-1).validate()
-    with pytest.raises(ConfigError, match="dagger_positions must be >= 2"):
-        _config(Path("unused"), dagger_positions=1).validate()
+def test_distill_config_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"needs net\.prior_scale > 0"):
+        _config(tmp_path, net={"prior_scale": 0.0}).validate()
+    with pytest.raises(ConfigError, match=r"positions must be in \[2, "):
+        _config(tmp_path, positions=1).validate()
+    with pytest.raises(ConfigError, match="lr must be > 0"):
+        _config(tmp_path, lr=0.0).validate()
+    with pytest.raises(ConfigError, match=r"rounds must be in \[0, "):
+        _config(tmp_path, rounds=-1).validate()
+    with pytest.raises(AgentSpecError, match="mcts"):  # the run builds its teacher before it writes anything
+        distill_trainer.main(_config(tmp_path, teacher="mcts:simz=3"))
+    assert not (tmp_path / "distill").exists()

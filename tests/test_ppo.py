@@ -14,15 +14,21 @@ from agents.ppo import PPOSettings, drift_from_start, per_seat_gae, ppo_update
 from patchwork_env.core.state import new_game
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.players import make_agent
-from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for, sample_actions
-from patchwork_env.players.policy import CheckpointError, load_ppo_agent, net_from_checkpoint, read_checkpoint
-from train import run_utils, selfplay
-from train.config import ConfigError, SelfPlayConfig, from_dict
+from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
+from patchwork_env.players.errors import CheckpointError
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet, prior_for, sample_actions
+from patchwork_env.players.policy import load_ppo_agent
+from train import selfplay
+from train.cli import from_dict
+from train.config import ConfigError, SelfPlayConfig
+from train.run import evaluate, frozen_copy
 from train.seeds import Stream, stream_seed
 
 TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
-SHORT_RUN = {"prior_scale": 2.0, "num_games": 16, "rollout_steps": 16, "total_updates": 6, "update_epochs": 2,
-             "learning_rate": 3e-2, "anneal_lr": False, "ent_coef": 0.0, "reward_margin_weight": 1.0,
+SHORT_RUN = {"net": {**TINY_NET, "prior_scale": 2.0}, "num_games": 16, "rollout_steps": 16,
+             "total_updates": 6, "update_epochs": 2, "learning_rate": 3e-2, "anneal_lr": False, "ent_coef": 0.0,
+             "reward_margin_weight": 1.0,
              "critic_warmup_updates": 1, "prior_lr_scale": 0.1, "anchor_coef": 1.0, "eval_every": 0,
              "seed": 0}  # fmt: skip
 
@@ -112,10 +118,9 @@ def test_opponent_pool_schedule_snapshots_and_acting() -> None:
 
 
 def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
-    data = {
-        **TINY_NET,
-        "runs_dir": str(tmp_path),
-        "run_name": "smoke",
+    data: dict[str, object] = {
+        "net": TINY_NET,
+        "run_dir": str(tmp_path / "smoke"),
         "num_games": 8,
         "rollout_steps": 24,  # games end (and draw snapshot opponents) during the second rollout
         "total_updates": 3,
@@ -132,7 +137,7 @@ def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
         "latest_prob": 0.3,
     }
     data.update(extra)
-    return from_dict(SelfPlayConfig, data)
+    return from_dict(SelfPlayConfig, data, "test")
 
 
 def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
@@ -143,8 +148,8 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     assert (folder / "config.yaml").is_file() and (folder / "learning_curve.png").is_file()
     assert any(folder.glob("events.out.tfevents*"))
     assert 0.0 <= summary["last_eval"]["random"]["win_rate"] <= 1.0
-    assert 0.0 <= summary["last_eval"]["random"]["sampled_win_rate"] <= 1.0  # the sampled policy too
-    assert set(summary["start_eval"]) == {"random"} and summary["start_eval"]["random"]["update"] == 0
+    history = read_checkpoint(folder / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
+    assert [h["update"] for h in history] == [0, 2, 3]  # 0: the start
     for key in ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy",
                 "diag/agree_start", "diag/kl_to_start"):  # fmt: skip
         assert key in summary["last_update_diagnostics"], key
@@ -154,8 +159,8 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     assert latest.stat().st_size < 5_000_000
 
     # resume for one more update: counters and optimizer continue exactly where they were
-    resumed_cfg = from_dict(SelfPlayConfig, {**first["trainer"]["config"], "total_updates": 4})
-    summary = selfplay.main(resumed_cfg, resume=str(latest))
+    resumed = {**first["trainer"]["config"], "total_updates": 4, "resume": str(latest), "run_dir": ""}
+    summary = selfplay.main(from_dict(SelfPlayConfig, resumed, "test"))
     assert Path(summary["run_folder"]) == folder and summary["updates"] == 4
     second = read_checkpoint(latest)["trainer"]
     assert second["global_step"] == 4 * 8 * 24
@@ -202,7 +207,7 @@ def test_zero_updates_evaluates_the_untrained_network(tmp_path: Path) -> None:
 
     assert games(summary["final_start_eval"]) == games(summary["final_eval"])
     torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-    fresh = PatchworkNet(cfg.net_config()).state_dict()
+    fresh = PatchworkNet(cfg.net).state_dict()
     saved = read_checkpoint(Path(summary["run_folder"]) / "checkpoints" / "final.pt")["model"]
     assert all(torch.equal(fresh[k], saved[k]) for k in fresh)
 
@@ -246,9 +251,9 @@ def test_resume_with_a_different_network_fails_before_writing(tmp_path: Path) ->
     saved_config = (folder / "config.yaml").read_text()
     stamp = latest.stat().st_mtime_ns
     stored = read_checkpoint(latest)["trainer"]["config"]
-    wider = from_dict(SelfPlayConfig, {**stored, "channels": 16, "total_updates": 2})
-    with pytest.raises(ConfigError, match=r"channels: checkpoint 8, config 16"):
-        selfplay.main(wider, resume=str(latest))
+    wider = {**stored, "net": {**stored["net"], "channels": 16}, "total_updates": 2, "resume": str(latest)}
+    with pytest.raises(ConfigError, match=r"net.channels: checkpoint 8, config 16"):
+        selfplay.main(from_dict(SelfPlayConfig, wider, "test"))
     assert (folder / "config.yaml").read_text() == saved_config and latest.stat().st_mtime_ns == stamp
 
 
@@ -279,7 +284,7 @@ def _settings(**extra: object) -> PPOSettings:
 def test_update_logs_the_diagnostics_and_drift_from_the_start() -> None:
     torch.manual_seed(0)
     net = PatchworkNet(NetConfig(**TINY_NET, prior_scale=2.0))
-    start = run_utils.frozen_copy(net)
+    start = frozen_copy(net)
     batch = _prior_batch(net)
     same = drift_from_start(net, start, batch, torch.Generator().manual_seed(0))
     assert same["diag/agree_start"] == 1.0 and abs(same["diag/kl_to_start"]) < 1e-6
@@ -318,7 +323,7 @@ def test_anchor_keeps_the_policy_closer_to_its_start() -> None:
     for coef in (0.0, 10.0):
         torch.manual_seed(2)
         net = PatchworkNet(NetConfig(**TINY_NET, prior_scale=2.0))
-        start = run_utils.frozen_copy(net)
+        start = frozen_copy(net)
         batch = _prior_batch(net, seed=2)
         optimizer = torch.optim.Adam(net.parameters(), lr=0.02)
         metrics = ppo_update(
@@ -339,9 +344,9 @@ def test_a_short_run_does_not_lower_its_start_against_greedy(tmp_path: Path) -> 
     cfg = _tiny_config(tmp_path, **SHORT_RUN)
     folder = Path(selfplay.main(cfg)["run_folder"]) / "checkpoints"
     rates = [
-        run_utils.evaluate(net_from_checkpoint(read_checkpoint(folder / name)), {"greedy": 50}, seed=5, workers=1)[
-            "greedy"
-        ]["win_rate"]
+        evaluate(net_from_checkpoint(read_checkpoint(folder / name)), {"greedy": 50}, seed=5, workers=1)["greedy"][
+            "win_rate"
+        ]
         for name in ("start.pt", "final.pt")
     ]
     assert rates[1] >= rates[0] - 0.05, f"start {rates[0]:.3f}, after {cfg.total_updates} updates {rates[1]:.3f}"

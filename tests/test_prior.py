@@ -16,10 +16,12 @@ from patchwork_env.core.state import new_game
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.players.greedy import GreedyAgent
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior, score_actions
-from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet, prior_for
 from patchwork_env.players.policy import PPOAgent, load_ppo_agent
 from train import selfplay
-from train.config import ConfigError, SB3Config, SelfPlayConfig, from_dict
+from train.cli import from_dict
+from train.config import ConfigError, SB3Config, SelfPlayConfig
 
 PRIOR_NET = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
 
@@ -145,8 +147,8 @@ def test_prior_argument_is_required_exactly_when_the_net_has_one(
     for option in ("group_scale", "kind_weights"):  # options of the prior: meaningless without it
         with pytest.raises(ValueError, match=f"net.{option} needs prior_scale > 0"):
             NetConfig(**{option: True}).validate()
-    for bad_hidden in (-1, 2.5, True):
-        with pytest.raises(ValueError, match=r"net.kind_hidden must be a non-negative integer \(0: off\)"):
+    for bad_hidden in (-1, 2.5, True, 10**9):
+        with pytest.raises(ValueError, match=r"net.kind_hidden must be an integer in \[0, 4096\]"):
             NetConfig(kind_hidden=bad_hidden).validate()  # type: ignore[arg-type]
 
 
@@ -167,14 +169,8 @@ def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> Non
     cfg = from_dict(
         SelfPlayConfig,
         {
-            "channels": 8,
-            "blocks": 1,
-            "hidden": 16,
-            "head_features": 4,
-            "head_hidden": 8,
-            "prior_scale": 1.5,
-            "runs_dir": str(tmp_path),
-            "run_name": "prior",
+            "net": {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8, "prior_scale": 1.5},
+            "run_dir": str(tmp_path / "prior"),
             "num_games": 8,
             "rollout_steps": 24,
             "total_updates": 2,
@@ -188,8 +184,9 @@ def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> Non
             "latest_prob": 0.3,
             "greedy_weight": 0.5,
         },
+        "test",
     )
-    before = PatchworkNet(cfg.net_config()).prior_weights.bias.detach().clone()
+    before = PatchworkNet(cfg.net).prior_weights.bias.detach().clone()
     summary = selfplay.main(cfg)
     agent = load_ppo_agent(str(Path(summary["run_folder"]) / "checkpoints" / "latest.pt"))
     assert agent.net.uses_prior and agent.net.config.prior_scale == 1.5
@@ -199,8 +196,8 @@ def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> Non
 
 
 def test_sb3_trainer_rejects_the_prior() -> None:
-    with pytest.raises(ConfigError, match="prior_scale must be 0 for the MaskablePPO trainer"):
-        from_dict(SB3Config, {"prior_scale": 1.0}).validate()
+    with pytest.raises(ConfigError, match=r"net\.prior_scale must be 0 for MaskablePPO"):
+        from_dict(SB3Config, {"net": {"prior_scale": 1.0}}, "test").validate()
     for bad in (-2.0, 5000.0):
         with pytest.raises(ConfigError, match=r"prior_scale must be a number in \[0, 1000\]"):
-            from_dict(SelfPlayConfig, {"prior_scale": bad}).validate()
+            from_dict(SelfPlayConfig, {"net": {"prior_scale": bad}}, "test").validate()

@@ -27,7 +27,7 @@ def test_public_names_include_the_engine_envs_players_and_arena() -> None:
     assert {"GameState", "new_game", "env", "SingleAgentEnv", "VectorGames", "PatchworkVectorEnv"} <= set(
         patchwork_env.__all__
     )
-    assert {"make_agent", "RandomAgent", "describe_agents"} <= set(patchwork_env.players.__all__)
+    assert {"make_agent", "describe_agents", "AgentSpecError"} <= set(patchwork_env.players.__all__)
     assert {"play_pairs", "round_robin", "wilson_interval"} <= set(patchwork_env.evaluation.__all__)
 
 

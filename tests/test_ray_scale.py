@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -27,7 +28,8 @@ from patchwork_env.core.state import new_game  # noqa: E402
 from patchwork_env.evaluation.arena import round_robin  # noqa: E402
 from patchwork_env.players.policy import load_ppo_agent  # noqa: E402
 from tests import ray_cluster_checks as checks  # noqa: E402
-from train.config import ConfigError, RLlibConfig, load_config  # noqa: E402
+from train.cli import load_yaml, parse_config  # noqa: E402
+from train.config import ConfigError, RLlibConfig  # noqa: E402
 from train.rllib_selfplay import LEARNER, SEATS, map_agent, opponent_ids  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,8 +97,8 @@ def test_cluster_traffic_stays_on_loopback(cluster_report: dict[str, Any]) -> No
 def test_rllib_smoke_run_on_the_cluster_plays_only_legal_moves(cluster_report: dict[str, Any]) -> None:
     info = cluster_report["rllib"]
     assert info["iterations"] == 2 and info["learner_decisions"] > 0
-    path = Path(info["checkpoint"])
-    assert path.name == "final.pt" and (path.parent / "rllib" / "rllib_checkpoint.json").is_file()
+    path = Path(info["run_folder"]) / "checkpoints" / "final.pt"
+    assert path.is_file() and (path.parent / "rllib" / "rllib_checkpoint.json").is_file()
     agent = load_ppo_agent(str(path))
     rng = np.random.default_rng(0)
     for seed in range(2):
@@ -159,31 +161,32 @@ def test_opponent_weights_follow_the_config() -> None:
 
 
 @pytest.mark.parametrize(
-    ("override", "message"),
+    ("argv", "message"),
     [
-        ("reward=margin", "reward must be 'win' or 'score'"),
-        ("minibatch_size=5000", "minibatch_size (5000) must be at most train_batch_size"),
-        ("num_env_runners=-1", "num_env_runners must be >= 0"),
+        (["--reward", "margin"], "reward must be 'win' or 'score'"),
+        (["--minibatch-size", "5000"], "minibatch_size (5000) must be at most train_batch_size"),
+        (["--num-env-runners", "-1"], "num_env_runners must be in [0, "),
     ],
 )
-def test_rllib_config_rejects_bad_values(override: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        load_config(ROOT / "configs" / "rllib.yaml", RLlibConfig, [override])
+def test_rllib_config_rejects_bad_values(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_config(RLlibConfig, ["--config", str(ROOT / "configs" / "rllib.yaml"), *argv])
 
 
 def test_shipped_rllib_configs_load() -> None:
     for name in ("rllib.yaml", "rllib_smoke.yaml", "rllib_prior.yaml"):
-        load_config(ROOT / "configs" / name, RLlibConfig)
+        load_yaml(RLlibConfig, ROOT / "configs" / name).validate()
 
 
 def test_module_weights_and_project_checkpoints_convert_both_ways(tmp_path: Path) -> None:
     from agents.rllib_module import net_state_dict
-    from patchwork_env.players.network import NetConfig, PatchworkNet
-    from patchwork_env.players.policy import save_checkpoint
+    from patchwork_env.players.checkpoint import save_checkpoint
+    from patchwork_env.players.net_config import NetConfig
+    from patchwork_env.players.network import PatchworkNet
     from train.rllib_selfplay import initial_net, module_state
 
-    cfg = RLlibConfig(channels=8, hidden=16, head_features=4, head_hidden=8)
-    net = PatchworkNet(cfg.net_config())
+    cfg = RLlibConfig(net=NetConfig(channels=8, hidden=16, head_features=4, head_hidden=8))
+    net = PatchworkNet(cfg.net)
     back = net_state_dict(module_state(net))
     assert back.keys() == net.state_dict().keys()
     assert all(bool((back[k] == v).all()) for k, v in net.state_dict().items())

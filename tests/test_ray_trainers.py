@@ -9,7 +9,6 @@ need no Ray runtime.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -27,11 +26,12 @@ from agents.az_backend import chunks_of, play_chunked
 from agents.az_selfplay import Samples, play_games
 from patchwork_env.core import rules
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
-from patchwork_env.players.policy import read_checkpoint
+from patchwork_env.players.checkpoint import read_checkpoint
 from tests import ray_trainer_checks as checks
 from tests.test_ray_scale import LOOPBACK, SequentialBackend, _namespace_available
-from train import alphazero, selfplay
-from train.config import AlphaZeroConfig, ConfigError, SelfPlayConfig, load_config
+from train import alphazero, distill
+from train.cli import load_yaml, parse_config
+from train.config import AlphaZeroConfig, ConfigError, DistillConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,15 +68,15 @@ def _same_samples(a: Samples, b: Samples) -> bool:
 
 # --- Ray in a namespace against the local backend -------------------------------------------------
 def test_distillation_labels_on_ray_equal_local_labels(ray_runs: dict[str, Any], tmp_path: Path) -> None:
-    cfg = load_config(None, SelfPlayConfig, checks.DISTILL_OVERRIDES)  # distill_backend=local
-    local = selfplay.main(cfg, run_dir=str(tmp_path / "distill_local"))["distill"]
+    cfg, _ = parse_config(DistillConfig, [*checks.DISTILL_ARGS, "--run-dir", str(tmp_path / "distill_local")])
+    local = distill.main(cfg)  # backend local
     assert ray_runs["distill_mapped"] == ["_label_chunk"]  # the labelling ran as Ray tasks
     assert local["positions"] >= 10 and ray_runs["distill"]["positions"] == local["positions"]
     assert ray_runs["distill"]["label_counts"] == local["label_counts"]
-    assert ray_runs["distill"]["val_accuracy"] == local["val_accuracy"]
+    assert ray_runs["distill"]["held_out_accuracy"] == local["held_out_accuracy"]
     # trained on the same labels: the same distilled network, bit for bit
-    ray_net = ray_runs["dir"] / "distill_ray" / "checkpoints" / "distilled.pt"
-    assert _same_weights(ray_net, tmp_path / "distill_local" / "checkpoints" / "distilled.pt")
+    ray_net = ray_runs["dir"] / "distill_ray" / "checkpoints" / "final.pt"
+    assert _same_weights(ray_net, tmp_path / "distill_local" / "checkpoints" / "final.pt")
 
 
 def test_alphazero_selfplay_samples_on_ray_equal_local(ray_runs: dict[str, Any]) -> None:
@@ -94,10 +94,11 @@ def test_alphazero_command_on_ray_trains_the_network_local_training_does(
     ray_runs: dict[str, Any], tmp_path: Path
 ) -> None:
     assert ray_runs["az_cli"]["returncode"] == 0, ray_runs["az_cli"]["stderr_tail"]
-    cfg = load_config(checks.AZ_SMOKE, AlphaZeroConfig, [f"selfplay_chunk={checks.AZ_CHUNK}"])
-    alphazero.main(cfg, run_dir=str(tmp_path / "az_local"))
+    argv = ["--config", str(checks.AZ_SMOKE), "--selfplay-chunk", str(checks.AZ_CHUNK)]
+    cfg, _ = parse_config(AlphaZeroConfig, [*argv, "--run-dir", str(tmp_path / "az_local")])
+    alphazero.main(cfg)
     remote = ray_runs["dir"] / "az_ray" / "checkpoints"
-    for name in ("iter_0.pt", "final.pt"):
+    for name in ("start.pt", "final.pt"):
         assert _same_weights(remote / name, tmp_path / "az_local" / "checkpoints" / name), name
 
 
@@ -170,44 +171,36 @@ def test_a_worker_rebuilds_its_search_when_the_weights_change() -> None:
 
 # --- configs and command lines ---------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("cls", "path", "override", "message"),
+    ("cls", "argv", "message"),
     [
-        (
-            AlphaZeroConfig,
-            "alphazero_smoke.yaml",
-            "selfplay_backend=cloud",
-            "selfplay_backend must be one of 'local', 'ray', got 'cloud'",
-        ),
-        (
-            SelfPlayConfig,
-            "selfplay.yaml",
-            "distill_backend=Ray",
-            "distill_backend must be one of 'local', 'ray', got 'Ray'",
-        ),
-        (AlphaZeroConfig, "alphazero_smoke.yaml", "selfplay_chunk=-2", "selfplay_chunk must be >= 0"),
-        (
-            AlphaZeroConfig,
-            "alphazero_smoke.yaml",
-            "selfplay_backend=ray",
-            "selfplay_backend=ray plays chunks of selfplay_chunk games",
-        ),
+        (AlphaZeroConfig, ["--selfplay-backend", "cloud"], "selfplay_backend must be one of local, ray, got 'cloud'"),
+        (DistillConfig, ["--backend", "Ray"], "backend must be one of local, ray, got 'Ray'"),
+        (AlphaZeroConfig, ["--selfplay-chunk", "-2"], r"selfplay_chunk must be in \[0, "),
+        (AlphaZeroConfig, ["--selfplay-backend", "ray"], "selfplay_backend=ray plays chunks of selfplay_chunk games"),
+        (AlphaZeroConfig, ["--address", "auto"], "address needs selfplay_backend=ray"),
+        (DistillConfig, ["--address", "auto"], "address needs backend=ray"),
     ],
 )
-def test_bad_backend_settings_are_config_errors(cls: Any, path: str, override: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
-        load_config(ROOT / "configs" / path, cls, [override])
+def test_bad_backend_settings_are_config_errors(cls: Any, argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(cls, ["--config", str(checks.AZ_SMOKE)] * (cls is AlphaZeroConfig) + argv)
 
 
-def test_the_ray_backend_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
-    with pytest.raises(ConfigError, match=r'distill_backend=ray needs the optional extra "scale"'):
-        load_config(None, SelfPlayConfig, ["distill_backend=ray"])
+def test_the_ray_backend_without_ray_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if it were not installed
+    code = distill.cli([*checks.DISTILL_ARGS, "--backend", "ray", "--run-dir", str(tmp_path / "d")])
+    assert code == 2
+    assert _error_lines(capsys.readouterr().err) == [
+        'error: the Ray backend needs Ray, which is not installed: pip install "patchwork-env[ray]"'
+    ]
+    assert not (tmp_path / "d").exists()
 
 
 def test_shipped_configs_keep_the_local_backend() -> None:
-    assert load_config(ROOT / "configs" / "selfplay.yaml", SelfPlayConfig).distill_backend == "local"
-    az = load_config(ROOT / "configs" / "alphazero.yaml", AlphaZeroConfig)
+    assert load_yaml(DistillConfig, ROOT / "configs" / "dagger.yaml").backend == "local"
+    az = load_yaml(AlphaZeroConfig, ROOT / "configs" / "alphazero.yaml")
     assert (az.selfplay_backend, az.selfplay_chunk) == ("local", 0)
 
 
@@ -215,25 +208,11 @@ def _error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.strip()]
 
 
-def test_address_without_the_ray_backend_is_one_error_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert selfplay.cli(["--address", "auto", "--run-dir", str(tmp_path / "sp")]) == 2
-    assert _error_lines(capsys.readouterr().err) == [
-        "error: --address needs distill_backend=ray (it names the Ray cluster of that step)"
-    ]
-    assert (
-        alphazero.cli(["--config", str(checks.AZ_SMOKE), "--address", "auto", "--run-dir", str(tmp_path / "az")]) == 2
-    )
-    assert _error_lines(capsys.readouterr().err) == [
-        "error: --address needs selfplay_backend=ray (it names the Ray cluster of that step)"
-    ]
-    assert not (tmp_path / "sp").exists() and not (tmp_path / "az").exists()
-
-
 def test_an_unreachable_cluster_fails_before_the_run_folder_is_written(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     argv = ["--config", str(checks.AZ_SMOKE), "--run-dir", str(tmp_path / "az"), "--address", "127.0.0.1:1"]
-    assert alphazero.cli([*argv, "selfplay_backend=ray", "selfplay_chunk=1"]) == 2
+    assert alphazero.cli([*argv, "--selfplay-backend", "ray", "--selfplay-chunk", "1"]) == 2
     lines = _error_lines(capsys.readouterr().err)
     assert len(lines) == 1 and lines[0].startswith("error: nothing answers at 127.0.0.1:1"), lines
     assert not (tmp_path / "az").exists()
@@ -241,11 +220,11 @@ def test_an_unreachable_cluster_fails_before_the_run_folder_is_written(
 
 def test_bad_backend_on_the_command_line_exits_2_with_one_error_line() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "train.alphazero", "--config", str(checks.AZ_SMOKE), "selfplay_backend=cluster"],
+        [sys.executable, "-m", "train.alphazero", "--config", str(checks.AZ_SMOKE), "--selfplay-backend", "cluster"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 2
-    assert _error_lines(proc.stderr) == ["error: selfplay_backend must be one of 'local', 'ray', got 'cluster'"]
+    assert _error_lines(proc.stderr) == ["error: selfplay_backend must be one of local, ray, got 'cluster'"]

@@ -141,13 +141,14 @@ def test_evaluate_writes_every_game(tmp_path: Path) -> None:
 
 
 def test_trainer_evaluations_keep_two_games_per_opponent(tmp_path: Path) -> None:
-    from patchwork_env.players.network import NetConfig, PatchworkNet
-    from train import run_utils
+    from patchwork_env.players.net_config import NetConfig
+    from patchwork_env.players.network import PatchworkNet
+    from train.run import evaluate
 
     net = PatchworkNet(NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8))
     path = tmp_path / "games" / "eval-00001.jsonl"
     for _ in range(2):  # evaluating twice into the same file replaces it
-        run_utils.evaluate(net, {"random": 2, "greedy": 1}, seed=3, workers=1, records=path)
+        evaluate(net, {"random": 2, "greedy": 1}, seed=3, workers=1, records=path)
     records = read_records(path)
     assert [(r.players[r.meta["seat_a"]].name, r.players[1 - r.meta["seat_a"]].spec) for r in records] == [
         ("learner", "random"),

@@ -12,7 +12,8 @@ from patchwork_env import SingleAgentEnv
 from patchwork_env.core.records import read_records
 from patchwork_env.players import make_agent
 from patchwork_env.players.policy import load_ppo_agent
-from train.config import SB3Config, from_dict
+from train.cli import from_dict
+from train.config import SB3Config
 from train.sb3_maskable import main
 
 TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
@@ -22,9 +23,8 @@ def test_sb3_smoke_run_and_checkpoint_as_opponent(tmp_path: Path) -> None:
     cfg = from_dict(
         SB3Config,
         {
-            **TINY_NET,
-            "runs_dir": str(tmp_path),
-            "run_name": "sb3",
+            "net": TINY_NET,
+            "run_dir": str(tmp_path / "sb3"),
             "n_envs": 4,
             "n_steps": 16,
             "batch_size": 32,
@@ -39,6 +39,7 @@ def test_sb3_smoke_run_and_checkpoint_as_opponent(tmp_path: Path) -> None:
             "latest_prob": 0.5,
             "reward_margin_weight": 0.5,
         },
+        "test",
     )
     summary = main(cfg)
     folder = Path(summary["run_folder"])

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from patchwork_env.cli.common import MAX_ARENA_SEED
 from tests.test_ppo import _tiny_config
-from train import alphazero, run_utils, selfplay
-from train.cli import MAX_ARENA_SEED
-from train.config import AlphaZeroConfig, load_config
+from train import alphazero, run, selfplay
+from train.cli import parse_config
+from train.config import AlphaZeroConfig
 from train.seeds import Stream, stream_rng, stream_seed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +26,7 @@ def test_streams_are_the_seed_sequence_children_and_distinct() -> None:
             assert stream_seed(seed, stream) == int(children[stream].generate_state(1)[0])
         values = {stream_seed(seed, s, *index) for s in Stream for index in ((), (0,), (1,), (2,))}
         assert len(values) == 4 * len(Stream)
-        # every stream seed is one that train.evaluate --seed accepts (to replay a trainer's deals)
+        # every stream seed is one that patchwork evaluate --seed accepts (to replay a trainer's deals)
         assert all(0 <= value <= MAX_ARENA_SEED for value in values)
     # the old offsets made run 10_000's training deals run 0's evaluation deals; streams do not
     assert stream_seed(10_000, Stream.TRAIN) != stream_seed(0, Stream.EVAL)
@@ -42,7 +43,7 @@ def _record_seeds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
         rate = {"win_rate": 0.5, "ci_low": 0.4, "ci_high": 0.6, "games": 2, "mean_margin": 0.0}
         return {spec: dict(rate) for spec in opponents}
 
-    monkeypatch.setattr(run_utils, "evaluate", fake)
+    monkeypatch.setattr(run, "evaluate", fake)
     return seen
 
 
@@ -62,8 +63,9 @@ def test_alphazero_evaluates_on_the_eval_stream_and_finally_on_fresh_deals(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = _record_seeds(monkeypatch)
-    cfg = load_config(ROOT / "configs" / "alphazero_smoke.yaml", AlphaZeroConfig, ["eval_every=1"])
-    alphazero.main(cfg, run_dir=str(tmp_path / "run"))
-    periodic = {seed for seed, final in seen[:-1]}
+    argv = ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"), "--eval-every", "1"]
+    cfg, _ = parse_config(AlphaZeroConfig, [*argv, "--run-dir", str(tmp_path / "run")])
+    alphazero.main(cfg)
+    periodic = {seed for seed, final in seen[:-2]}
     assert periodic == {stream_seed(cfg.seed, Stream.EVAL)}
-    assert seen[-1][0] == stream_seed(cfg.seed, Stream.FINAL_EVAL)
+    assert [seed for seed, _ in seen[-2:]] == [stream_seed(cfg.seed, Stream.FINAL_EVAL)] * 2  # the end, the start

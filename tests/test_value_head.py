@@ -14,8 +14,10 @@ from agents.value_head import fit_value_head, network_games
 from patchwork_env.core import rules
 from patchwork_env.envs import observation
 from patchwork_env.players.az_search import final_value
-from patchwork_env.players.network import NetConfig, PatchworkNet, prior_for
-from patchwork_env.players.policy import load_ppo_agent, save_checkpoint
+from patchwork_env.players.checkpoint import save_checkpoint
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet, prior_for
+from patchwork_env.players.policy import load_ppo_agent
 from train import value_head as cli
 
 TINY = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)

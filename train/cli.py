@@ -1,166 +1,143 @@
-"""The error convention of every command line here: one ``error: ...`` line on stderr and exit
-code 2, never a usage dump or a traceback (``Parser`` for argparse's own errors, ``fail`` or
-``report`` for the checks after parsing); and what every trainer's command line shares
-(``trainer_parser``, ``run_trainer``) and the evaluation-size option (``add_pairs_option``)."""
+"""The command line of every trainer, around its config dataclass (``train.config``):
+
+    python -m train.selfplay --config configs/quick.yaml --seed 1 --net.channels 64
+
+``--config FILE`` (YAML: the dataclass's fields as keys, ``net:`` nested) gives the starting values,
+checked against the dataclass by dacite; the other options override them (tyro: ``--help`` lists
+every field with its docstring and default); ``validate`` checks the values. Anything wrong is one
+``error: ...`` line on stderr and exit code 2, before the run folder is written. A trainer module
+parses its arguments before it imports torch, so ``--help`` stays instant.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import re
 import sys
-import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from train.config import CommonConfig
+import dacite
+import tyro
+import yaml
 
-C = TypeVar("C", bound="CommonConfig")
+from patchwork_env.cli.common import report
+from patchwork_env.players.errors import AgentSpecError, CheckpointError
+from train.config import CommonConfig, ConfigError
 
-# the seed of a run (configs, train.play): every library seeded from it accepts it (the trainers
-# derive their seeds through SeedSequence, train.seeds; configs cap every integer at 2**31 - 1)
-MAX_SEED = 2**31 - 1
-# the seed of arena deals (train.evaluate --seed; it only seeds SeedSequence): up to 2**32 - 1, so
-# every evaluation stream of a trainer (train.seeds.stream_seed, < 2**32) can be replayed
-MAX_ARENA_SEED = 2**32 - 1
-
-
-def report(message: object) -> int:
-    """Print the first line of ``message`` as ``error: ...`` on stderr; return the exit code, 2."""
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    print(f"error: {lines[0] if lines else 'invalid arguments'}", file=sys.stderr)
-    return 2
+C = TypeVar("C", bound=CommonConfig)
+MAX_CONFIG_BYTES = 1_000_000
+# what a run raises at its start because of what it was given: a config, an agent spec, a checkpoint,
+# a file, a Ray cluster that cannot be joined, a missing optional extra (Ray, an agent's torch)
+INPUT_ERRORS = (ConfigError, AgentSpecError, CheckpointError, FileNotFoundError, ConnectionError, ImportError)
 
 
-def fail(message: object) -> NoReturn:
-    """``report`` the error and exit with code 2."""
-    raise SystemExit(report(message))
-
-
-class Parser(argparse.ArgumentParser):
-    """``argparse.ArgumentParser`` whose errors follow ``fail`` (``--help`` still prints usage)."""
-
-    def error(self, message: str) -> NoReturn:
-        fail(f"{message} (see {self.prog} --help)")
-
-
-def positive_int(text: str) -> int:
-    """An argparse ``type``: a whole number >= 1 (``--threads``, ``--games``, ``--repeats``)."""
+def load_yaml(cls: type[C], path: str | Path) -> C:
+    """The config in the YAML file ``path``: unknown keys and wrong types are a ``ConfigError``."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found (or not a regular file): {p}")
+    if p.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{p} is larger than {MAX_CONFIG_BYTES} bytes: not a config")
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+        data = yaml.safe_load(p.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p} is not valid YAML: {' '.join(str(exc).split())}") from None
+    return from_dict(cls, data or {}, str(p))
 
 
-def run_dir(text: str) -> str:
-    """``--run-dir``: a folder that may exist (a resumed run's) but is not a file."""
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
-    if path.parent.exists() and not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{path.parent} is not a folder")
-    return text
+def from_dict(cls: type[C], data: Any, source: str) -> C:
+    """``cls`` from a mapping of its fields (nested for ``net``); every value's type is checked."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source} must hold a mapping of config keys to values, got {type(data).__name__}")
+    try:
+        return dacite.from_dict(cls, data, config=dacite.Config(strict=True, cast=[float]))
+    except dacite.DaciteError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
 
 
-class _GamesAsPairs(argparse.Action):
-    """The old spelling of a ``--pairs`` option that counted games (``--games 100`` is
-    ``--pairs 50``): still accepted, hidden from ``--help``; the games must be even."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        games = typing.cast(int, values)
-        if games < 2 or games % 2:
-            parser.error(
-                f"{self.option_strings[0]} must be an even number >= 2 (each deal is played twice, seats swapped), "
-                f"got {games}; it counts games: use --{self.dest.replace('_', '-')} N for N paired deals"
-            )
-        setattr(namespace, self.dest, games // 2)
-
-
-def add_pairs_option(
-    parser: argparse.ArgumentParser, option: str, old_games_option: str, default: int | None, help: str
-) -> None:
-    """``option`` (e.g. ``--pairs``) counts paired deals, each played twice with the seats swapped,
-    as every evaluation size here does (``final_eval_pairs``, ``eval_opponents: {spec: pairs}``,
-    ``patchwork_env.evaluation.arena``'s ``num_pairs``); ``old_games_option`` (e.g. ``--games``), the old spelling that
-    counted games, still works (halved) and is hidden."""
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument(option, type=int, default=default, metavar="PAIRS", help=help)
-    dest = option.lstrip("-").replace("-", "_")
-    group.add_argument(
-        old_games_option, type=int, dest=dest, action=_GamesAsPairs, default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )
+def parse_config(
+    cls: type[C], argv: Sequence[str], description: str | None = None, prog: str | None = None
+) -> tuple[C, str]:
+    """The config of a command line and its name (the ``--config`` file's stem, or the trainer's
+    name for the defaults); with a ``--resume`` field, a checkpoint's config is the starting point."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config")
+    known, rest = pre.parse_known_args(list(argv))
+    start = load_yaml(cls, known.config) if known.config else cls()
+    name = Path(known.config).stem if known.config else cls.__name__.removesuffix("Config").lower()
+    if "--resume" in rest[:-1] and hasattr(cls, "resume"):
+        start = from_dict(cls, resumed_config(rest[rest.index("--resume") + 1]), "the resumed checkpoint")
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            cfg = tyro.cli(cls, args=rest, default=start, description=description, prog=prog)
+    except SystemExit as exc:
+        if exc.code:
+            raise ConfigError(one_line(errors.getvalue())) from None
+        raise
+    cfg.validate()
+    return cfg, name
 
 
-def trainer_parser(prog: str, description: str, configs: str, example: str) -> Parser:
-    """The options every trainer takes: ``--config``, ``--run-dir``, ``--help-config`` and
-    ``key=value`` overrides (a trainer adds its own, e.g. ``--resume``, after these)."""
-    parser = Parser(
-        prog=prog, description=description, epilog=f"Overrides: key=value after the options, e.g. {example}."
-    )
-    parser.add_argument("--config", help=f"YAML config ({configs})")
-    parser.add_argument("--run-dir", type=run_dir, help="run folder (default runs/<run_name>)")
-    parser.add_argument("--help-config", action="store_true", help="list every config key and exit")
-    parser.add_argument("overrides", nargs="*", help="key=value")
-    return parser
+def resumed_config(path: str) -> dict[str, Any]:
+    """The config stored in a checkpoint's trainer state (torch loads only when a run resumes)."""
+    from patchwork_env.players.checkpoint import read_checkpoint
+
+    trainer = read_checkpoint(path).get("trainer", {})
+    if "config" not in trainer:
+        raise ConfigError(f"{path} holds a network but no trainer state: it cannot be resumed")
+    return {**trainer["config"], "resume": path}
 
 
-def add_address_option(parser: argparse.ArgumentParser, key: str) -> None:
-    """``--address`` of a trainer whose config key ``key`` (e.g. ``distill_backend``) may be
-    ``ray``: the Ray cluster to join, spelled as ``patchwork evaluate`` and ``train.rllib_selfplay``
-    take it; ``ray_address`` reads it back."""
-    parser.add_argument(
-        "--address", help=f"with {key}=ray: a Ray cluster to join (auto or HOST:PORT); default: a local Ray runtime"
-    )
+def one_line(text: str) -> str:
+    """tyro's boxed error as one line: its message, and its first suggestion if it has one."""
+    lines = [line.strip().strip("│|").strip() for line in text.splitlines()]
+    lines = [line for line in lines if not re.fullmatch(r"[-─│|+╭╮╰╯═ ]*", line)]
+    lines = [line for line in lines if not line.startswith("For full helptext")]
+    if not lines:
+        return "invalid arguments (see --help)"
+    titles = {"Unrecognized options", "Missing argument", "Value error", "Parsing error"}
+    body = [line for line in lines if re.sub(r"[╭╮─+\-]", "", line).strip() not in titles]
+    message = body[0] if body else lines[0]
+    if "Perhaps you meant:" in body:
+        message += f" (did you mean {body[body.index('Perhaps you meant:') + 1].split()[0]}?)"
+    return f"{message} (see --help)"
 
 
-def ray_address(args: argparse.Namespace, cfg: CommonConfig, key: str) -> str | None:
-    """``--address``, or a ``ConfigError`` if it is given while ``cfg``'s ``key`` is not ``ray``."""
-    from train.config import ConfigError  # train.config imports this module
+def parse_or_exit(cls: type[C], doc: str | None = None) -> tuple[C, str]:
+    """``parse_config`` of the process's arguments (``--help`` shows the first two paragraphs of the
+    trainer's docstring ``doc``); a bad one ends the process (one ``error:`` line, exit code 2)."""
+    module = Path(sys.argv[0]).stem
+    description = "\n\n".join((doc or "").split("\n\n")[:2]) or None
+    try:
+        return parse_config(cls, sys.argv[1:], description, prog=f"python -m train.{module}")
+    except (ValueError, OSError, ImportError) as exc:  # ConfigError, a checkpoint that does not resume
+        raise SystemExit(report(exc)) from None
 
-    if args.address is not None and getattr(cfg, key) != "ray":
-        raise ConfigError(f"--address needs {key}=ray (it names the Ray cluster of that step)")
-    return typing.cast(str | None, args.address)
+
+def train_or_report(train: Callable[[C, str], object], cfg: C, name: str) -> int:
+    """``train(cfg, name)``; what stops a run at its start because of its input (a checkpoint that
+    does not load, an agent spec that does not build, a missing extra, a Ray cluster that cannot be
+    joined) is one ``error:`` line and the return value 2. Errors of the training itself keep
+    their traceback."""
+    try:
+        train(cfg, name)
+    except INPUT_ERRORS as exc:
+        return report(exc)
+    return 0
 
 
 def run_trainer(
-    parser: argparse.ArgumentParser,
-    argv: list[str] | None,
-    config_class: type[C],
-    default_name: str,
-    train: Callable[[C, argparse.Namespace, str], object],
-    load: Callable[[argparse.Namespace], C] | None = None,
-    run_errors: tuple[type[Exception], ...] = (),
+    cls: type[C], train: Callable[[C, str], object], argv: Sequence[str] | None = None, description: str | None = None
 ) -> int:
-    """The command line of a trainer (``parser`` from ``trainer_parser``): ``--help-config`` prints
-    ``config_class``'s keys; else the config is loaded (``load(args)``; default: the ``--config``
-    file, or the defaults, with the overrides) and ``train(cfg, args, config_name)`` runs it, the
-    config name being the file's stem or else ``default_name``. A config
-    that cannot be loaded (bad file, key, value, checkpoint or a missing extra), and a
-    ``ConfigError`` or one of ``run_errors`` from ``train`` (raised before anything is written), is
-    one ``error:`` line and the return value 2 (``sys.exit(cli())``: exit code 2)."""
-    from train.config import ConfigError, describe, load_config  # train.config imports this module
-
-    args = parser.parse_args(argv)
-    if args.help_config:
-        print(describe(config_class))
-        return 0
+    """The whole command line of a trainer (``python -m train.X`` does the same in two steps):
+    parse ``argv`` into ``cls``, then ``train_or_report``; returns the exit code."""
     try:
-        cfg = load(args) if load is not None else load_config(args.config, config_class, args.overrides)
-    except (ValueError, OSError, ImportError) as exc:  # ConfigError, CheckpointError: ValueErrors
+        cfg, name = parse_config(cls, sys.argv[1:] if argv is None else argv, description)
+    except (ValueError, OSError, ImportError) as exc:
         return report(exc)
-    name = Path(args.config).stem if args.config else default_name
-    errors: tuple[type[Exception], ...] = (ConfigError, *run_errors)
-    try:
-        train(cfg, args, name)
-    except errors as exc:
-        return report(exc)
-    return 0
+    return train_or_report(train, cfg, name)

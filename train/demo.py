@@ -1,8 +1,8 @@
 """The demo job (``make demo``): train a small self-play PPO agent, measure it, write a report.
 
     python -m train.demo                                   # configs/quick.yaml, about 10 minutes
-    python -m train.demo --config configs/selfplay.yaml --eval-pairs 200
-    python -m train.demo seed=1 total_updates=50           # key=value overrides of the config
+    python -m train.demo --config configs/selfplay.yaml --pairs 200
+    python -m train.demo --seed 1 --total-updates 50       # any option of python -m train.selfplay
     python -m train.demo --smoke                           # a tiny budget (< 1 minute): checks the pipeline
 
 Three steps, with progress shown throughout:
@@ -34,14 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchwork_env.cli.common import Parser, add_pairs_option
 from patchwork_env.cli.evaluate import format_table, plot_elo
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_robin
-from patchwork_env.players.registry import AgentSpecError, parse_spec
+from patchwork_env.players.errors import AgentSpecError
+from patchwork_env.players.registry import parse_spec
 from patchwork_env.replay import write_replay
-from train import run_utils
-from train.cli import Parser, add_pairs_option
-from train.config import ConfigError, SelfPlayConfig, load_config, parse_overrides
+from train.cli import parse_config
+from train.config import ConfigError, SelfPlayConfig
+from train.run import eval_tag
 from train.selfplay import main as train_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,22 +53,22 @@ DEFAULT_OPPONENTS = ("random", "greedy")
 SMOKE_EVAL_PAIRS = 2
 # --smoke: a few tiny updates of a tiny network, one evaluation, everything in this process
 SMOKE_OVERRIDES = {
-    "num_games": 8,
-    "rollout_steps": 8,
-    "total_updates": 2,
-    "time_limit_minutes": 0.0,
-    "update_epochs": 1,
-    "num_minibatches": 1,
-    "channels": 8,
-    "blocks": 1,
-    "hidden": 32,
-    "head_features": 8,
-    "head_hidden": 16,
-    "snapshot_every": 1,
-    "checkpoint_every": 1,
-    "eval_every": 0,
-    "eval_opponents": {"random": 1},
-    "eval_workers": 1,
+    "--num-games": "8",
+    "--rollout-steps": "8",
+    "--total-updates": "2",
+    "--time-limit-minutes": "0",
+    "--update-epochs": "1",
+    "--num-minibatches": "1",
+    "--critic-warmup-updates": "0",
+    "--net.channels": "8",
+    "--net.blocks": "1",
+    "--net.hidden": "32",
+    "--net.head-features": "8",
+    "--net.head-hidden": "16",
+    "--snapshot-every": "1",
+    "--checkpoint-every": "1",
+    "--eval-every": "0",
+    "--eval-workers": "1",
 }
 
 
@@ -85,7 +87,7 @@ class Plan:
     smoke: bool
     command: str  # as typed
     argv: list[str]
-    overrides: list[str]  # key=value applied to the config file (final_eval_pairs=0 included)
+    overrides: list[str]  # trainer options applied to the config file (--final-eval-pairs 0 included)
 
 
 # --- command line --------------------------------------------------------------------------------
@@ -93,19 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="python -m train.demo",
         description="Train a self-play PPO agent, evaluate it against random and greedy, write a report.",
-        epilog="Overrides: key=value after the options change the config (python -m train.selfplay --help-config "
-        "lists the keys), e.g. python -m train.demo seed=1 total_updates=50",
+        epilog="Every other option is the trainer's (python -m train.selfplay --help lists them), "
+        "e.g. python -m train.demo --seed 1 --total-updates 50",
     )
     p.add_argument("--config", default=DEFAULT_CONFIG, help=f"trainer config, YAML (default {DEFAULT_CONFIG})")
     p.add_argument("--run-dir", type=Path, default=None, help="run folder (default runs/demo-<config>-s<seed>-<time>)")
-    add_pairs_option(
-        p,
-        "--eval-pairs",
-        "--eval-games",
-        None,
-        f"paired deals against each opponent: every deal is played twice with the seats swapped "
-        f"(default {DEFAULT_EVAL_PAIRS}; {SMOKE_EVAL_PAIRS} with --smoke)",
-    )
+    add_pairs_option(p, DEFAULT_EVAL_PAIRS, f"against each opponent ({SMOKE_EVAL_PAIRS} with --smoke)")
     p.add_argument(
         "--opponents",
         nargs="+",
@@ -116,7 +111,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-seed", type=int, default=0, help="seed of the evaluation deals (default 0)")
     p.add_argument("--workers", type=int, default=None, help="evaluation processes (default: the config's)")
     p.add_argument("--smoke", action="store_true", help="tiny budget (< 1 minute) to check that everything runs")
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     return p
 
 
@@ -129,14 +123,12 @@ def find_config(text: str) -> Path | None:
     return None
 
 
-def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> Plan:
+def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str], argv: Sequence[str]) -> Plan:
     """Check every argument (``parser.error`` exits with a message saying what is allowed)."""
     config_path = find_config(args.config)
     if config_path is None:
         known = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml"))
         parser.error(f"--config: no such file {args.config!r}; the project's configs are {known or 'missing'}")
-    if args.eval_pairs is not None and args.eval_pairs < 1:
-        parser.error(f"--eval-pairs must be >= 1 (each deal is played twice, seats swapped), got {args.eval_pairs}")
     if args.eval_seed < 0:
         parser.error(f"--eval-seed must be >= 0, got {args.eval_seed}")
     if args.workers is not None and args.workers < 1:
@@ -151,18 +143,20 @@ def make_plan(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
             parser.error(f"--opponents: {spec!r} is a checkpoint; the demo measures its own agent against baselines")
     if len(set(opponents)) != len(opponents):
         parser.error(f"--opponents must be distinct, got {opponents}")
+    smoke = [item for kv in SMOKE_OVERRIDES.items() for item in kv] if args.smoke else []
+    items = [*smoke, *rest, "--final-eval-pairs", "0"]  # the demo evaluates the final checkpoint itself (step 2)
+    name = f"demo-{config_path.stem}" + ("-smoke" if args.smoke else "")
+    run_dir = str(args.run_dir) if args.run_dir else f"runs/{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
-        extra = {**(SMOKE_OVERRIDES if args.smoke else {}), **parse_overrides(args.overrides)}
-        extra["final_eval_pairs"] = 0  # the demo evaluates the final checkpoint itself (step 2)
-        items = [f"{k}={json.dumps(v)}" for k, v in extra.items()]  # JSON is YAML: parsed back exactly
-        cfg = load_config(config_path, SelfPlayConfig, items)
+        cfg, _ = parse_config(SelfPlayConfig, ["--config", str(config_path), *items, "--run-dir", run_dir])
     except ConfigError as exc:
         parser.error(f"{config_path}: {exc}")
-    name = f"demo-{config_path.stem}" + ("-smoke" if args.smoke else "")
-    folder = run_utils.run_folder(cfg, name, str(args.run_dir) if args.run_dir else None)
+    folder = Path(cfg.run_dir)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         parser.error(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
-    eval_pairs = args.eval_pairs or (SMOKE_EVAL_PAIRS if args.smoke else DEFAULT_EVAL_PAIRS)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        parser.error(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
+    eval_pairs = SMOKE_EVAL_PAIRS if args.smoke and "--pairs" not in argv else args.pairs
     workers = args.workers or (1 if args.smoke else cfg.eval_workers)
     command = " ".join(["python -m train.demo", *(shlex.quote(a) for a in argv)])
     return Plan(
@@ -245,7 +239,7 @@ def write_replays(folder: Path, result: TournamentResult) -> list[Path]:
     pairs = learner_pairs(result)
     pair = next((p for p in pairs if p.b == "greedy"), pairs[-1])
     records = pair.game_records(specs=(pair.a, pair.b))
-    tag = run_utils.eval_tag(pair.b)
+    tag = eval_tag(pair.b)
     (folder / "games").mkdir(exist_ok=True)
     paths = [write_records(folder / "games" / f"demo-vs-{tag}.jsonl", records)]
     for rec in records[:2]:
@@ -279,9 +273,9 @@ def report_text(plan: Plan, summary: dict[str, Any], train_seconds: float, resul
         f"--seed {plan.eval_seed}"
     )
     overrides = " ".join(shlex.quote(o) for o in plan.overrides)
-    more = f"total_updates={2 * cfg.total_updates}"
+    more = f"--total-updates {2 * cfg.total_updates}"
     if cfg.time_limit_minutes:
-        more += f" time_limit_minutes={2 * cfg.time_limit_minutes:g}"
+        more += f" --time-limit-minutes {2 * cfg.time_limit_minutes:g}"
     budget = f"{cfg.total_updates} updates of {cfg.num_games} games x {cfg.rollout_steps} steps"
     if cfg.time_limit_minutes:
         budget += f", or {cfg.time_limit_minutes:g} minutes, whichever comes first"
@@ -389,7 +383,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
     """Run the demo; returns the path of the report."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    plan = make_plan(parser, parser.parse_args(args_list), args_list)
+    args, rest = parser.parse_known_args(args_list)
+    plan = make_plan(parser, args, rest, args_list)
     cfg = plan.config
     budget = f"{cfg.total_updates} updates"
     if cfg.time_limit_minutes:
@@ -397,15 +392,16 @@ def main(argv: Sequence[str] | None = None) -> Path:
     banner(f"1/3 training: {plan.config_path} ({budget}) -> {plan.folder}")
     t0 = time.perf_counter()
     try:
-        summary = train_main(cfg, run_dir=str(plan.folder), config_name=plan.config_name)
+        summary = train_main(cfg, plan.config_name)
     except KeyboardInterrupt:
         latest = plan.folder / "checkpoints" / "latest.pt"
         print(f"\ninterrupted; continue with: python -m train.selfplay --resume {latest}", file=sys.stderr)
         raise SystemExit(130) from None
     train_seconds = time.perf_counter() - t0
     # the last network, or the best periodic one when the config sets keep_best
-    checkpoint = Path(summary.get("evaluated_checkpoint", plan.folder / "checkpoints" / "final.pt"))
-    resumable = Path(summary.get("checkpoint", plan.folder / "checkpoints" / "latest.pt"))
+    best = plan.folder / "checkpoints" / "best.pt"
+    checkpoint = best if summary.get("best") else plan.folder / "checkpoints" / "final.pt"
+    resumable = plan.folder / "checkpoints" / "latest.pt"
     if not checkpoint.is_file():
         raise SystemExit(f"error: training ended without writing {checkpoint}")
 

@@ -3,7 +3,7 @@
     python -m train.rllib_selfplay --config configs/rllib_smoke.yaml          # a minute or two
     python -m train.rllib_selfplay --config configs/rllib.yaml                 # local Ray runtime
     python -m train.rllib_selfplay --config configs/rllib.yaml --address auto  # a running cluster
-    python -m train.rllib_selfplay --help-config
+    python -m train.rllib_selfplay --help
 
 The env is ``patchwork_env.env`` through RLlib's ``PettingZooEnv`` (``agents.rllib_module``). Both
 seats map to modules through the policy mapping: in ``latest_prob`` of the games the learning
@@ -14,11 +14,11 @@ learner (``snapshot_0``..., refreshed round robin every ``snapshot_every`` itera
 as copies of the initial network). Only ``learner`` is trained. The learner module is
 ``PatchworkRLModule``: the project's network with the action mask inside it.
 
-Ray: without ``--address`` the command starts a local Ray runtime (and stops it at the end); with
+Ray: without ``address`` the command starts a local Ray runtime (and stops it at the end); with
 ``--address auto`` / ``HOST:PORT`` or ``RAY_ADDRESS`` it joins a cluster, where the
 ``num_env_runners`` EnvRunners sample on any node and the learner stays in this process.
 
-The run folder (``train.run_utils``) gets ``checkpoints/final.pt`` in the project's format (plays
+The run folder (``train.run``) gets ``checkpoints/final.pt`` in the project's format (plays
 as ``ppo:PATH`` in the arena, ``patchwork play`` and as a ``SingleAgentEnv`` opponent),
 ``checkpoints/rllib/`` (RLlib's own checkpoint: ``Algorithm.from_checkpoint`` resumes from it),
 TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_history.json``,
@@ -27,26 +27,26 @@ TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_histor
 
 from __future__ import annotations
 
-import argparse
+import sys
+
+from train.cli import parse_or_exit, run_trainer, train_or_report
+from train.config import RLlibConfig
+
+if __name__ == "__main__":
+    COMMAND_LINE = parse_or_exit(RLlibConfig, __doc__)
+
 import functools
-import json
 import numbers
 import random
 import statistics
-import sys
 import time
 import zlib
-from pathlib import Path
 from typing import Any
-
-from torch.utils.tensorboard import SummaryWriter
 
 from patchwork_env.evaluation.backend import import_ray, init_ray
 from patchwork_env.players.network import PatchworkNet
-from patchwork_env.players.policy import net_from_checkpoint, read_checkpoint, save_checkpoint
-from train import run_utils
-from train.cli import run_trainer, trainer_parser
-from train.config import ConfigError, RLlibConfig, load_config
+from train.config import ConfigError
+from train.run import Run, check_agents, frozen_copy, load_network
 from train.seeds import Stream, stream_seed
 
 LEARNER = "learner"
@@ -90,7 +90,7 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
 
     register_env(ENV_NAME, make_multi_agent_env)
     opponents, weights = opponent_ids(cfg)
-    net_spec = RLModuleSpec(module_class=PatchworkRLModule, model_config={"net": cfg.net_config().to_dict()})
+    net_spec = RLModuleSpec(module_class=PatchworkRLModule, model_config={"net": cfg.net.to_dict()})
     specs = {LEARNER: net_spec}
     for module in opponents:
         if module.startswith("snapshot_"):
@@ -139,11 +139,11 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
 
 def initial_net(cfg: RLlibConfig) -> PatchworkNet:
     """The network of ``cfg.init_checkpoint``, checked against the config's network settings."""
-    net = net_from_checkpoint(read_checkpoint(cfg.init_checkpoint), cfg.init_checkpoint)
-    if net.config != cfg.net_config():
+    net = load_network(cfg.init_checkpoint, "init_checkpoint")
+    if net.config != cfg.net:
         raise ConfigError(
             f"init_checkpoint {cfg.init_checkpoint} holds the network {net.config.to_dict()}, "
-            f"the config asks for {cfg.net_config().to_dict()}"
+            f"the config asks for {cfg.net.to_dict()}"
         )
     return net
 
@@ -157,7 +157,7 @@ def learner_net(algo: Any, cfg: RLlibConfig) -> PatchworkNet:
     """The learner's current network as the project's ``PatchworkNet``."""
     from agents.rllib_module import net_state_dict
 
-    net = PatchworkNet(cfg.net_config())
+    net = PatchworkNet(cfg.net)
     net.load_state_dict(net_state_dict(algo.learner_group.get_weights([LEARNER])[LEARNER]))
     return net.eval()
 
@@ -179,51 +179,35 @@ def throughput(result: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def main(
-    cfg: RLlibConfig, run_dir: str | None = None, config_name: str = "rllib", address: str | None = None
-) -> dict[str, Any]:
-    if cfg.init_checkpoint:
-        initial_net(cfg)  # a checkpoint that does not fit fails before anything starts
-    started = init_ray(address)  # a cluster that cannot be joined leaves no run folder
+def main(cfg: RLlibConfig, name: str = "rllib") -> dict[str, Any]:
+    """Train; returns the summary (``train.run.Run.finish``)."""
+    cfg.validate()
+    check_agents(cfg)
+    import_ray()  # the ray extra: a missing one is an error line, not a traceback
+    start = initial_net(cfg) if cfg.init_checkpoint else None  # a checkpoint that does not fit fails first
+    started = init_ray(cfg.address or None)  # a cluster that cannot be joined leaves no run folder
     try:
-        folder = run_utils.run_folder(cfg, config_name, run_dir)
-        run_utils.save_config(cfg, folder)
-        run_utils.set_threads(cfg.torch_threads)
-        return train(cfg, folder)
+        return train(cfg, Run(cfg, name, "iteration"), start)
     finally:
         if started:
             import_ray().shutdown()
 
 
-def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
+def train(cfg: RLlibConfig, run: Run, start: PatchworkNet | None) -> dict[str, Any]:
     algo = build_algorithm(cfg)
-    writer = SummaryWriter(str(folder))
-    ckpt_dir = folder / "checkpoints"
-    history: list[dict[str, Any]] = []
+    writer = run.writer
+    start = frozen_copy(start if start is not None else learner_net(algo, cfg))
+    run.checkpoint(start, "start.pt")
     snapshots = [m for m in opponent_ids(cfg)[0] if m.startswith("snapshot_")]
-    t0 = time.time()
     train_seconds = 0.0  # in algo.train() alone (sampling + update), for throughput
     counts = {"env_steps": 0.0, "learner_decisions": 0.0, "games": 0.0}
     iteration = 0
     sampling: list[float] = []  # env steps per second of sampling alone, per iteration
-
-    def evaluate(opponents: dict[str, int], final: bool = False) -> dict[str, dict[str, Any]]:
-        seed = stream_seed(cfg.seed, Stream.FINAL_EVAL if final else Stream.EVAL)
-        net = learner_net(algo, cfg)
-        results = run_utils.evaluate(net, opponents, seed, cfg.eval_workers, progress=final and cfg.progress)
-        run_utils.log_eval(writer, results, int(counts["env_steps"]), prefix="eval_final" if final else "eval")
-        for spec, r in results.items():
-            entry = {"opponent": spec, "update": iteration, "global_step": int(counts["env_steps"])}
-            history.append({**entry, "minutes": (time.time() - t0) / 60, **({"final": True} if final else {}), **r})
-        run_utils.write_history(history, folder)
-        run_utils.plot_learning_curve(history, folder / "learning_curve.png", f"RLlib self-play PPO ({folder.name})")
-        return results
-
     stopped_early = False
     while iteration < cfg.total_iterations:
-        start = time.time()
+        started = time.time()
         result = algo.train()
-        train_seconds += time.time() - start
+        train_seconds += time.time() - started
         iteration += 1
         previous, counts = counts, throughput(result)
         step = int(counts["env_steps"])
@@ -240,36 +224,26 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
         for key in ("policy_loss", "vf_loss", "entropy", "vf_explained_var"):
             if isinstance(learner_stats.get(key), numbers.Real):
                 writer.add_scalar(f"losses/{key}", float(learner_stats[key]), step)
-        print(
+        run.log(
             f"iteration {iteration}: {step:,} env steps, {int(counts['learner_decisions']):,} learner decisions, "
-            f"{counts['env_steps'] / train_seconds:,.0f} env steps/s",
-            flush=True,
+            f"{counts['env_steps'] / train_seconds:,.0f} env steps/s"
         )
         if snapshots and iteration % cfg.snapshot_every == 0:
             slot = snapshots[(iteration // cfg.snapshot_every - 1) % len(snapshots)]
             algo.learner_group.set_weights({slot: algo.learner_group.get_weights([LEARNER])[LEARNER]})
             algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, policies=[slot])
         if iteration % cfg.checkpoint_every == 0:
-            save_checkpoint(ckpt_dir / "final.pt", learner_net(algo, cfg))
+            run.checkpoint(learner_net(algo, cfg), "latest.pt")
         if cfg.eval_every and iteration % cfg.eval_every == 0:
-            evaluate(cfg.eval_opponents)
-        if cfg.time_limit_minutes and time.time() - t0 >= 60 * cfg.time_limit_minutes:
+            run.evaluate(learner_net(algo, cfg), iteration)
+        if 0 < cfg.time_limit_minutes <= run.minutes():
             stopped_early = iteration < cfg.total_iterations
             break
-    training_minutes = (time.time() - t0) / 60
-    save_checkpoint(ckpt_dir / "final.pt", learner_net(algo, cfg))
-    algo.save_to_path(str((ckpt_dir / "rllib").resolve()))
-    final = {}
-    if cfg.final_eval_pairs > 0:
-        final = evaluate({spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents}, final=True)
-    writer.close()
+    net = learner_net(algo, cfg)
+    algo.save_to_path(str((run.folder / "checkpoints" / "rllib").resolve()))
     algo.stop()
     summary = {
-        "run_folder": str(folder),
-        "checkpoint": str(ckpt_dir / "final.pt"),
-        "rllib_checkpoint": str(ckpt_dir / "rllib"),
-        "iterations": iteration,
-        "training_minutes": training_minutes,
+        "rllib_checkpoint": str(run.folder / "checkpoints" / "rllib"),
         "stopped_early": stopped_early,
         "env_steps": int(counts["env_steps"]),
         "learner_decisions": int(counts["learner_decisions"]),
@@ -277,33 +251,13 @@ def train(cfg: RLlibConfig, folder: Path) -> dict[str, Any]:
         "env_steps_per_second": counts["env_steps"] / max(train_seconds, 1e-9),
         "learner_decisions_per_second": counts["learner_decisions"] / max(train_seconds, 1e-9),
         "sampling_env_steps_per_second_median": statistics.median(sampling) if sampling else None,
-        "final_eval": final,
     }
-    (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
-    run_utils.print_final_eval(final)
-    print(f"run folder: {folder}  ({(time.time() - t0) / 60:.1f} minutes)")
-    return summary
+    return run.finish(net, start, iteration, summary)
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = trainer_parser(
-        "python -m train.rllib_selfplay",
-        "Multi-agent self-play PPO with Ray RLlib (see the module docstring).",
-        "configs/rllib.yaml, configs/rllib_smoke.yaml",
-        "num_env_runners=2 total_iterations=50",
-    )
-    parser.add_argument("--address", help="a Ray cluster to join (auto or HOST:PORT); default: a local runtime")
-
-    def load(args: argparse.Namespace) -> RLlibConfig:
-        import_ray()  # the scale extra: a missing one is an error line, not a traceback
-        return load_config(args.config, RLlibConfig, args.overrides)
-
-    def train(cfg: RLlibConfig, args: argparse.Namespace, name: str) -> None:
-        main(cfg, run_dir=args.run_dir, config_name=name, address=args.address)
-
-    # ConnectionError: joining the cluster, before any training
-    return run_trainer(parser, argv, RLlibConfig, "rllib", train, load, run_errors=(ConnectionError,))
+    return run_trainer(RLlibConfig, main, argv, __doc__)
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    sys.exit(train_or_report(main, *COMMAND_LINE))

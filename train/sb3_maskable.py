@@ -1,8 +1,8 @@
 """sb3-contrib's MaskablePPO on Patchwork, with the project's network, an opponent pool and the arena.
 
     python -m train.sb3_maskable --config configs/sb3.yaml
-    python -m train.sb3_maskable --config configs/sb3.yaml total_timesteps=50000 n_envs=16
-    python -m train.sb3_maskable --help-config
+    python -m train.sb3_maskable --config configs/sb3.yaml --total-timesteps 50000 --n-envs 16
+    python -m train.sb3_maskable --help
 
 For SB3 users: a plain ``MaskablePPO`` whose policy (``PatchworkPolicy``) is the same
 ``PatchworkNet`` as the self-play trainer's (masks reach the network, which computes buy logits
@@ -16,16 +16,20 @@ learner (sampling from its policy), else ``random``, ``greedy`` or a past snapsh
 weights; a snapshot joins the pool every ``snapshot_every`` learner decisions. The same callback
 runs the arena evaluation (``eval/win_rate_vs_<agent>``), writes checkpoints in the project's
 format (``ppo:PATH`` works on them) and the learning curve. SB3 logs its own metrics
-(``train/``, ``rollout/``) to the same TensorBoard folder. The run folder layout is in
-``train.run_utils``; ``sb3_model.zip`` is SB3's own save (``MaskablePPO.load``).
+(``train/``, ``rollout/``) to the same TensorBoard folder. The run folder is ``train.run``'s;
+``sb3_model.zip`` is SB3's own save (``MaskablePPO.load``).
 """
 
 from __future__ import annotations
 
-import json
 import sys
-import time
-from pathlib import Path
+
+from train.cli import parse_or_exit, run_trainer, train_or_report
+from train.config import SB3Config
+
+if __name__ == "__main__":
+    COMMAND_LINE = parse_or_exit(SB3Config, __doc__)
+
 from typing import Any
 
 import numpy as np
@@ -42,12 +46,11 @@ from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
 from agents.ppo import shaped_final_rewards
 from agents.sb3_vec_env import SB3VecEnv
 from patchwork_env.evaluation.progress import progress_bar
-from patchwork_env.players.network import NetConfig, PatchworkNet
-from patchwork_env.players.policy import PPOAgent, save_checkpoint
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.policy import PPOAgent
 from patchwork_env.players.registry import make_agent
-from train import run_utils
-from train.cli import run_trainer, trainer_parser
-from train.config import SB3Config
+from train.run import Run, check_agents, frozen_copy
 from train.seeds import Stream, stream_rng, stream_seed
 
 
@@ -133,13 +136,10 @@ class MarginReward(VecEnvWrapper):  # type: ignore[misc]
 class PoolCallback(BaseCallback):  # type: ignore[misc]
     """Opponent refresh before each rollout, snapshots, arena evaluations, checkpoints, progress."""
 
-    def __init__(self, cfg: SB3Config, folder: Path, pool: OpponentPool, venv: SB3VecEnv) -> None:
+    def __init__(self, cfg: SB3Config, run: Run, pool: OpponentPool, venv: SB3VecEnv) -> None:
         super().__init__()
-        self.cfg, self.folder, self.pool, self.venv = cfg, folder, pool, venv
+        self.cfg, self.run, self.pool, self.venv = cfg, run, pool, venv
         self.rng = stream_rng(cfg.seed, Stream.TRAIN, 2)  # opponent draws
-        self.history: list[dict[str, Any]] = []
-        self.latest_eval: dict[str, dict[str, Any]] = {}
-        self.start = time.time()
         self.next_snapshot = cfg.snapshot_every
         self.next_eval = cfg.eval_every or cfg.total_timesteps + 1
         self.next_checkpoint = cfg.checkpoint_every
@@ -148,9 +148,7 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
 
     @property
     def net(self) -> PatchworkNet:
-        net = self.model.policy.net
-        assert isinstance(net, PatchworkNet)
-        return net
+        return callback_net(self.model)
 
     def _on_training_start(self) -> None:
         self.bar = progress_bar(
@@ -188,36 +186,15 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
         if steps >= self.next_checkpoint:
             self.checkpoint()
             self.next_checkpoint += self.cfg.checkpoint_every
-        limit = self.cfg.time_limit_minutes
-        return not (limit > 0 and time.time() - self.start > 60 * limit)
+        return not 0 < self.cfg.time_limit_minutes < self.run.minutes()
 
     def evaluate(self) -> None:
         was_training = self.net.training
-        games = self.folder / "games" / f"eval-{self.num_timesteps:09d}.jsonl"  # two games per opponent
-        self.latest_eval = run_utils.evaluate(
-            self.net,
-            self.cfg.eval_opponents,
-            stream_seed(self.cfg.seed, Stream.EVAL),
-            self.cfg.eval_workers,
-            records=games,
-        )
+        self.run.evaluate(self.net, self.num_timesteps)
         self.net.train(was_training)
-        for spec, r in self.latest_eval.items():
-            tag = run_utils.eval_tag(spec)
-            self.logger.record(f"eval/win_rate_vs_{tag}", r["win_rate"])
-            self.logger.record(f"eval/mean_margin_vs_{tag}", r["mean_margin"])
-            self.history.append(
-                {"opponent": spec, "timesteps": self.num_timesteps, "minutes": (time.time() - self.start) / 60, **r}
-            )
-        self.logger.dump(self.num_timesteps)
-        run_utils.write_history(self.history, self.folder)
-        run_utils.plot_learning_curve(
-            self.history, self.folder / "learning_curve.png", f"MaskablePPO ({self.folder.name})"
-        )
-        self.bar.set_postfix(run_utils.short_rates(self.latest_eval))
 
-    def checkpoint(self) -> Path:
-        return save_checkpoint(self.folder / "checkpoints" / "latest.pt", self.net)
+    def checkpoint(self) -> None:
+        self.run.checkpoint(self.net, "latest.pt")
 
     def _on_training_end(self) -> None:
         if self.bar is not None:
@@ -233,17 +210,19 @@ def make_env(cfg: SB3Config) -> tuple[SB3VecEnv, Any]:
     return venv, wrapped
 
 
-def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3") -> dict[str, Any]:
-    """Train MaskablePPO; returns a summary (run folder, timesteps, last and final evaluations)."""
-    cfg = config
+def main(cfg: SB3Config, name: str = "sb3") -> dict[str, Any]:
+    """Train MaskablePPO; returns the summary (``train.run.Run.finish``)."""
     cfg.validate()
-    run_utils.set_threads(cfg.torch_threads)
-    start = time.time()
-    folder = run_utils.run_folder(cfg, config_name, run_dir)
-    run_utils.save_config(cfg, folder)
+    check_agents(cfg)
+    run = Run(cfg, name, "timestep")
     venv, env = make_env(cfg)
     pool = OpponentPool(
-        cfg.net_config(), cfg.pool_size, cfg.latest_prob, cfg.random_weight, cfg.greedy_weight, cfg.snapshot_weight
+        cfg.net,
+        size=cfg.pool_size,
+        latest_prob=cfg.latest_prob,
+        random_weight=cfg.random_weight,
+        greedy_weight=cfg.greedy_weight,
+        snapshot_weight=cfg.snapshot_weight,
     )
     model = MaskablePPO(
         PatchworkPolicy,
@@ -258,67 +237,38 @@ def main(config: SB3Config, run_dir: str | None = None, config_name: str = "sb3"
         ent_coef=cfg.ent_coef,
         vf_coef=cfg.vf_coef,
         max_grad_norm=cfg.max_grad_norm,
-        policy_kwargs={"net_config": cfg.net_config().to_dict(), "optimizer_kwargs": {"eps": 1e-5}},
+        policy_kwargs={"net_config": cfg.net.to_dict(), "optimizer_kwargs": {"eps": 1e-5}},
         seed=stream_seed(cfg.seed, Stream.TRAIN, 1),
         device="cpu",
         verbose=0,
     )
-    model.set_logger(configure(str(folder), ["tensorboard"]))
-    callback = PoolCallback(cfg, folder, pool, venv)
-    print(f"run folder: {folder}")
+    model.set_logger(configure(str(run.folder), ["tensorboard"]))
+    callback = PoolCallback(cfg, run, pool, venv)
+    start = frozen_copy(callback_net(model))
+    run.checkpoint(start, "start.pt")
+    print(f"run folder: {run.folder}")
     try:
         model.learn(total_timesteps=cfg.total_timesteps, callback=callback)
     except KeyboardInterrupt:
-        print(f"\ninterrupted; checkpoint: {callback.checkpoint()}")
+        callback.checkpoint()
+        print("\ninterrupted; checkpoint: checkpoints/latest.pt")
         raise
     callback.evaluate()
     callback.checkpoint()
-    save_checkpoint(folder / "checkpoints" / "final.pt", callback.net)
-    model.save(folder / "sb3_model.zip")
-    final: dict[str, dict[str, Any]] = {}
-    if cfg.final_eval_pairs > 0:
-        print(f"final evaluation: {cfg.final_eval_pairs} paired deals against {', '.join(cfg.final_eval_opponents)}")
-        final = run_utils.evaluate(
-            callback.net,
-            {spec: cfg.final_eval_pairs for spec in cfg.final_eval_opponents},
-            stream_seed(cfg.seed, Stream.FINAL_EVAL),  # deals no periodic evaluation played
-            cfg.eval_workers,
-            progress=cfg.progress,
-            records=folder / "games" / "eval-final.jsonl",
-        )
-        minutes = (time.time() - start) / 60
-        callback.history += [
-            {"opponent": spec, "timesteps": int(model.num_timesteps), "minutes": minutes, "final": True, **r}
-            for spec, r in final.items()
-        ]
-        run_utils.write_history(callback.history, folder)
-        run_utils.plot_learning_curve(callback.history, folder / "learning_curve.png", f"MaskablePPO ({folder.name})")
-    summary = {
-        "run_folder": str(folder),
-        "checkpoint": str(folder / "checkpoints" / "latest.pt"),
-        "timesteps": int(model.num_timesteps),
-        "training_minutes": (time.time() - start) / 60,
-        "last_eval": callback.latest_eval,
-        "final_eval": final,
-    }
-    (folder / "final_eval.json").write_text(json.dumps(summary, indent=1))
-    run_utils.print_final_eval(final)
-    print(f"run folder: {folder}  ({summary['training_minutes']:.1f} minutes)")
+    model.save(run.folder / "sb3_model.zip")
     env.close()
-    return summary
+    return run.finish(callback.net, start, int(model.num_timesteps), {})
+
+
+def callback_net(model: Any) -> PatchworkNet:
+    net = model.policy.net
+    assert isinstance(net, PatchworkNet)
+    return net
 
 
 def cli(argv: list[str] | None = None) -> int:
-    parser = trainer_parser(
-        "python -m train.sb3_maskable",
-        "sb3-contrib MaskablePPO on Patchwork with the project's network and opponent pool.",
-        "configs/sb3.yaml",
-        "total_timesteps=50000",
-    )
-    return run_trainer(
-        parser, argv, SB3Config, "sb3", lambda cfg, args, name: main(cfg, run_dir=args.run_dir, config_name=name)
-    )
+    return run_trainer(SB3Config, main, argv, __doc__)
 
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    sys.exit(train_or_report(main, *COMMAND_LINE))

@@ -1,6 +1,6 @@
 """Fit a checkpoint's value head to the results of its own games, for search (``agents.value_head``).
 
-    python -m train.value_head --checkpoint agents/models/pretrained.pt --out runs/value/pretrained.pt \\
+    python -m train.value_head --checkpoint patchwork_env/players/pretrained.pt --out runs/value/pretrained.pt \\
         --games 2000 --epochs 10 --seed 0
 
 The network plays ``--games`` games (its most probable move against greedy, seats alternating,
@@ -9,19 +9,16 @@ final result from the mover's side; the policy is bit-identical in ``--out``. Pr
 explained variance (games never trained on) of the head before and after.
 """
 
+# ruff: noqa: E402  (the command line is parsed before torch loads, so that --help is instant)
 from __future__ import annotations
 
 import argparse
 import math
-import time
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-
-from agents.value_head import fit_value_head, network_games
-from patchwork_env.players.policy import CheckpointError, net_from_checkpoint, read_checkpoint, save_checkpoint
-from train.cli import MAX_SEED, Parser, fail, positive_int
+from patchwork_env.cli.common import MAX_SEED, Parser, fail, positive_int
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     if not 0 <= args.seed <= MAX_SEED:
         fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
@@ -49,6 +46,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(f"--margin-weight must be in [0, 1], got {args.margin_weight}")
     if Path(args.out).is_dir():
         fail(f"--out {args.out} is a folder; give a file path")
+    return args
+
+
+if __name__ == "__main__":
+    ARGS = parse()
+
+import time
+
+import torch
+
+from agents.value_head import fit_value_head, network_games
+from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint, save_checkpoint
+from patchwork_env.players.errors import CheckpointError
+
+
+def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
+    args = args or parse(argv)
     try:
         net = net_from_checkpoint(read_checkpoint(args.checkpoint), args.checkpoint)
     except (FileNotFoundError, CheckpointError) as exc:
@@ -71,4 +85,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main(args=ARGS))

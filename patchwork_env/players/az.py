@@ -39,6 +39,7 @@ from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig, outcome_value
+from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
     ROLLOUT_CANDIDATES,
@@ -47,13 +48,7 @@ from patchwork_env.players.heuristic import (
     rollout_results,
 )
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
-from patchwork_env.players.policy import (
-    PPOAgent,
-    kind_policy,
-    net_from_checkpoint,
-    one_thread_in_workers,
-    read_checkpoint,
-)
+from patchwork_env.players.policy import PPOAgent, kind_policy, one_thread_in_workers
 from patchwork_env.players.tree import find_below
 
 PRETRAINED_PATH = Path(__file__).parent / "pretrained.pt"

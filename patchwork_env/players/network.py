@@ -36,7 +36,6 @@ probability); entropy is over legal actions only; masks are bool tensors.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -51,6 +50,7 @@ from patchwork_env.core.patches import NUM_PATCHES, PATCHES
 from patchwork_env.core.state import new_game
 from patchwork_env.envs import observation
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, NUM_GROUPS, feature_weights, greedy_prior
+from patchwork_env.players.net_config import NetConfig
 
 NUM_ACTIONS = rules.NUM_ACTIONS
 NUM_BUY = rules.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
@@ -59,82 +59,11 @@ MASK_VALUE = -1e8
 # leather patch; advance
 GROUP_BOUNDS = (0, rules.SLOT_ACTIONS, 2 * rules.SLOT_ACTIONS, rules.LEATHER_BASE, rules.ADVANCE, rules.NUM_ACTIONS)
 GROUP_OF_ACTION: np.ndarray[Any, np.dtype[np.int64]] = np.repeat(np.arange(NUM_GROUPS), np.diff(GROUP_BOUNDS))
-MAX_PRIOR_SCALE = 1000.0  # beyond it the prior is plain greedy argmax and the logits only grow
 MAX_COVER = MAX_CELLS  # cells of the largest patch
 MAX_BORDER = 12  # most 4-neighbours outside any oriented patch
 _ZERO_ROW = CELLS  # gather index of a zero feature row (padding)
 _EDGE_ROW = CELLS + 1  # gather index of the learned off-board vector
 _IDENTITY_FEATURES = [1, 2, 3, 4, *range(6, observation.CIRCLE_FEATURES)]  # all but "present" and "affordable"
-
-
-@dataclass(frozen=True)
-class NetConfig:
-    """Sizes of ``PatchworkNet`` (stored in every checkpoint, so a checkpoint rebuilds its net)."""
-
-    channels: int = 32
-    """Channels of the convolutional trunk over the 9x9 quilt."""
-    blocks: int = 2
-    """Residual blocks (two 3x3 convolutions each) in the trunk."""
-    hidden: int = 128
-    """Width of the MLP over the scalar and circle features, and of the value/advance MLPs."""
-    head_features: int = 16
-    """Trunk channels summed under and around each candidate placement in the buy head."""
-    head_hidden: int = 32
-    """Hidden width of the per-placement MLP of the buy head."""
-    geometry: bool = True
-    """Give the buy head three exact counts per placement: empty cells it would isolate, empty
-    cells it would leave with one empty neighbour, and its edges touching filled or off-board cells."""
-    prior_scale: float = 0.0
-    """0: a plain policy. > 0: a residual policy on ``greedy``'s evaluation. Every legal action's
-    logit gets ``sum_k weight_k(state) * term_k(action)``, where the terms are the 9 parts of greedy's
-    one-ply value of the resulting position relative to greedy's choice (``heuristic.greedy_prior``,
-    computed from the game states, so the caller passes them to ``forward``) and the weights start
-    at ``prior_scale`` x greedy's own weights plus a learned, state-dependent correction (zero at
-    start). So the untrained policy is ``greedy:temp=1/prior_scale``; training learns how much each
-    term is worth in each position, and the rest of the network adds a residual logit."""
-    group_scale: bool = False
-    """With the prior: the prior's say in the choice of move *kind* (which market patch, or advance)
-    is multiplied by a learned, state-dependent factor (1 at start; the prior inside a kind, i.e.
-    where a patch goes, is not). Without it the kind-level logits keep the prior's full scale
-    (score-point differences x ``prior_scale``), so a teacher that disagrees with greedy, or
-    hesitates between two kinds, cannot be matched (``agents.distill``); older checkpoints lack it."""
-    kind_weights: bool = False
-    """With the prior: the choice of move kind weighs greedy's value terms with weights of its own
-    (the placement weights plus a learned, state-dependent correction, zero at start), so which
-    patch to buy, or whether to advance, can value buttons, time or empty cells differently from
-    where a patch goes."""
-
-    kind_hidden: int = 0
-    """0: the residual logit of buying from a market slot is linear in the state's embedding and
-    the slot's patch features. > 0: an MLP with this hidden width adds to it (zero at start), so a
-    patch's worth can depend on the position (its income with the income phases left, its time
-    cost with the distance to the end); older checkpoints have 0."""
-
-    def to_dict(self) -> dict[str, int | bool | float]:
-        return asdict(self)
-
-    def validate(self, prefix: str = "net.") -> None:
-        """Raise ``ValueError`` naming the first impossible size (as ``<prefix><field>``)."""
-        for name, value in self.to_dict().items():
-            if name in ("geometry", "group_scale", "kind_weights"):
-                if not isinstance(value, bool):
-                    raise ValueError(f"{prefix}{name} must be true or false, got {value!r}")
-            elif name == "prior_scale":
-                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRIOR_SCALE:
-                    raise ValueError(
-                        f"{prefix}prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
-                        f"got {value!r}"
-                    )
-            elif name == "kind_hidden":
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                    raise ValueError(f"{prefix}{name} must be a non-negative integer (0: off), got {value!r}")
-            elif not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{prefix}{name} must be a positive integer, got {value!r}")
-        for name in ("group_scale", "kind_weights"):
-            if getattr(self, name) is True and not self.prior_scale > 0:
-                raise ValueError(
-                    f"{prefix}{name} needs prior_scale > 0 (it reweighs the greedy prior), got {self.prior_scale!r}"
-                )
 
 
 # --- tables built once at import ---------------------------------------------------------------

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,71 +24,14 @@ import torch
 from patchwork_env.core.state import GameState
 from patchwork_env.envs import observation
 from patchwork_env.envs.observation import observe_movers
+from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
 from patchwork_env.players.network import GROUP_BOUNDS, MASK_VALUE, PatchworkNet, net_from_config, prior_for
-
-FORMAT = "patchwork-ppo"
-VERSION = 1
 
 
 def one_thread_in_workers() -> None:
     """In a worker process (the arena's), torch gets one thread: the other cores run other workers."""
     if multiprocessing.parent_process() is not None:
         torch.set_num_threads(1)
-
-
-class CheckpointError(ValueError):
-    """A file that is not a readable PPO checkpoint of this project."""
-
-
-def save_checkpoint(path: str | Path, net: PatchworkNet, trainer: dict[str, Any] | None = None) -> Path:
-    """Write ``net`` (and optional trainer state) to ``path`` atomically; returns the path."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    data: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "net_config": net.config.to_dict(),
-        "model": net.state_dict(),
-    }
-    if trainer is not None:
-        data["trainer"] = trainer
-    tmp = p.with_name(p.name + ".tmp")
-    torch.save(data, tmp)
-    tmp.replace(p)
-    return p
-
-
-def read_checkpoint(path: str | Path) -> dict[str, Any]:
-    """The checkpoint dict at ``path``, or a clear error: missing file, not a checkpoint."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"PPO checkpoint not found: {p}")
-    if p.is_dir():
-        raise CheckpointError(f"{p} is a folder; give the checkpoint file (e.g. {p}/checkpoints/latest.pt)")
-    try:
-        data = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise CheckpointError(
-            f"{p} is not a PPO checkpoint (torch.load failed: {(str(exc) or type(exc).__name__).splitlines()[0][:200]})"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise CheckpointError(
-            f"{p} is not a PPO checkpoint of this project (expected a dict with format={FORMAT!r}, "
-            "as written by train.selfplay or train.sb3_maskable)"
-        )
-    if data.get("version") != VERSION:
-        raise CheckpointError(f"{p}: checkpoint version {data.get('version')!r} is not supported (expected {VERSION})")
-    return data
-
-
-def net_from_checkpoint(data: dict[str, Any], source: str = "checkpoint") -> PatchworkNet:
-    try:
-        net = net_from_config(dict(data["net_config"]))
-        net.load_state_dict(data["model"])
-    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-        raise CheckpointError(f"{source}: the network does not load: {exc}") from None
-    net.eval()
-    return net
 
 
 def kind_policy(logits: torch.Tensor, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -21,18 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchwork_env.players.errors import AgentSpecError, MissingExtraError
+
 if TYPE_CHECKING:
     from patchwork_env.envs.agent import Agent
 
 TORCH_INSTALL = 'pip install "patchwork-env[torch]"'
-
-
-class AgentSpecError(ValueError):
-    """A spec string that names no agent, or gives an agent a parameter it does not take."""
-
-
-class MissingExtraError(AgentSpecError, ImportError):
-    """A spec whose agent needs an optional dependency that is not installed."""
 
 
 def _needs_torch(spec: str) -> None:

@@ -1,0 +1,170 @@
+"""Distillation with DAgger rounds: a search teacher's choice of move kind taught to a greedy-prior
+network (``agents.distill``); the recipe of the shipped ``pretrained`` network.
+
+    python -m train.distill --config configs/dagger.yaml
+    python -m train.distill --config configs/dagger.yaml --seed 1 --rounds 1
+    python -m train.distill --help
+
+Steps, in order (``main`` reads the same way):
+
+1. **Start**: a fresh network with the greedy prior (``net.prior_scale > 0``: the untrained policy
+   is a softened greedy) or ``init_checkpoint``; evaluated as round 0.
+2. **Round 0**: ``positions`` greedy self-play positions with a choice of move kind, labelled by
+   the ``teacher`` (its root visit shares per kind: which market patch, leather or advance; in
+   ``workers`` processes or as Ray tasks), then ``epochs`` supervised passes on the kind only
+   (placements stay the prior's); 10% of each round's positions are held out.
+3. **DAgger rounds** 1..``rounds``: ``dagger_positions`` positions of the network's own games (half
+   against greedy, half against itself) labelled and added; training again on every label so far.
+4. **Finish**: the final evaluation of the network and of its start on the same fresh deals.
+
+The evaluation after round r is step r + 1 of the learning curve (step 0: the start).
+TensorBoard: ``distill/`` (held-out accuracy and loss per epoch, train loss), ``eval/``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from train.cli import parse_or_exit, run_trainer, train_or_report
+from train.config import DistillConfig
+
+if __name__ == "__main__":
+    COMMAND_LINE = parse_or_exit(DistillConfig, __doc__)
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from agents.distill import DistillStats, distill, legal_groups, sample_positions, student_positions, teacher_targets
+from patchwork_env.evaluation.backend import Backend, open_backend
+from patchwork_env.evaluation.progress import progress_bar
+from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.registry import make_agent
+from train.run import Run, check_agents, frozen_copy, load_network
+from train.seeds import Stream, stream_seed
+
+HELD_OUT = 0.1  # share of each round's new positions never trained on
+
+
+def main(cfg: DistillConfig, name: str = "distill") -> dict[str, Any]:
+    """Train; returns the summary (``train.run.Run.finish``) with what the distillation measured."""
+    cfg.validate()
+    check_agents(cfg)
+    make_agent(cfg.teacher)  # a teacher that does not build stops the run before anything is written
+    if cfg.init_checkpoint:
+        net = load_network(cfg.init_checkpoint, "init_checkpoint")
+    else:
+        torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
+        net = PatchworkNet(cfg.net)
+    with open_backend(cfg.backend, cfg.address or None, cfg.workers) as backend:
+        run = Run(cfg, name, "round")
+        start = frozen_copy(net)
+        run.checkpoint(net, "start.pt")
+        if cfg.eval_opponents:
+            run.evaluate(net, 0)
+        states, targets, held_out = new_labels(cfg, run, 0, None, backend)
+        accuracy = [train_round(cfg, run, net, states, targets, held_out, 0)]
+        for round_ in range(1, cfg.rounds + 1):
+            new_states, new_targets, new_held_out = new_labels(cfg, run, round_, net, backend)
+            states, targets = np.concatenate([states, new_states]), np.concatenate([targets, new_targets])
+            held_out = np.concatenate([held_out, new_held_out])
+            accuracy.append(train_round(cfg, run, net, states, targets, held_out, round_))
+            run.checkpoint(net, "latest.pt")
+    summary = {
+        "teacher": cfg.teacher,
+        "positions": len(states),
+        "held_out_accuracy": accuracy,
+        "label_counts": np.bincount(targets.argmax(1), minlength=5).tolist(),
+        "start_checkpoint": str(run.folder / "checkpoints" / "start.pt"),
+    }
+    return run.finish(net, start, cfg.rounds + 1, summary)
+
+
+def new_labels(
+    cfg: DistillConfig, run: Run, round_: int, net: PatchworkNet | None, backend: Backend | None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Round 0: greedy self-play positions; later rounds: the network's own games. The positions
+    that offer a choice of move kind, the teacher's targets in them, and which are held out."""
+    seed = round_seed(cfg, round_)
+    if net is None:
+        states, source = sample_positions(cfg.positions, seed=seed, temp=cfg.temp), "greedy self-play"
+    else:
+        half = max(1, cfg.dagger_positions // 2)
+        states = np.concatenate(
+            [student_positions(half, seed, net), student_positions(half, seed + 1, net, mirror=True)]
+        )
+        source = "the network's games"
+    states = states[legal_groups(states).sum(1) > 1]
+    t0 = time.time()
+    run.log(f"round {round_}: {cfg.teacher} labels {len(states):,} positions of {source}")
+    with progress_bar(
+        total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout
+    ) as bar:
+        targets = teacher_targets(
+            states, cfg.teacher, seed=seed, workers=cfg.workers, progress=bar.update, backend=backend
+        )
+    run.writer.add_scalar("distill/labels_per_second", len(states) / max(time.time() - t0, 1e-9), round_)
+    held_out = np.zeros(len(states), dtype=np.bool_)
+    held_out[np.random.default_rng(seed).permutation(len(states))[: max(1, round(HELD_OUT * len(states)))]] = True
+    return states, targets, held_out
+
+
+def train_round(
+    cfg: DistillConfig,
+    run: Run,
+    net: PatchworkNet,
+    states: npt.NDArray[np.int64],
+    targets: npt.NDArray[np.float64],
+    held_out: npt.NDArray[np.bool_],
+    round_: int,
+) -> list[float]:
+    """``epochs`` passes on every label so far, then the round's evaluation; the held-out accuracy
+    per epoch."""
+    seed = round_seed(cfg, round_)
+    stats = distill(
+        net,
+        states,
+        targets,
+        cfg.epochs,
+        cfg.lr,
+        seed=seed,
+        held_out=held_out,
+        log=epoch_log(run, round_ * (cfg.epochs + 1)),
+    )
+    if cfg.eval_opponents:
+        run.evaluate(net, round_ + 1)
+    return [s.val_accuracy for s in stats]
+
+
+def round_seed(cfg: DistillConfig, round_: int) -> int:
+    """The seed of a round's positions, labels, held-out draw and training."""
+    return stream_seed(cfg.seed, Stream.DISTILL, *([round_] if round_ else []))
+
+
+def epoch_log(run: Run, offset: int) -> Callable[[DistillStats], None]:
+    """Logs a round's epochs (TensorBoard step ``offset + epoch``: the rounds in sequence)."""
+
+    def log(stats: DistillStats) -> None:
+        step = offset + stats.epoch
+        run.writer.add_scalar("distill/val_accuracy", stats.val_accuracy, step)
+        run.writer.add_scalar("distill/val_loss", stats.val_loss, step)
+        if stats.epoch:
+            run.writer.add_scalar("distill/train_loss", stats.train_loss, step)
+        trained = f"train loss {stats.train_loss:.3f}" if stats.epoch else "before training"
+        run.log(
+            f"  epoch {stats.epoch}: held-out accuracy {stats.val_accuracy:.3f}, loss {stats.val_loss:.3f} ({trained})"
+        )
+
+    return log
+
+
+def cli(argv: list[str] | None = None) -> int:
+    return run_trainer(DistillConfig, main, argv, __doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(train_or_report(main, *COMMAND_LINE))

@@ -1,0 +1,275 @@
+"""The run every trainer writes, in one place: the folder, TensorBoard, checkpoints, the periodic
+and final evaluations (the final one also plays the start network, on the same fresh deals), the
+learning curve and the summary. A trainer opens a ``Run`` before it trains and calls ``evaluate``,
+``checkpoint`` and ``finish``; what else it logs goes to ``run.writer`` (``charts/``, ``losses/``).
+
+A run folder holds::
+
+    config.yaml          the resolved config (every field)
+    events.out.tfevents  TensorBoard: charts/, losses/, eval/ (eval_final/ at the end), the trainer's own
+    checkpoints/         start.pt (the network training started from), latest.pt (resumable where the
+                         trainer supports it), final.pt, best.pt (train.selfplay with keep_best)
+    eval_history.json    every evaluation: minutes, step, opponent, games, win rate, 95% CI, margin
+    learning_curve.png   win rate against each opponent over minutes of training, with 95% bands
+    final_eval.json      the summary: counters, the start's and the end's final evaluation
+    games/               eval-<step>.jsonl: two games per opponent of every evaluation (patchwork replay)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from torch.utils.tensorboard import SummaryWriter
+
+from patchwork_env.core.records import write_records
+from patchwork_env.evaluation.arena import play_pairs
+from patchwork_env.evaluation.stats import format_win_rate
+from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint, save_checkpoint
+from patchwork_env.players.errors import CheckpointError
+from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.registry import make_agent
+from train.config import CommonConfig, ConfigError
+from train.seeds import Stream, stream_seed
+
+RECORDED_GAMES = 2  # per opponent and evaluation: one deal, the learner in either seat
+Results = dict[str, dict[str, Any]]
+
+
+class Run:
+    """A run folder and what is written into it. ``unit`` names the trainer's step (``update``,
+    ``iteration``, ``round``, ``timestep``) in logs, the history and the curve."""
+
+    def __init__(
+        self,
+        cfg: CommonConfig,
+        name: str,
+        unit: str,
+        history: list[dict[str, Any]] | None = None,
+        minutes_before: float = 0.0,
+    ) -> None:
+        self.cfg, self.unit = cfg, unit
+        self.folder = Path(cfg.run_dir or f"runs/{name}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ConfigError(f"run_dir: {self.folder} exists and is not a folder")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "config.yaml").write_text(to_yaml(cfg))
+        self.writer = SummaryWriter(str(self.folder))
+        self.history: list[dict[str, Any]] = list(history or [])
+        self.latest: Results = {}
+        self.minutes_before = minutes_before
+        self.started = time.time()
+        set_threads(cfg.torch_threads)
+
+    def minutes(self) -> float:
+        """Minutes of training, a resumed run's earlier ones included."""
+        return self.minutes_before + (time.time() - self.started) / 60
+
+    def log(self, text: str) -> None:
+        if self.cfg.progress:
+            print(f"[{self.minutes():6.1f} min] {text}", flush=True)
+
+    def checkpoint(self, net: PatchworkNet, name: str, trainer: dict[str, Any] | None = None) -> Path:
+        """``checkpoints/<name>`` (the format of ``patchwork_env.players.checkpoint``)."""
+        return save_checkpoint(self.folder / "checkpoints" / name, net, trainer)
+
+    def evaluate(
+        self,
+        net: PatchworkNet,
+        step: int,
+        *,
+        final: bool = False,
+        start: bool = False,
+        deterministic: bool = True,
+        opponents: dict[str, int] | None = None,
+    ) -> Results:
+        """Paired games of ``net`` against the periodic opponents (the final ones with ``final``, on
+        deals no periodic evaluation played); logged, kept in the history and drawn."""
+        if opponents is None:
+            opponents = (
+                dict.fromkeys(self.cfg.final_eval_opponents, self.cfg.final_eval_pairs)
+                if final
+                else (self.cfg.eval_opponents)
+            )
+        seed = stream_seed(self.cfg.seed, Stream.FINAL_EVAL if final else Stream.EVAL)
+        tag = f"eval-{'start' if start else f'{step:05d}'}{'-final' if final else ''}.jsonl"
+        records = self.folder / "games" / tag if deterministic else None
+        results = evaluate(
+            net, opponents, seed, self.cfg.eval_workers, final and self.cfg.progress, records, deterministic
+        )
+        kind = "" if deterministic else "_sampled"
+        for spec, r in results.items():
+            self.writer.add_scalar(
+                f"{'eval_final' if final else 'eval'}/win_rate{kind}_vs_{eval_tag(spec)}", r["win_rate"], step
+            )
+            if deterministic and not start:
+                self.history.append({"minutes": self.minutes(), self.unit: step, "opponent": spec, "final": final, **r})
+                self.log(f"{self.unit} {step}: vs {spec} {format_win_rate(r['win_rate'], (r['ci_low'], r['ci_high']))}")
+        if deterministic and not start:
+            self.latest = results
+            (self.folder / "eval_history.json").write_text(json.dumps(self.history, indent=1))
+            plot_learning_curve(self.history, self.unit, self.folder / "learning_curve.png", self.folder.name)
+        return results
+
+    def finish(
+        self,
+        net: PatchworkNet,
+        start: PatchworkNet | None,
+        step: int,
+        summary: dict[str, Any],
+        evaluated: PatchworkNet | None = None,
+    ) -> dict[str, Any]:
+        """``final.pt`` (``net``), the final evaluation of ``evaluated`` (default ``net``; e.g. the
+        best periodic network) and of ``start`` on the same deals, and the summary
+        (``final_eval.json``, returned) with ``summary``'s entries added."""
+        self.checkpoint(net, "final.pt")
+        final: Results = {}
+        final_start: Results = {}
+        if self.cfg.final_eval_pairs > 0:
+            opponents = ", ".join(self.cfg.final_eval_opponents)
+            self.log(f"final evaluation: {self.cfg.final_eval_pairs} paired deals against {opponents}")
+            final = self.evaluate(evaluated or net, step, final=True)
+            if start is not None and self.cfg.final_eval_start:
+                final_start = self.evaluate(start, step, final=True, start=True)
+        self.writer.close()
+        out = {
+            "run_folder": str(self.folder),
+            self.unit + "s": step,
+            "training_minutes": self.minutes(),
+            **summary,
+            "last_eval": self.latest,
+            "final_eval": final,
+            "final_start_eval": final_start,
+        }
+        (self.folder / "final_eval.json").write_text(json.dumps(out, indent=1))
+        if final_start:
+            print("the start network, on the same deals:")
+            print_results(final_start)
+            print("the trained network:")
+        print_results(final)
+        print(f"run folder: {self.folder}  ({self.minutes():.1f} minutes)")
+        return out
+
+
+def check_agents(cfg: CommonConfig) -> None:
+    """Build every agent the evaluations will play, once: a spec that does not build (an unknown
+    agent, a bad value, a checkpoint that does not load, a missing extra) stops the run at its
+    start, before a backend starts or the folder is written. Every trainer calls it first."""
+    for spec in dict.fromkeys([*cfg.eval_opponents, *cfg.final_eval_opponents]):
+        make_agent(spec)
+
+
+def load_network(path: str, field: str) -> PatchworkNet:
+    """The network of the checkpoint a config's ``field`` names (a ``CheckpointError`` naming it)."""
+    try:
+        return net_from_checkpoint(read_checkpoint(path), path)
+    except (CheckpointError, FileNotFoundError) as exc:
+        raise CheckpointError(f"{field}: {exc}") from None
+
+
+def to_yaml(cfg: CommonConfig) -> str:
+    """The resolved config as YAML (every field, in declaration order; ``net`` nested)."""
+    return yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False)
+
+
+def set_threads(n: int) -> None:
+    torch.set_num_threads(n)
+    with contextlib.suppress(RuntimeError):  # already set in this process
+        torch.set_num_interop_threads(1)
+
+
+def eval_tag(spec: str) -> str:
+    """A TensorBoard-friendly name for an agent spec: ``mcts:sims=50`` -> ``mcts_sims_50``."""
+    return re.sub(r"[^A-Za-z0-9.]+", "_", spec.strip()).strip("_")
+
+
+def frozen_copy(net: PatchworkNet) -> PatchworkNet:
+    """A copy of ``net`` in eval mode that later training does not change."""
+    copy = PatchworkNet(net.config)
+    copy.load_state_dict(net.state_dict())
+    return copy.eval()
+
+
+def evaluate(
+    net: PatchworkNet,
+    opponents: dict[str, int],
+    seed: int,
+    workers: int,
+    progress: bool = False,
+    records: Path | None = None,
+    deterministic: bool = True,
+) -> Results:
+    """Paired arena games of a frozen copy of ``net`` (its most probable moves, or samples from its
+    policy) against each opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin,
+    seconds. With ``records``, the first deal's two games against each opponent go to that file."""
+    agent = PPOAgent(frozen_copy(net), deterministic=deterministic, name="learner")
+    out: Results = {}
+    for spec, pairs in opponents.items():
+        started = time.perf_counter()
+        res = play_pairs(agent, spec, pairs, seed=seed, workers=workers, progress=progress)
+        out[spec] = {
+            "games": res.games,
+            "win_rate": res.win_rate_a,
+            "ci_low": res.ci95_a[0],
+            "ci_high": res.ci95_a[1],
+            "mean_margin": res.mean_margin_a,
+            "seconds": time.perf_counter() - started,
+        }
+        if records is not None:  # a new file per evaluation, every opponent's games in it
+            records.parent.mkdir(parents=True, exist_ok=True)
+            write_records(records, res.game_records(specs=(None, spec), limit=RECORDED_GAMES), append=len(out) > 1)
+    return out
+
+
+def print_results(results: Results) -> None:
+    """One line per opponent: win rate with its 95% interval, games, mean margin."""
+    for spec, r in results.items():
+        rate = format_win_rate(r["win_rate"], (r["ci_low"], r["ci_high"]))
+        print(f"  vs {spec:<14} {rate:<22} ({r['games']} games, mean margin {r['mean_margin']:+.1f})")
+
+
+def plot_learning_curve(history: list[dict[str, Any]], unit: str, path: Path, title: str) -> Path | None:
+    """Win rate against each opponent over minutes of training, with 95% bands; the final
+    evaluation (fresh deals) as a separate marker with its interval, in the legend."""
+    if not history:
+        return None
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4), dpi=110)
+    ax = fig.subplots()
+    for spec in dict.fromkeys(h["opponent"] for h in history):
+        rows = [h for h in history if h["opponent"] == spec and not h.get("final")]
+        x = [h["minutes"] for h in rows]
+        (line,) = ax.plot(x, [h["win_rate"] for h in rows], marker="o", ms=3, label=f"vs {spec}")
+        ax.fill_between(
+            x, [h["ci_low"] for h in rows], [h["ci_high"] for h in rows], alpha=0.15, color=line.get_color()
+        )
+        for h in (h for h in history if h["opponent"] == spec and h.get("final")):
+            err = [[h["win_rate"] - h["ci_low"]], [h["ci_high"] - h["win_rate"]]]
+            ax.errorbar(
+                [h["minutes"]],
+                [h["win_rate"]],
+                yerr=err,
+                fmt="*",
+                ms=10,
+                color=line.get_color(),
+                label=f"vs {spec}, final (fresh deals)",
+            )
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(f"minutes of training (points: evaluations every few {unit}s)")
+    ax.set_ylabel("win rate (paired games, 95% CI)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
