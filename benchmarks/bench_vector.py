@@ -45,8 +45,7 @@ def desynchronise(games: VectorGames, seed: int = 0) -> None:
     for ply in range(1, SPREAD):
         games.step(games.sample_random())
         snapshot[age == ply] = games.states[age == ply]
-    games.states[:] = snapshot
-    games.refresh()
+    games.set_states(snapshot)
 
 
 C4 = "connect four raw_env"

@@ -11,3 +11,9 @@ def patchwork(*argv: str) -> int:
         return main(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The non-empty lines of ``stderr`` other than the one-off compile notices of a first run
+    (``compiling the rules kernels (first run only, ...)``, ``patchwork_env.core.jit``)."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("compiling ")]

@@ -17,6 +17,7 @@ from patchwork_env.cli import main as patchwork
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.registry import make_agent
+from tests.cli import error_lines
 from train import alphazero, distill, rllib_selfplay, sb3_maskable, selfplay
 from train.cli import parse_config
 from train.config import ConfigError, SelfPlayConfig
@@ -41,7 +42,7 @@ def _exit_code(main: Callable[[list[str]], Any], argv: list[str]) -> int:
 
 def _assert_one_error_line(capsys: pytest.CaptureFixture[str], code: int, *needles: str) -> str:
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = error_lines(err)
     assert code == 2, err
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert "Traceback" not in err
@@ -58,7 +59,7 @@ def _assert_one_error_line(capsys: pytest.CaptureFixture[str], code: int, *needl
         ("mcts:time=inf", "finite"),
         ("greedy:temp=inf", "finite"),
         ("greedy:temp=-inf", "finite"),
-        ("mcts:sims=-1", "sims must be >= 1"),
+        ("mcts:sims=-1", r"'sims' must be in \[1, 100000\]"),
         ("ppo:/no/such/file.pt", "not found"),
     ],
 )
@@ -203,7 +204,9 @@ def test_a_real_process_exits_2_without_a_traceback(argv: list[str]) -> None:
     proc = subprocess.run([str(patchwork_command), *argv], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert [line for line in proc.stderr.splitlines() if line.startswith("error: ")] == proc.stderr.splitlines()[-1:]
+    assert error_lines(proc.stderr) == proc.stderr.splitlines()[-1:] and proc.stderr.splitlines()[-1].startswith(
+        "error: "
+    )
 
 
 @pytest.mark.parametrize("trainer", [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli])

@@ -35,6 +35,19 @@ def test_fuzz_budget_in_a_subprocess() -> None:
         assert f"{kind} accepted" in proc.stdout and f"{kind} rejected" in proc.stdout, proc.stdout
 
 
+def test_input_fuzz_budget_in_a_subprocess() -> None:
+    """Records, specs, checkpoints, command lines, seeds, env misuse and the vector arrays
+    (``tests/fuzz_inputs.py``; ``python -m tests.fuzz_inputs --long`` for 200,000 cases)."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-m", "tests.fuzz_inputs", "--cases", "700", "--seed", "5"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "700 cases, 0 failures" in proc.stdout
+    for kind in ("record", "spec", "checkpoint", "config", "seed", "misuse", "vector"):
+        assert f"{kind} accepted" in proc.stdout and f"{kind} rejected" in proc.stdout, proc.stdout
+
+
 def test_a_crash_in_the_fuzz_subprocess_fails_the_run() -> None:
     """The wrapper above relies on a non-zero exit code: a segfault gives one (and faulthandler
     prints where it happened)."""
@@ -54,7 +67,7 @@ def test_the_fuzzer_catches_an_unsafe_state() -> None:
     arr = STATES[40].array().copy()
     arr[rules.PLY] = arr[rules.NPLACED] + arr[rules.NPLACED + 1]  # valid for the kernels, but no advance counted
     with pytest.raises(Failure, match="ply is"):
-        check_safe(GameState(arr), np.random.default_rng(0), 5, dict_closed=True)
+        check_safe(GameState._wrap(arr), np.random.default_rng(0), 5, dict_closed=True)
 
 
 def test_fuzz_counts_rejections_and_acceptances() -> None:
@@ -91,9 +104,10 @@ def test_raw_arrays_out_of_range_name_the_field(index: int, value: int, field: s
     games = VectorGames(2, seed=0)
     with pytest.raises(ValueError, match=field):
         games.set_state(1, arr)
-    games.states[1] = arr
-    with pytest.raises(ValueError, match=f"row 1: {field}"):
-        games.refresh()
+    rows = games.states.copy()
+    rows[1] = arr
+    with pytest.raises(ValueError, match=field):
+        games.set_states(rows)
 
 
 @pytest.mark.parametrize("size", [0, 8, 8 * rules.STATE_LEN - 1, 8 * rules.STATE_LEN + 8])

@@ -28,6 +28,7 @@ from patchwork_env.core import rules
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.checkpoint import read_checkpoint
 from tests import ray_trainer_checks as checks
+from tests.cli import error_lines
 from tests.test_ray_scale import LOOPBACK, SequentialBackend, _namespace_available
 from train import alphazero, distill
 from train.cli import load_yaml, parse_config
@@ -205,7 +206,7 @@ def test_shipped_configs_keep_the_local_backend() -> None:
 
 
 def _error_lines(err: str) -> list[str]:
-    return [line for line in err.splitlines() if line.strip()]
+    return error_lines(err)
 
 
 def test_an_unreachable_cluster_fails_before_the_run_folder_is_written(

@@ -15,7 +15,7 @@ import pytest
 from patchwork_env.core.records import Player, read_records, record_game, write_records
 from patchwork_env.core.render import render_svg
 from patchwork_env.replay import CONTENT_SECURITY_POLICY, Replay, embed_json, replay_data, replay_html
-from tests.cli import patchwork
+from tests.cli import error_lines, patchwork
 from tests.test_records import GAMES, a_record
 
 XSS_NAMES = ("<script>window.__pwned = 1</script>", '"><img src=x onerror="window.__pwned = 2">')
@@ -108,9 +108,9 @@ def test_replay_cli_writes_the_chosen_game(tmp_path: Path, capsys: pytest.Captur
 
 def _cli_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     assert patchwork("replay", *argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: ")  # one line, no traceback
-    return err
+    lines = error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and lines[0].startswith("error: ")  # one line, no traceback
+    return lines[0]
 
 
 def test_replay_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

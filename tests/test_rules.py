@@ -127,7 +127,7 @@ def test_no_such_market_slot_when_fewer_than_three_patches_are_left() -> None:
     arr = start().array().copy()
     arr[rules.NCIRCLE] = 2  # a raw late-game circle (two patches left)
     arr[rules.CIRCLE + 2 : rules.CIRCLE + 33] = -1  # the other patches are out of the game
-    s = GameState(arr)
+    s = GameState._wrap(arr)  # a scenario, not a reachable position
     assert s.market == (9, 1) and not s.legal_action_mask()[1296:1944].any()
     with pytest.raises(IllegalActionError, match="no such market slot: 2 patches are on offer"):
         s.step(buy(2, 0, 0, 0))
@@ -212,7 +212,6 @@ def test_original_layout_has_a_leather_patch_on_20() -> None:  # mistake 3
 
 def test_a_full_quilt_loses_the_leather_patch() -> None:
     s = with_cells(position(positions=[24, 25], top=1, bonus_owner=None), 0, range(81))
-    s = GameState(s.array().copy())
     s = s.step(ADVANCE)
     assert not s.pending_leather and s.leather_remaining == (32, 38, 44, 50) and s.current_player == 1
 

@@ -32,7 +32,7 @@ def test_given_circle_and_first_player_are_used() -> None:
         ({"circle": CIRCLE[:-1]}, "each patch id 0..32 exactly once"),
         ({"circle": [0, *CIRCLE[:-1]]}, "must end with the 1x2 patch"),
         ({"circle": [*CIRCLE[:-2], 9, 0]}, "exactly once"),
-        ({"circle": "abc"}, "sequence of 33 patch ids"),
+        ({"circle": "abc"}, "sequence of 33 integer patch ids"),
         ({"first_player": 2}, "first_player must be 0 or 1"),
         ({"leather_layout": "new"}, "leather_layout must be one of"),
     ],

@@ -18,6 +18,7 @@ from patchwork_env.players.checkpoint import save_checkpoint
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for
 from patchwork_env.players.policy import load_ppo_agent
+from tests.cli import error_lines
 from train import value_head as cli
 
 TINY = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
@@ -134,8 +135,8 @@ def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.C
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)
     assert exc.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(message) and "\n" not in err
+    (err,) = error_lines(capsys.readouterr().err)
+    assert err.startswith(message)
 
 
 def test_cli_unwritable_out_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,5 +147,5 @@ def test_cli_unwritable_out_is_one_error_line(tmp_path: Path, capsys: pytest.Cap
     with pytest.raises(SystemExit) as exc:
         cli.main(["--checkpoint", str(src), "--out", str(out), "--games", "2", "--epochs", "1"])
     assert exc.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: cannot write --out {out}") and "\n" not in err
+    (err,) = error_lines(capsys.readouterr().err)
+    assert err.startswith(f"error: cannot write --out {out}")

@@ -195,8 +195,9 @@ def test_set_state_and_game_round_trip() -> None:
     assert games.game(1) == state
     assert np.array_equal(games.masks[1], state.legal_action_mask())
     assert games.current_player[1] == state.current_player
-    games.states[2] = state.array()  # a direct write, then refresh()
-    games.refresh()
+    rows = games.states.copy()  # several at once: set_states
+    rows[2] = state.array()
+    games.set_states(rows)
     assert np.array_equal(games.masks[2], state.legal_action_mask())
     assert games.current_player[2] == state.current_player
     obs = games.observe(np.array([0, 1, 0]))

@@ -49,7 +49,7 @@ from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.players.az import NetEvaluator
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.network import PatchworkNet, count_parameters
-from train.run import Run, check_agents, frozen_copy, load_network
+from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
 
@@ -71,7 +71,7 @@ def main(cfg: AlphaZeroConfig, name: str = "alphazero") -> dict[str, Any]:
     self-play runs on Ray (``address``: a cluster; empty: a local runtime), joined before anything
     is written."""
     cfg.validate()
-    check_agents(cfg)
+    preflight(cfg)
     net = load_network(cfg.init_checkpoint, "init_checkpoint") if cfg.init_checkpoint else None
     with open_backend(cfg.selfplay_backend, cfg.address or None) as backend:
         return train(cfg, name, net, backend)

@@ -69,6 +69,10 @@ def parse_config(
     known, rest = pre.parse_known_args(list(argv))
     start = load_yaml(cls, known.config) if known.config else cls()
     name = Path(known.config).stem if known.config else cls.__name__.removesuffix("Config").lower()
+    given = [a[2:].split("=")[0].replace("_", "-").removeprefix("no-") for a in rest if a.startswith("--")]
+    twice = sorted({name for name in given if given.count(name) > 1})
+    if twice:
+        raise ConfigError(f"--{twice[0]} is given twice: give each option once")
     if "--resume" in rest[:-1] and hasattr(cls, "resume"):
         start = from_dict(cls, resumed_config(rest[rest.index("--resume") + 1]), "the resumed checkpoint")
     errors = io.StringIO()

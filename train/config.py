@@ -59,6 +59,8 @@ LIMITS: dict[str, int] = {
     "period": 10**10,
 }
 BACKENDS = ("local", "ray")
+# the engine's sizes, for memory estimates without loading it (tests/test_config.py checks them)
+OBS_DIM, NUM_ACTIONS, STATE_LEN, PRIOR_FEATURES = 1452, 2026, 129, 9
 RUN_DIR = re.compile(r"^[A-Za-z0-9._/\-]*$")
 
 
@@ -87,6 +89,11 @@ class CommonConfig:
     """Agent specs of the final evaluation."""
     final_eval_start: bool = True
     """The final evaluation also plays the network the run started from, on the same deals."""
+
+    def memory_bytes(self) -> int:
+        """A rough estimate of the largest buffers the run allocates (checked against the machine's
+        free memory at the start of a run: ``train.run.preflight``)."""
+        return 0
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first impossible value."""
@@ -207,6 +214,12 @@ class SelfPlayConfig(PPOConfig):
     """A checkpoint (``checkpoints/latest.pt``) whose run continues: its config is the starting point
     of the options given, its network, optimizer, pool, generators and counters are restored."""
 
+    def memory_bytes(self) -> int:
+        """The rollout buffer and its training batch: observation, mask and greedy-prior terms
+        (float16) of every decision."""
+        prior = 2 * NUM_ACTIONS * PRIOR_FEATURES if self.net.prior_scale > 0 else 0
+        return 2 * self.num_games * self.rollout_steps * (4 * OBS_DIM + NUM_ACTIONS + prior)
+
     def validate(self) -> None:
         super().validate()
         between(self, "num_games", 1, LIMITS["num_games"])
@@ -279,6 +292,11 @@ class DistillConfig(CommonConfig):
     runtime or the cluster of ``address``); the same labels on both."""
     address: str = ""
     """With ``backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT); empty: a local runtime."""
+
+    def memory_bytes(self) -> int:
+        """Every labelled position (state, targets) and its network inputs in a training pass."""
+        positions = self.positions + self.rounds * self.dagger_positions
+        return positions * (8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES)
 
     def validate(self) -> None:
         super().validate()
@@ -367,6 +385,10 @@ class AlphaZeroConfig(CommonConfig):
     checkpoint_every: int = 1
     """Iterations between checkpoints."""
 
+    def memory_bytes(self) -> int:
+        """The replay buffer (state, policy target, value per position) and the search trees."""
+        return self.buffer_size * (8 * STATE_LEN + 4 * NUM_ACTIONS + 4) + self.games_per_iteration * self.sims * 20_000
+
     def validate(self) -> None:
         super().validate()
         for key in ("iterations", "games_per_iteration", "sims", "considered", "buffer_size", "batch_size"):
@@ -419,6 +441,10 @@ class SB3Config(PPOConfig):
     """Learner decisions between evaluations (and one at the end); 0: only at the end."""
     checkpoint_every: int = 50_000
     """Learner decisions between checkpoints (always one at the end)."""
+
+    def memory_bytes(self) -> int:
+        """SB3's rollout buffer: float32 observations and masks of every step of every env."""
+        return self.n_envs * self.n_steps * 4 * (OBS_DIM + NUM_ACTIONS)
 
     def validate(self) -> None:
         super().validate()
@@ -478,6 +504,10 @@ class RLlibConfig(PPOConfig):
     """A checkpoint whose network starts the learner and the pool (its sizes must equal ``net``)."""
     address: str = ""
     """The Ray cluster to join (``auto`` or HOST:PORT); empty: a local Ray runtime."""
+
+    def memory_bytes(self) -> int:
+        """One iteration's batch: float32 observations and masks of every env step."""
+        return self.train_batch_size * 4 * (OBS_DIM + NUM_ACTIONS)
 
     def validate(self) -> None:
         super().validate()

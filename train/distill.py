@@ -44,7 +44,7 @@ from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.registry import make_agent
-from train.run import Run, check_agents, frozen_copy, load_network
+from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_seed
 
 HELD_OUT = 0.1  # share of each round's new positions never trained on
@@ -53,7 +53,7 @@ HELD_OUT = 0.1  # share of each round's new positions never trained on
 def main(cfg: DistillConfig, name: str = "distill") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``) with what the distillation measured."""
     cfg.validate()
-    check_agents(cfg)
+    preflight(cfg)
     make_agent(cfg.teacher)  # a teacher that does not build stops the run before anything is written
     if cfg.init_checkpoint:
         net = load_network(cfg.init_checkpoint, "init_checkpoint")

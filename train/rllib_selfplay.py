@@ -46,7 +46,7 @@ from typing import Any
 from patchwork_env.evaluation.backend import import_ray, init_ray
 from patchwork_env.players.network import PatchworkNet
 from train.config import ConfigError
-from train.run import Run, check_agents, frozen_copy, load_network
+from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_seed
 
 LEARNER = "learner"
@@ -182,7 +182,7 @@ def throughput(result: dict[str, Any]) -> dict[str, float]:
 def main(cfg: RLlibConfig, name: str = "rllib") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``)."""
     cfg.validate()
-    check_agents(cfg)
+    preflight(cfg)
     import_ray()  # the ray extra: a missing one is an error line, not a traceback
     start = initial_net(cfg) if cfg.init_checkpoint else None  # a checkpoint that does not fit fails first
     started = init_ray(cfg.address or None)  # a cluster that cannot be joined leaves no run folder

@@ -159,12 +159,30 @@ class Run:
         return out
 
 
-def check_agents(cfg: CommonConfig) -> None:
-    """Build every agent the evaluations will play, once: a spec that does not build (an unknown
-    agent, a bad value, a checkpoint that does not load, a missing extra) stops the run at its
-    start, before a backend starts or the folder is written. Every trainer calls it first."""
+def preflight(cfg: CommonConfig) -> None:
+    """What every trainer checks first, before a backend starts or the folder is written: the run's
+    buffers fit in the machine's free memory (``memory_bytes``, a rough estimate), and every agent
+    the evaluations will play builds (an unknown agent, a bad value, a checkpoint that does not
+    load, a missing extra stop the run here)."""
+    need, free = cfg.memory_bytes(), available_memory()
+    if free and need > free:
+        raise ConfigError(
+            f"this config needs about {need / 2**30:.1f} GiB for its buffers, the machine has "
+            f"{free / 2**30:.1f} GiB free: lower its sizes"
+        )
     for spec in dict.fromkeys([*cfg.eval_opponents, *cfg.final_eval_opponents]):
         make_agent(spec)
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (Linux: MemAvailable), 0 if unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def load_network(path: str, field: str) -> PatchworkNet:

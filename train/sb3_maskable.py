@@ -50,7 +50,7 @@ from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.policy import PPOAgent
 from patchwork_env.players.registry import make_agent
-from train.run import Run, check_agents, frozen_copy
+from train.run import Run, frozen_copy, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
 
@@ -213,7 +213,7 @@ def make_env(cfg: SB3Config) -> tuple[SB3VecEnv, Any]:
 def main(cfg: SB3Config, name: str = "sb3") -> dict[str, Any]:
     """Train MaskablePPO; returns the summary (``train.run.Run.finish``)."""
     cfg.validate()
-    check_agents(cfg)
+    preflight(cfg)
     run = Run(cfg, name, "timestep")
     venv, env = make_env(cfg)
     pool = OpponentPool(

@@ -50,14 +50,14 @@ from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoin
 from patchwork_env.players.heuristic import NUM_FEATURES
 from patchwork_env.players.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from train.config import ConfigError
-from train.run import Run, check_agents, frozen_copy, load_network
+from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
 
 def main(cfg: SelfPlayConfig, name: str = "selfplay") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``)."""
     cfg.validate()
-    check_agents(cfg)
+    preflight(cfg)
     checkpoint = read_checkpoint(cfg.resume) if cfg.resume else None
     trainer = resumed_state(cfg, checkpoint)
     net = start_network(cfg, checkpoint)

@@ -45,6 +45,7 @@ commands: moves              what you can do now (positions as rows with column 
           help               this text
           quit               leave the game"""
 
+SEARCHERS = ("mcts", "az", "pretrained")  # agents whose first move can take seconds
 _SHORT_BUY = re.compile(r"^\s*s\d+\s+o\d+\s+r\d+\s*c\d+\s*$", re.IGNORECASE)
 _SHORT_CELL = re.compile(r"^\s*r\d+\s*c\d+\s*$", re.IGNORECASE)
 
@@ -184,8 +185,12 @@ def play(
     say(f"You are P{seat}; {agent.name} is P{1 - seat}. Type 'help' for the notation, 'moves' for your options.")
     say(str(state))
     shown = -1  # the ply whose moves were last listed
+    thought = False
     while not state.is_terminal:
         if state.current_player != seat:
+            if not thought and agent.name.split(":")[0] in SEARCHERS:  # its first move loads and compiles
+                say(f"{agent.name} is thinking...")
+            thought = True
             action = agent.act(state, rng)
             state = state.step(action)
             say(f"\n{agent.name} (P{1 - seat}) plays {action_to_str(action)}")

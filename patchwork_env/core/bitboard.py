@@ -35,10 +35,10 @@ orientation, row, col)::
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
+from patchwork_env.core.jit import jit
 from patchwork_env.core.patches import NUM_PATCHES, PATCHES
 
 BOARD = 9
@@ -94,7 +94,7 @@ def popcount(lo: int, hi: int) -> int:
 ROW_BITS = (1 << BOARD) - 1  # 0x1FF: one row of nine cells as a 9-bit mask (bit c = column c)
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def bit_count(x: int) -> int:
     """Set bits of one non-negative word."""
     n = 0
@@ -104,7 +104,7 @@ def bit_count(x: int) -> int:
     return n
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def row_masks(lo: int, hi: int, out: IntArray) -> None:
     """``out[r]`` = the covered cells of row ``r`` (0..8) as a 9-bit mask, from the two words."""
     rows_in_word0 = WORD0_CELLS // BOARD  # 7
@@ -114,25 +114,25 @@ def row_masks(lo: int, hi: int, out: IntArray) -> None:
         out[r] = (hi >> (BOARD * (r - rows_in_word0))) & ROW_BITS
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def with_left_neighbour(row: int) -> int:
     """Cells of a 9-bit row mask whose left neighbour (column c - 1) is in ``row``."""
     return (row << 1) & ROW_BITS
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def with_right_neighbour(row: int) -> int:
     """Cells of a 9-bit row mask whose right neighbour (column c + 1) is in ``row``."""
     return row >> 1
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def row_boundaries(row: int) -> int:
     """Boundaries along a row between a cell in ``row`` and one outside it or the border (0..10)."""
     return bit_count((row ^ (row << 1)) & ((1 << (BOARD + 1)) - 1))
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def count_in_columns(row: int, first: int, width: int) -> int:
     """Cells of ``row`` in columns ``first .. first + width - 1``."""
     return bit_count((row >> first) & ((1 << width) - 1))

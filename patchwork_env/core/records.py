@@ -272,7 +272,7 @@ def _deal(value: Any, line: int | None) -> Deal:
         raise RecordError(f"deal.circle must be a list of 33 patch ids, got {_show(circle)}", line)
     first = _int(value["first_player"], "deal.first_player", 0, 1, line)
     layout = value["leather_layout"]
-    if layout not in rules.LEATHER_LAYOUTS:
+    if not isinstance(layout, str) or layout not in rules.LEATHER_LAYOUTS:
         raise RecordError(
             f"deal.leather_layout must be one of {sorted(rules.LEATHER_LAYOUTS)}, got {_show(layout)}", line
         )
@@ -366,6 +366,8 @@ def read_record(path: str | Path, index: int) -> Record:
             if games == index:
                 return parse_record(text, number)
             games += 1
+    if games == 0:
+        raise RecordError(f"there is no game {index}: the file holds no games")
     raise RecordError(
         f"there is no game {index}: the file holds {games} game{'s' if games != 1 else ''} (0..{games - 1})"
     )

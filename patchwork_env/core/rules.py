@@ -30,10 +30,8 @@ State layout (index: meaning)::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -51,15 +49,8 @@ from patchwork_env.core.bitboard import (
     WORD0_CELLS,
 )
 from patchwork_env.core.bitboard import bit_count as popcount
+from patchwork_env.core.jit import jit
 from patchwork_env.core.patches import NUM_PATCHES, PATCHES
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def jit(fn: F) -> F:
-    """numba's ``njit`` as every compiled function of the engine uses it (cached, GIL released)."""
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
-
 
 # --- game constants -------------------------------------------------------------------------
 FINAL_SPACE = 53
@@ -112,6 +103,16 @@ NPLACED = CIRCLE + NUM_PATCHES  # 51
 LOG = NPLACED + 2  # 53
 STATE_LEN = LOG + 2 * MAX_PLACED  # 129
 LEATHER_PLACEMENT = NUM_PLACEMENTS  # log entry = LEATHER_PLACEMENT + cell
+_FIELD_STARTS = (("QUILT", QUILT), ("POS", POS), ("BUTTONS", BUTTONS), ("INCOME", INCOME), ("TOP", TOP),
+                 ("BONUS", BONUS), ("PENDING", PENDING), ("LEATHER", LEATHER), ("FIRST53", FIRST53),
+                 ("LAYOUT", LAYOUT), ("NCIRCLE", NCIRCLE), ("PLY", PLY), ("CIRCLE", CIRCLE), ("NPLACED", NPLACED),
+                 ("LOG", LOG))  # fmt: skip
+
+
+def field_name(index: int) -> str:
+    """The layout field that index ``index`` of a state array belongs to (``CIRCLE`` for 18..50)."""
+    return next(name for name, start in reversed(_FIELD_STARTS) if index >= start)
+
 
 # --- error codes of step_into ----------------------------------------------------------------
 OK = 0

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from patchwork_env.core import rules, serialize
 from patchwork_env.core.actions import Action, GameOverError, IllegalActionError, as_action_id, decode_action
 from patchwork_env.core.bitboard import ORIENT_CANON, PL_OFFSET, PL_START, popcount, words_to_board
+from patchwork_env.core.jit import compile_notice
 from patchwork_env.core.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
 from patchwork_env.core.render import render_svg, render_text
 from patchwork_env.core.validate import check_state_array, state_from_bytes
@@ -53,8 +54,8 @@ class GameState:
 
     def __init__(self, array: IntArray) -> None:
         """A position from a raw state array (layout in ``rules``), copied and checked by
-        ``validate.check_state_array``: a ValueError names the first bad field."""
-        arr = check_state_array(array)
+        ``reachable_array``: a ValueError names the first bad field or relation."""
+        arr = reachable_array(array)
         arr.setflags(write=False)
         self._s = arr
         self._mask = None
@@ -232,8 +233,20 @@ class GameState:
 
     @classmethod
     def from_notation(cls, text: str) -> GameState:
-        """The position a notation line describes (checked as ``from_dict`` checks a dict)."""
-        return cls._wrap(serialize.array_from_notation(text))
+        """The position a notation line describes (checked as ``from_dict`` checks a dict). The line
+        must be exactly what ``to_notation`` writes (ASCII digits, single spaces, no signs, no
+        leading zeros), so that one position has one notation; a ValueError shows where it differs."""
+        state = cls._wrap(serialize.array_from_notation(text))
+        canonical = state.to_notation()
+        if text != canonical:
+            at = next((i for i, (a, b) in enumerate(zip(text, canonical, strict=False)) if a != b), None)
+            at = min(len(text), len(canonical)) if at is None else at
+            got, want = text[at : at + 1] or "the end", canonical[at : at + 1] or "the end"
+            raise ValueError(
+                f"notation must be written as to_notation writes it: at character {at} got {got!r}, expected "
+                f"{want!r} (canonical: {canonical!r})"
+            )
+        return state
 
     def __str__(self) -> str:
         return render_text(self)
@@ -287,7 +300,26 @@ def _placement_patch(row: int) -> int:
 
 
 def _from_bytes(data: bytes) -> GameState:
-    return GameState._wrap(state_from_bytes(data))
+    return GameState._wrap(reachable_array(state_from_bytes(data)))
+
+
+def reachable_array(array: Any) -> IntArray:
+    """A copy of a raw state array from outside, if it is a state the rules can reach: first every
+    field's range (``validate.check_state_array``, which keeps the compiled rules in bounds), then
+    the relations of reachability that ``from_dict`` checks (``serialize``: the leather track, the
+    circle, buttons, income and ply against the placements), by rebuilding the array from its dict.
+    Every public entry point of a raw array calls it (``GameState(array)``, unpickling,
+    ``VectorGames.set_state``); a ValueError says what is wrong."""
+    arr = check_state_array(array)
+    try:
+        rebuilt = serialize.array_from_dict(serialize.state_to_dict(GameState._wrap(arr.copy())))
+    except ValueError as exc:
+        raise ValueError(f"not a position the rules can reach: {exc}") from None
+    if not np.array_equal(rebuilt, arr):
+        fields = [rules.field_name(int(i)) for i in np.flatnonzero(rebuilt != arr)]
+        raise ValueError(f"not a position the rules can reach: {', '.join(dict.fromkeys(fields))} "
+                         "disagree with the placements")  # fmt: skip
+    return arr
 
 
 def new_game(
@@ -301,6 +333,7 @@ def new_game(
     patch 0) and the first player are drawn from ``numpy.random.default_rng(seed)`` unless given:
     first the circle (a permutation of 1..32, then 0), then the first player."""
     rules.check_leather_layout(leather_layout)
+    compile_notice("the rules kernels", rules.step_into, "5 s")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if circle is None:
         order = rng.permutation(np.arange(1, NUM_PATCHES, dtype=np.int64))
@@ -319,11 +352,14 @@ def new_game(
 
 
 def validate_circle(circle: Any) -> npt.NDArray[np.int64]:
-    """A starting circle as an int64 array, or a ValueError saying what is wrong with it."""
-    try:
-        values = [int(x) for x in circle]
-    except (TypeError, ValueError):
-        raise ValueError(f"circle must be a sequence of 33 patch ids, got {circle!r}") from None
+    """A starting circle as an int64 array, or a ValueError saying what is wrong with it. Patch ids
+    are integers (Python or numpy; not bools, floats or strings)."""
+    if isinstance(circle, str | bytes) or not hasattr(circle, "__len__"):
+        raise ValueError(f"circle must be a sequence of 33 integer patch ids, got {circle!r}")
+    bad = [x for x in circle if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer)]
+    if bad:
+        raise ValueError(f"circle must hold integer patch ids, got {bad[0]!r} ({type(bad[0]).__name__})")
+    values = [int(x) for x in circle]
     if len(values) != NUM_PATCHES or sorted(values) != list(range(NUM_PATCHES)):
         raise ValueError(f"circle must hold each patch id 0..32 exactly once, got {values}")
     if values[-1] != STARTING_PATCH:

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.bitboard import CELLS, PL_START, WORD0_CELLS, bit_count
+from patchwork_env.core.jit import jit
 from patchwork_env.core.patches import NUM_PATCHES
 
 IntArray = npt.NDArray[np.int64]
@@ -78,7 +78,7 @@ _FIELDS: tuple[tuple[str, str], ...] = (
  _NLE) = range(len(_FIELDS))  # fmt: skip
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def _state_error(s: IntArray, placement_patch: IntArray, layout_masks: IntArray) -> tuple[int, int]:
     """(error code, index of the offending entry), or (0, -1) for a valid state."""
     for p in range(2):
@@ -159,7 +159,7 @@ def _state_error(s: IntArray, placement_patch: IntArray, layout_masks: IntArray)
     return _OK, -1
 
 
-@numba.njit(cache=True, nogil=True)
+@jit
 def _first_error(states: IntArray, placement_patch: IntArray, layout_masks: IntArray) -> tuple[int, int, int]:
     """(row, error code, index) of the first invalid row of ``states``, or (-1, 0, -1)."""
     for i in range(states.shape[0]):

@@ -219,12 +219,25 @@ class CheckActionWrapper(wrappers.BaseWrapper):  # type: ignore[misc]
             super().step(as_action_id(action))
 
 
+class OrderEnforcing(wrappers.OrderEnforcingWrapper):  # type: ignore[misc]
+    """PettingZoo's ``OrderEnforcingWrapper``, except that a step before ``reset()`` is a
+    ``RuntimeError`` (as in the other front-ends; PettingZoo raises ``AssertionError``) and an
+    action once every agent is done a ``GameOverError`` (PettingZoo warns and ignores it)."""
+
+    def step(self, action: Any) -> None:
+        if not self._has_reset:
+            raise RuntimeError("call reset() before step()")
+        if not self.agents and action is not None:
+            raise game_over()
+        super().step(action)
+
+
 def env(illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION, **kwargs: Any) -> AECEnv:
     """The Patchwork AEC environment wrapped like PettingZoo's classic environments (see "Illegal
     actions" for ``illegal_action``)."""
     e: AECEnv = raw_env(illegal_action=illegal_action, **kwargs)
     e = CheckActionWrapper(e)
-    e = wrappers.OrderEnforcingWrapper(e)
+    e = OrderEnforcing(e)
     return e
 
 
@@ -283,6 +296,7 @@ class raw_env(AECEnv):  # type: ignore[misc]
     # --- episodes ------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """A new deal: see "Options" in the module documentation."""
+        seed = edge.check_seed(seed)
         opts = edge.read_reset_options(options, RESET_OPTIONS)
         if seed is not None:
             self._rng = np.random.default_rng(seed)

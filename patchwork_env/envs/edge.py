@@ -40,11 +40,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import gymnasium
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core.actions import IllegalActionError
+from patchwork_env.core.jit import jit
 from patchwork_env.core.render import render_rgb, render_text
 from patchwork_env.core.state import GameState
 
@@ -63,6 +63,7 @@ __all__ = [
     "check_render_mode",
     "check_reward_kind",
     "check_seat",
+    "check_seed",
     "final_reward",
     "final_rewards",
     "on_illegal_action",
@@ -121,6 +122,23 @@ def on_illegal_action(mode: str, error: IllegalActionError) -> str:
     return str(error)
 
 
+# --- seeds -----------------------------------------------------------------------------------
+MAX_SEED = 2**64 - 1
+
+
+def check_seed(seed: object) -> int | None:
+    """The one seed policy of every front-end: ``None`` or an integer in 0..2**64 - 1 (a Python or
+    numpy integer; not a bool). Anything else is a ``TypeError`` (wrong kind) or ``ValueError``
+    (out of range) saying what is allowed."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool | np.bool_) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"seed must be None or an integer in 0..2**64 - 1, got {type(seed).__name__} {seed!r}")
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise ValueError(f"seed must be None or an integer in 0..2**64 - 1, got {seed!r}")
+    return int(seed)
+
+
 # --- reset options ---------------------------------------------------------------------------
 def read_reset_options(options: Mapping[str, Any] | None, allowed: tuple[str, ...]) -> dict[str, Any]:
     """``options`` restricted to the keys ``allowed``: an unknown key warns and is ignored (the one
@@ -138,7 +156,7 @@ def read_reset_options(options: Mapping[str, Any] | None, allowed: tuple[str, ..
 
 
 # --- the final reward ------------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+@jit
 def final_reward(won: bool, margin: float, reward_mode: int) -> float:
     """One player's reward at the end of a game: ``won`` (the rules' winner, tie-break included),
     ``margin`` = own score - other score, ``reward_mode`` an index into ``REWARD_KINDS``. Compiled,

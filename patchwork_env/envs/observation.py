@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.bitboard import BOARD, CELLS, SHAPE5, SHAPE_BOX
+from patchwork_env.core.jit import jit
 from patchwork_env.core.patches import NUM_PATCHES
 from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
@@ -160,12 +161,12 @@ _PRESENT, _COST, _TIME, _ICONS, _AREA, _AFFORDABLE, _SHAPE = range(7)  # offsets
 
 
 # --- the encoder (compiled) ------------------------------------------------------------------
-@rules.jit
+@jit
 def _write_scalar(out: FloatArray, i: int, quantity: float) -> None:
     out[OBS_PLANES_END + i] = quantity / _SCALAR_SCALES[i]
 
 
-@rules.jit
+@jit
 def _observe_public(s: StateArray, me: int, out: FloatArray) -> None:
     """Everything of the observation but the market cover planes (which stay zero)."""
     you = 1 - me
@@ -206,14 +207,14 @@ def _observe_public(s: StateArray, me: int, out: FloatArray) -> None:
             out[base + _SHAPE + j] = SHAPE5[patch, j] / _CIRCLE_SCALES[_SHAPE + j]
 
 
-@rules.jit
+@jit
 def observe_into(s: StateArray, me: int, out: FloatArray) -> None:
     """Write the observation of seat ``me`` (own numbers first) into ``out`` (OBS_DIM,)."""
     _observe_public(s, me, out)
     rules.market_pass(s, me, np.empty(0, dtype=np.bool_), False, out[COVER_START:COVER_END], True)
 
 
-@rules.jit
+@jit
 def legal_mask_and_observe_into(s: StateArray, mask: npt.NDArray[Any], obs: FloatArray) -> int:
     """``rules.legal_mask_into`` and ``observe_into`` from the seat of the player to move, sharing
     one pass over the market placements; returns the number of legal actions."""
@@ -231,7 +232,7 @@ def legal_mask_and_observe_into(s: StateArray, mask: npt.NDArray[Any], obs: Floa
     return 1 + rules.market_pass(s, player, mask, True, cover, True)
 
 
-@rules.jit
+@jit
 def observe_batch(states: StateArray, seats: npt.NDArray[np.int64], out: FloatArray) -> None:
     for i in range(states.shape[0]):
         observe_into(states[i], seats[i], out[i])

@@ -133,6 +133,7 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[npt.NDArray[np.float32], dict[str, Any]]:
+        seed = edge.check_seed(seed)
         super().reset(seed=seed)
         opts = edge.read_reset_options(options, RESET_OPTIONS)
         if seed is not None:

@@ -35,16 +35,17 @@ with ``g = games.game(i)`` rebuilds a dealt game for the single-game API.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.actions import as_action_ids
-from patchwork_env.core.state import GameState, IllegalActionError
-from patchwork_env.core.validate import check_state_array, check_state_rows
+from patchwork_env.core.jit import compile_notice
+from patchwork_env.core.state import GameState, IllegalActionError, reachable_array
 from patchwork_env.envs import vector_kernels
+from patchwork_env.envs.edge import check_seed
 from patchwork_env.envs.observation import OBS_DIM
 
 
@@ -81,17 +82,29 @@ class VectorGames:
         if isinstance(num_games, bool) or not isinstance(num_games, int | np.integer) or num_games < 1:
             raise ValueError(f"num_games must be a positive integer, got {num_games!r}")
         rules.check_leather_layout(leather_layout)
+        compile_notice("the vector engine's kernels", vector_kernels.selfplay_step, "10 s")
         n = int(num_games)
         self.num_games = n
         self.auto_reset = auto_reset
         self.leather_layout = leather_layout
         self.deal = vector_kernels.Deal(rules.LAYOUT_NAMES.index(leather_layout), rules.leather_mask(leather_layout))
         self._k = vector_kernels.kernels_for(parallel)
-        self.states = np.zeros((n, rules.STATE_LEN), dtype=np.int64)
-        self.masks = np.zeros((n, rules.NUM_ACTIONS), dtype=np.bool_)
-        self.counts = np.zeros(n, dtype=np.int64)
-        self.current_player = np.zeros(n, dtype=np.int64)
-        self.observations = np.zeros((n, OBS_DIM), dtype=np.float32)
+        # the kernels' arrays (``_arrays``); outside, read-only views of them that cannot be made
+        # writable: a row the rules did not write would reach the compiled kernels unchecked
+        arrays = vector_kernels.Batch(
+            states=np.zeros((n, rules.STATE_LEN), dtype=np.int64),
+            masks=np.zeros((n, rules.NUM_ACTIONS), dtype=np.bool_),
+            counts=np.zeros(n, dtype=np.int64),
+            cur=np.zeros(n, dtype=np.int64),
+            obs=np.zeros((n, OBS_DIM), dtype=np.float32),
+            deal_rng=np.zeros(n, dtype=np.uint64),
+            play_rng=np.zeros(n, dtype=np.uint64),
+        )
+        self.states = read_only(arrays.states)
+        self.masks = read_only(arrays.masks)
+        self.counts = read_only(arrays.counts)
+        self.current_player = read_only(arrays.cur)
+        self.observations = read_only(arrays.obs)
         self._errors = np.zeros(n, dtype=np.int64)
         self._actions = np.zeros(n, dtype=np.int64)
         self._to_move = np.full(n, -1, dtype=np.int64)
@@ -102,14 +115,11 @@ class VectorGames:
             actor=np.zeros(n, dtype=np.int64),
             plies=np.zeros(n, dtype=np.int64),
         )
-        self.deal_streams = np.zeros(n, dtype=np.uint64)
-        self.play_streams = np.zeros(n, dtype=np.uint64)
-        self.batch = vector_kernels.Batch(self.states, self.masks, self.counts, self.current_player, self.observations,
-                                          self.deal_streams, self.play_streams)  # fmt: skip
+        self._arrays = arrays  # the envs' own front-end (``vector_env``) steps these too
         res = self._result
         results = vector_kernels.SelfPlayResults(res.done, res.winner, res.scores, res.plies, res.actor, self._errors)
         # the drivers take plain tuples of these (``vector_kernels.Fields``): built once
-        self._batch_fields = tuple(self.batch)
+        self._batch_fields = tuple(arrays)
         self._deal_fields = tuple(self.deal)
         self._results_fields = tuple(results)
         self.reset(seed)
@@ -130,9 +140,9 @@ class VectorGames:
 
     def seed_streams(self, seed: int | None) -> None:
         """Re-seed every game's deal and play streams from ``seed`` (no deal)."""
-        words = vector_kernels.seed_streams(seed, 2 * self.num_games)
-        self.deal_streams[:] = words[: self.num_games]
-        self.play_streams[:] = words[self.num_games :]
+        words = vector_kernels.seed_streams(check_seed(seed), 2 * self.num_games)
+        self._arrays.deal_rng[:] = words[: self.num_games]
+        self._arrays.play_rng[:] = words[self.num_games :]
 
     @property
     def kernels(self) -> vector_kernels.Kernels:
@@ -140,18 +150,21 @@ class VectorGames:
         return self._k
 
     def set_state(self, i: int, state: GameState | npt.ArrayLike) -> None:
-        """Put a given position (a ``GameState``, or a raw state array, which is checked by
-        ``validate.check_state_array``) into game ``i`` (for tests and search)."""
+        """Put a given position (a ``GameState``, or a raw state array, which must be a position
+        the rules can reach: ``state.reachable_array``) into game ``i`` (for tests and search)."""
         if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < self.num_games:
             raise ValueError(f"game index must be an integer in 0..{self.num_games - 1}, got {i!r}")
-        self.states[i] = state.array() if isinstance(state, GameState) else check_state_array(state)
+        self._arrays.states[i] = state.array() if isinstance(state, GameState) else reachable_array(state)
         self._refresh_row(int(i))
 
-    def refresh(self) -> None:
-        """Recompute masks, counts and players to move after writing ``states`` directly (e.g.
-        copying many positions in at once for search). The rows are checked first
-        (``validate.check_state_rows``): a ValueError names the first invalid one."""
-        check_state_rows(self.states)
+    def set_states(self, states: npt.ArrayLike) -> None:
+        """Put ``num_games`` positions into the games at once (raw rows, e.g. a snapshot of
+        ``states``), each checked as ``set_state`` checks one; nothing changes if one is refused."""
+        rows = np.asarray(states)
+        if rows.shape != self.states.shape:
+            raise ValueError(f"states must have shape {self.states.shape}, got {rows.shape}")
+        checked = np.stack([reachable_array(row) for row in rows])
+        self._arrays.states[:] = checked
         self._k.refresh(self._batch_fields, self._to_move, False)
 
     def game(self, i: int) -> GameState:
@@ -159,9 +172,9 @@ class VectorGames:
         return GameState._wrap(self.states[i].copy())
 
     def _refresh_row(self, i: int) -> None:
-        s = self.states[i]
-        self.counts[i] = rules.legal_mask_into(s, self.masks[i])
-        self.current_player[i] = rules.current_player(s)
+        a = self._arrays
+        a.counts[i] = rules.legal_mask_into(a.states[i], a.masks[i])
+        a.cur[i] = rules.current_player(a.states[i])
 
     # --- stepping -----------------------------------------------------------------------------
     def step(self, actions: npt.ArrayLike, *, observe: bool = False) -> StepResult:
@@ -194,7 +207,7 @@ class VectorGames:
     def sample_random(self) -> npt.NDArray[np.int64]:
         """A uniformly random legal action for every game (-1 for a finished game), drawn from each
         game's own play stream. The returned array is reused by the next call."""
-        self._k.random_actions(self.masks, self.counts, self.play_streams, self._actions)
+        self._k.random_actions(self.masks, self.counts, self._arrays.play_rng, self._actions)
         return self._actions
 
     def observe(self, seats: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float32]:
@@ -210,7 +223,12 @@ class VectorGames:
 
     def nbytes_per_game(self) -> int:
         """Bytes of preallocated arrays per game (states, masks, observations and bookkeeping)."""
-        arrays = [self.states, self.masks, self.counts, self.current_player, self.observations, self._errors,
-                  self._actions, self._to_move, self.deal_streams, self.play_streams,
-                  *vars(self._result).values()]  # fmt: skip
+        arrays = [*self._arrays, self._errors, self._actions, self._to_move, *vars(self._result).values()]
         return int(sum(a.nbytes for a in arrays)) // self.num_games
+
+
+def read_only(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """A view of ``array`` that neither its holder nor numpy can make writable (its buffer is a
+    read-only memoryview)."""
+    view: npt.NDArray[Any] = np.asarray(memoryview(cast(Any, array)).toreadonly())
+    return view

@@ -114,6 +114,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         parallel: bool = False,
     ) -> None:
         seat = edge.check_seat(seat)
+        seed = edge.check_seed(seed)
         edge.check_reward_kind(reward)
         edge.check_illegal_action(illegal_action)
         self.games = VectorGames(num_envs, seed, leather_layout=leather_layout, auto_reset=False, parallel=parallel)
@@ -145,7 +146,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         self._started = False
         # the kernels' views: the games' arrays with this env's observations (from the learner's seat)
         # as plain tuples (``vector_kernels.Fields``), as the drivers take them
-        self._batch = tuple(self.games.batch._replace(obs=self.observations))
+        self._batch = tuple(self.games._arrays._replace(obs=self.observations))  # the games' kernel arrays
         learners = vector_kernels.Learners(self.seats, self._rewards, self._terminated, self._results,
                                            self.final_observations, self._errors)  # fmt: skip
         self._learners = tuple(learners)
@@ -166,6 +167,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsArray, dict[str, Any]]:
         """A new episode in every game (``options``: see the module docs)."""
+        seed = edge.check_seed(seed)
         super().reset(seed=seed)
         opts = edge.read_reset_options(options, RESET_OPTIONS)
         refused = sorted(k for k in ("circle", "first_player") if k in opts)
@@ -205,7 +207,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
         if self._random_opponent:
             k.env_step_random(self._batch, acts, self._learners, self._seat_mode, self._deal, rm)
         else:
-            k.env_learner_step(g.states, acts, self._errors)
+            k.env_learner_step(g._arrays.states, acts, self._errors)
             self._opponent_moves()
             k.env_finish(self._batch, acts, self._learners, self._seat_mode, self._deal, rm)
             if self._terminated.any():
@@ -260,7 +262,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
             rows = np.flatnonzero(self._opp_turn)
             if rows.size == 0:
                 return
-            k.masks_rows(g.states, rows, g.masks, g.counts)
+            k.masks_rows(g.states, rows, g._arrays.masks, g._arrays.counts)
             if callable(batch):
                 acts = np.asarray(batch(g.states[rows], g.masks[rows], self._opponent_rng))
             else:
@@ -275,7 +277,7 @@ class PatchworkVectorEnv(gymnasium.vector.VectorEnv[ObsArray, npt.NDArray[np.int
                 name = getattr(agent, "name", type(agent).__name__)
                 reason = g._why_illegal(int(rows[j]), int(acts[j]))
                 raise IllegalActionError(f"the opponent {name!r} chose an illegal action in game {rows[j]}: {reason}")
-            k.step_rows(g.states, rows, acts, self._errors[: rows.size])
+            k.step_rows(g._arrays.states, rows, acts, self._errors[: rows.size])
 
     def _refresh_view(self) -> None:
         g = self.games

@@ -28,28 +28,23 @@ scratch circle when dealing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
+from patchwork_env.core.jit import jit
 from patchwork_env.core.patches import NUM_PATCHES, STARTING_PATCH
 from patchwork_env.envs.edge import ILLEGAL_ACTION_REWARD, final_reward
 from patchwork_env.envs.observation import legal_mask_and_observe_into, observe_into
 from patchwork_env.envs.vector_threads import chunked
 
-F = TypeVar("F", bound=Callable[..., Any])
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
-
-
-def _jit(fn: F) -> F:
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
 # --- per-game random streams (splitmix64, Steele, Lea & Flood 2014) --------------------------
@@ -65,7 +60,7 @@ _S53 = np.uint64(53)
 RANDOM_SEAT = -1
 
 
-@_jit
+@jit
 def next_u64(rng: U64, i: int) -> Any:
     """Advance game ``i``'s stream and return 64 random bits."""
     x = rng[i] + _GAMMA
@@ -75,13 +70,13 @@ def next_u64(rng: U64, i: int) -> Any:
     return z ^ (z >> _S31)
 
 
-@_jit
+@jit
 def below(rng: U64, i: int, n: int) -> int:
     """A uniform integer in ``[0, n)`` from game ``i``'s stream (``n`` < 2**10; bias < 2**-43)."""
     return int(((next_u64(rng, i) >> _S11) * np.uint64(n)) >> _S53)
 
 
-@_jit
+@jit
 def deal_into(s: I64, rng: U64, i: int, layout: int, leather: int) -> None:
     """A new game in ``s``: a uniformly shuffled circle (the 1x2 patch last) and a random first
     player, both from game ``i``'s stream."""
@@ -104,7 +99,7 @@ _CHUNK = 64
 _FULL_CHUNKS = rules.NUM_ACTIONS // _CHUNK
 
 
-@_jit
+@jit
 def kth_legal(mask: B, k: int) -> int:
     """The ``k``-th legal action (0-based) of one mask row, -1 if there are not that many. Counts
     64-action chunks first (a loop the compiler vectorises), then scans inside one chunk."""
@@ -129,7 +124,7 @@ def kth_legal(mask: B, k: int) -> int:
     return -1
 
 
-@_jit
+@jit
 def sample_legal(mask: B, count: int, rng: U64, i: int) -> int:
     """A uniformly random legal action of one mask row holding ``count`` legal actions (-1 if none)."""
     if count <= 0:
@@ -187,7 +182,7 @@ class Deal(NamedTuple):
 
 
 # --- per-game bodies -----------------------------------------------------------------------
-@_jit
+@jit
 def _view(i: int, b: Batch, seat: int, want_obs: bool) -> None:
     """Mask and player to move of game ``i``; its observation from ``seat`` (-1: the player to move)."""
     s = b.states[i]
@@ -200,7 +195,7 @@ def _view(i: int, b: Batch, seat: int, want_obs: bool) -> None:
             observe_into(s, seat, b.obs[i])
 
 
-@_jit
+@jit
 def _selfplay_one(
     i: int, b: Batch, actions: I64, deal: Deal, auto_reset: bool, want_obs: bool, r: SelfPlayResults
 ) -> None:
@@ -227,7 +222,7 @@ def _selfplay_one(
     _view(i, b, -1, want_obs)
 
 
-@_jit
+@jit
 def _play_random_opponent(i: int, b: Batch, seat: int) -> None:
     """Uniformly random moves for the opponent of ``seat`` until ``seat`` is to move or the game
     ends (game ``i``'s mask row serves as scratch space; its play stream draws)."""
@@ -238,7 +233,7 @@ def _play_random_opponent(i: int, b: Batch, seat: int) -> None:
         rules.step_into(s, sample_legal(scratch, count, b.play_rng, i))
 
 
-@_jit
+@jit
 def _record_end(i: int, s: I64, seat: int, won: bool, results: I64) -> None:
     """``results[i]`` = (learner won 0/1, learner's score, opponent's score, learner's seat,
     decisions taken in the game by both players)."""
@@ -249,7 +244,7 @@ def _record_end(i: int, s: I64, seat: int, won: bool, results: I64) -> None:
     results[i, 4] = s[rules.PLY]
 
 
-@_jit
+@jit
 def _finish_one(i: int, b: Batch, e: Learners, seat_mode: int, deal: Deal, reward_mode: int) -> bool:
     """If game ``i`` is over: the learner's reward, the result, the final observation, then a new
     deal and learner seat. Returns True when a new game was dealt."""
@@ -267,14 +262,14 @@ def _finish_one(i: int, b: Batch, e: Learners, seat_mode: int, deal: Deal, rewar
     return True
 
 
-@_jit
+@jit
 def _new_episode(i: int, b: Batch, seats: I64, seat_mode: int, deal: Deal) -> None:
     deal_into(b.states[i], b.deal_rng, i, deal.layout, deal.leather)
     seats[i] = below(b.deal_rng, i, 2) if seat_mode == RANDOM_SEAT else seat_mode
 
 
 # --- drivers (compiled twice: serial and parallel) -----------------------------------------
-@_jit
+@jit
 def selfplay_step(batch: Fields, actions: I64, deal: Fields, auto_reset: bool, want_obs: bool, results: Fields) -> None:
     """One action per game by its player to move; results of ended games; deals; masks; obs."""
     b, d, r = Batch(*batch), Deal(*deal), SelfPlayResults(*results)
@@ -282,7 +277,7 @@ def selfplay_step(batch: Fields, actions: I64, deal: Fields, auto_reset: bool, w
         _selfplay_one(i, b, actions, d, auto_reset, want_obs, r)
 
 
-@_jit
+@jit
 def deal_all(batch: Fields, deal: Fields) -> None:
     """A new deal in every game, with masks and players to move."""
     b, layout, leather = Batch(*batch), deal[0], deal[1]
@@ -292,7 +287,7 @@ def deal_all(batch: Fields, deal: Fields) -> None:
         b.cur[i] = rules.current_player(b.states[i])
 
 
-@_jit
+@jit
 def refresh(batch: Fields, seats: I64, want_obs: bool) -> None:
     """Masks, players to move and (if ``want_obs``) observations from ``seats`` (-1: player to move)."""
     b = Batch(*batch)
@@ -300,7 +295,7 @@ def refresh(batch: Fields, seats: I64, want_obs: bool) -> None:
         _view(i, b, seats[i], want_obs)
 
 
-@_jit
+@jit
 def observe(batch: Fields, seats: I64) -> None:
     """Observation of every game from ``seats[i]`` (-1: its player to move ``cur[i]``)."""
     b = Batch(*batch)
@@ -308,7 +303,7 @@ def observe(batch: Fields, seats: I64) -> None:
         observe_into(b.states[i], b.cur[i] if seats[i] < 0 else seats[i], b.obs[i])
 
 
-@_jit
+@jit
 def random_legal_action(mask: B, u: float) -> int:
     """A uniformly random legal action of one mask given a uniform ``u`` in [0, 1) (-1 if none)."""
     count = 0
@@ -318,21 +313,21 @@ def random_legal_action(mask: B, u: float) -> int:
     return kth_legal(mask, int(u * count)) if count else -1
 
 
-@_jit
+@jit
 def sample_rows(masks: B, uniforms: F64, out: I64) -> None:
     """In each row, the legal action of rank ``floor(u * count)``: uniform over the legal actions."""
     for i in range(masks.shape[0]):
         out[i] = random_legal_action(masks[i], uniforms[i])
 
 
-@_jit
+@jit
 def random_actions(masks: B, counts: I64, rng: U64, out: I64) -> None:
     """A uniformly random legal action per game (-1 for a finished game) from each game's stream."""
     for i in range(masks.shape[0]):
         out[i] = sample_legal(masks[i], counts[i], rng, i)
 
 
-@_jit
+@jit
 def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> int:
     """The first game whose action is not legal (-1 if all are); finished games may be skipped."""
     for i in range(masks.shape[0]):
@@ -344,7 +339,7 @@ def first_illegal(masks: B, counts: I64, actions: I64, skip_finished: bool) -> i
     return -1
 
 
-@_jit
+@jit
 def env_start(batch: Fields, learners: Fields, seat_mode: int, deal: Fields, random_opponent: bool) -> None:
     """New episode in every game of the single-agent view; the random opponent opens if it starts."""
     b, e, d = Batch(*batch), Learners(*learners), Deal(*deal)
@@ -355,7 +350,7 @@ def env_start(batch: Fields, learners: Fields, seat_mode: int, deal: Fields, ran
         _view(i, b, e.seats[i], True)
 
 
-@_jit
+@jit
 def env_step_random(
     batch: Fields, actions: I64, learners: Fields, seat_mode: int, deal: Fields, reward_mode: int
 ) -> None:
@@ -373,14 +368,14 @@ def env_step_random(
         _view(i, b, e.seats[i], True)
 
 
-@_jit
+@jit
 def env_learner_step(states: I64, actions: I64, errors: I64) -> None:
     """The learner's action in every game whose action is not negative."""
     for i in range(states.shape[0]):
         errors[i] = rules.step_into(states[i], actions[i]) if actions[i] >= 0 else rules.OK
 
 
-@_jit
+@jit
 def env_finish(batch: Fields, actions: I64, learners: Fields, seat_mode: int, deal: Fields, reward_mode: int) -> None:
     """End-of-episode bookkeeping (see ``_finish_one``) of every game whose action is not negative,
     for opponents that move in Python."""
@@ -390,7 +385,7 @@ def env_finish(batch: Fields, actions: I64, learners: Fields, seat_mode: int, de
             _finish_one(i, b, e, seat_mode, d, reward_mode)
 
 
-@_jit
+@jit
 def env_forfeit(
     batch: Fields, game_rows: I64, learners: Fields, seat_mode: int, deal: Fields, random_opponent: bool
 ) -> None:
@@ -410,7 +405,7 @@ def env_forfeit(
         _view(i, b, e.seats[i], True)
 
 
-@_jit
+@jit
 def opponent_turns(states: I64, seats: I64, out: B) -> None:
     """``out[i]``: game ``i`` is running and the opponent of ``seats[i]`` is to move."""
     for i in range(states.shape[0]):
@@ -418,7 +413,7 @@ def opponent_turns(states: I64, seats: I64, out: B) -> None:
         out[i] = (not rules.is_terminal(s)) and rules.current_player(s) != seats[i]
 
 
-@_jit
+@jit
 def masks_rows(states: I64, rows: I64, masks: B, counts: I64) -> None:
     """Legal masks of the games listed in ``rows``."""
     for k in range(rows.shape[0]):
@@ -426,7 +421,7 @@ def masks_rows(states: I64, rows: I64, masks: B, counts: I64) -> None:
         counts[i] = rules.legal_mask_into(states[i], masks[i])
 
 
-@_jit
+@jit
 def step_rows(states: I64, rows: I64, actions: I64, errors: I64) -> None:
     """``actions[k]`` in game ``rows[k]``."""
     for k in range(rows.shape[0]):

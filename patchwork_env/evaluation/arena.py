@@ -38,6 +38,7 @@ from patchwork_env.core.records import Player, Record, record_game
 from patchwork_env.core.state import GameState, new_game
 from patchwork_env.envs.agent import Agent
 from patchwork_env.evaluation.backend import Backend
+from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.stats import Rating, fit_elo, wilson_interval
 from patchwork_env.players.registry import make_agent
 
@@ -230,6 +231,15 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int) -> list[Gam
     return out
 
 
+def warm_up(agent: Agent) -> None:
+    """One move that no game keeps, so that no game's time per move includes loading or compiling
+    (the first move of a fresh install's process compiles kernels for seconds)."""
+    agent.act(new_game(0), np.random.default_rng(0))
+    reset = getattr(agent, "reset", None)
+    if callable(reset):
+        reset()
+
+
 # --- workers ------------------------------------------------------------------------------------
 _WORKER_REFS: list[_Ref | None] = []
 _WORKER_AGENTS: dict[int, Agent] = {}
@@ -253,6 +263,7 @@ def _build(index: int) -> Agent:
         agent = make_agent(payload) if kind == "spec" else pickle.loads(payload)
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(1)
+        warm_up(agent)
         _WORKER_AGENTS[index] = agent
     return agent
 
@@ -273,9 +284,11 @@ def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
     """How to send ``agent`` to a worker (None if it cannot travel), the local object, its name."""
     if isinstance(agent, str):
         local = make_agent(agent)  # validates the spec before any worker starts
+        warm_up(local)
         return ("spec", agent.strip()), local, local.name
     if not isinstance(agent, Agent):
         raise TypeError(f"an agent must be a spec string or have name and act(state, rng), got {agent!r}")
+    warm_up(agent)
     try:
         return ("pickle", pickle.dumps(agent)), agent, agent.name
     except (pickle.PicklingError, TypeError, AttributeError):
@@ -336,7 +349,6 @@ def _run(
 def _progress_bar(total: int, enabled: bool) -> Callable[..., None]:
     if not enabled:
         return lambda n, close=False: None
-    from patchwork_env.evaluation.progress import progress_bar
 
     bar = progress_bar(total=total, unit="game", dynamic_ncols=True)
 

@@ -1,13 +1,21 @@
 """The checkpoint format every trainer writes and every network player reads: a ``torch.save``
 dict loadable with ``weights_only=True``::
 
-    format       "patchwork-ppo"          version   1
+    format       "patchwork-ppo"          version   1 (an integer)
     net_config   NetConfig as a dict      model     the network's state_dict
+    checksum     "sha256:<hex>" of the model's tensors (names, shapes, dtypes and bytes)
     trainer      optional: whatever the trainer needs to resume (optimizer, counters, pool, config)
+
+``read_checkpoint`` accepts a regular file only, checks the format and version, verifies the
+checksum (a file without one, written before 0.2.0, loads with a warning) and that every weight is
+a finite number of magnitude at most ``MAX_WEIGHT``; ``net_from_checkpoint`` checks the network's
+sizes (``NetConfig.validate``) before it builds anything.
 """
 
 from __future__ import annotations
 
+import hashlib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +26,20 @@ from patchwork_env.players.network import PatchworkNet, net_from_config
 
 FORMAT = "patchwork-ppo"
 VERSION = 1
+MAX_WEIGHT = 1e4  # trained weights stay below 10; a larger one is a damaged or hostile file
+MAX_BYTES = 4 * 2**30  # the largest network allowed with a trainer's state (optimizer, pool)
+
+
+def checksum(model: dict[str, Any]) -> str:
+    """``sha256:<hex>`` of a state dict: every tensor's name, dtype, shape and bytes, by name."""
+    digest = hashlib.sha256()
+    for name in sorted(model):
+        tensor = model[name]
+        if not isinstance(tensor, torch.Tensor):
+            raise CheckpointError(f"model entry {name!r} is not a tensor")
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return "sha256:" + digest.hexdigest()
 
 
 def save_checkpoint(path: str | Path, net: PatchworkNet, trainer: dict[str, Any] | None = None) -> Path:
@@ -29,6 +51,7 @@ def save_checkpoint(path: str | Path, net: PatchworkNet, trainer: dict[str, Any]
         "version": VERSION,
         "net_config": net.config.to_dict(),
         "model": net.state_dict(),
+        "checksum": checksum(net.state_dict()),
     }
     if trainer is not None:
         data["trainer"] = trainer
@@ -45,6 +68,10 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"PPO checkpoint not found: {p}")
     if p.is_dir():
         raise CheckpointError(f"{p} is a folder; give the checkpoint file (e.g. {p}/checkpoints/latest.pt)")
+    if not p.is_file():
+        raise CheckpointError(f"{p} is not a regular file (a pipe or a device?): a checkpoint is a file")
+    if p.stat().st_size > MAX_BYTES:
+        raise CheckpointError(f"{p} is larger than {MAX_BYTES // 2**30} GiB: not a checkpoint of this project")
     try:
         data = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:
@@ -56,9 +83,32 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
             f"{p} is not a PPO checkpoint of this project (expected a dict with format={FORMAT!r}, "
             "as written by train.selfplay or train.sb3_maskable)"
         )
-    if data.get("version") != VERSION:
-        raise CheckpointError(f"{p}: checkpoint version {data.get('version')!r} is not supported (expected {VERSION})")
+    version = data.get("version")
+    if type(version) is not int or version != VERSION:
+        raise CheckpointError(f"{p}: checkpoint version {version!r} is not supported (expected the integer {VERSION})")
+    check_weights(data, str(p))
     return data
+
+
+def check_weights(data: dict[str, Any], source: str) -> None:
+    """The model's tensors match their checksum and hold finite numbers of magnitude <= ``MAX_WEIGHT``."""
+    model = data.get("model")
+    if not isinstance(model, dict):
+        raise CheckpointError(f"{source}: the checkpoint has no model (a state dict of tensors)")
+    stored = data.get("checksum")
+    if stored is None:
+        warnings.warn(f"{source} has no checksum (written before patchwork-env 0.2.0): its weights are not verified",
+                      UserWarning, stacklevel=3)  # fmt: skip
+    elif stored != checksum(model):
+        raise CheckpointError(f"{source}: the weights do not match the checksum: the file is damaged")
+    for name, tensor in model.items():
+        if tensor.is_floating_point() and tensor.numel():
+            if not bool(torch.isfinite(tensor).all()):
+                raise CheckpointError(f"{source}: weight {name!r} holds NaN or infinity")
+            if float(tensor.abs().max()) > MAX_WEIGHT:
+                raise CheckpointError(
+                    f"{source}: weight {name!r} holds values beyond +-{MAX_WEIGHT:g}: not a trained network"
+                )
 
 
 def net_from_checkpoint(data: dict[str, Any], source: str = "checkpoint") -> PatchworkNet:

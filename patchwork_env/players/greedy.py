@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
+from patchwork_env.core.jit import compile_notice
 from patchwork_env.core.state import GameState
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_action, greedy_batch, rng_state
 
@@ -32,6 +33,7 @@ class GreedyAgent:
         if self.weights.shape != DEFAULT_WEIGHTS.shape:
             raise ValueError(f"greedy: weights must have {len(DEFAULT_WEIGHTS)} entries, got {self.weights.shape}")
         self.name = "greedy" if self.temp == 0 else f"greedy:temp={self.temp:g}"
+        compile_notice("the greedy and search kernels", greedy_action, "5 s")
         self._mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
         self._acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
         self._scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)

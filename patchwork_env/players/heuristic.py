@@ -25,10 +25,8 @@ A quilt is read as nine 9-bit row masks (``bitboard.row_masks``); the bit operat
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import numba
 import numpy as np
 import numpy.typing as npt
 
@@ -44,15 +42,10 @@ from patchwork_env.core.bitboard import (
     with_left_neighbour,
     with_right_neighbour,
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
+from patchwork_env.core.jit import jit
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-
-def _jit(fn: F) -> F:
-    return cast(F, numba.njit(cache=True, nogil=True)(fn))
 
 
 # indices into the weight vector
@@ -72,7 +65,7 @@ ADVANCE_GROUP = rules.MARKET_SIZE + 1
 NUM_GROUPS = rules.MARKET_SIZE + 2
 
 
-@_jit
+@jit
 def quilt_features(lo: int, hi: int, out: FloatArray) -> None:
     """``out[:5]`` = empty cells, isolated empty cells, cells in isolated 2-cell holes, empty-area
     perimeter (border counts as covered), covered cells of the best 7x7 square."""
@@ -128,13 +121,13 @@ QUILT_FEATURES = 5  # entries ``quilt_features`` writes
 SCRATCH = QUILT_FEATURES + NUM_FEATURES  # length of the ``feat`` scratch array ``position_value`` takes
 
 
-@_jit
+@jit
 def feature_weight(k: int, w: FloatArray) -> float:
     """The weight of ``position_features`` term ``k`` under the weight vector ``w``."""
     return (1.0, w[W_TIME], 2.0, w[W_ISOLATED], w[W_DOMINO], w[W_EDGE], 1.0, w[W_SQUARE], w[W_LEATHER])[k]
 
 
-@_jit
+@jit
 def feature_weights(w: FloatArray) -> FloatArray:
     """The weight of every ``position_features`` term under the weight vector ``w``."""
     out = np.empty(NUM_FEATURES, dtype=np.float64)
@@ -143,7 +136,7 @@ def feature_weights(w: FloatArray) -> FloatArray:
     return out
 
 
-@_jit
+@jit
 def position_features(s: IntArray, p: int, feat: FloatArray, out: FloatArray) -> None:
     """``out[:9]`` = the terms of player ``p``'s value in ``s`` (``FEATURE_NAMES``): buttons +
     income x income marks ahead, spaces left, minus empty / isolated / 2-cell-hole cells, minus the
@@ -166,7 +159,7 @@ def position_features(s: IntArray, p: int, feat: FloatArray, out: FloatArray) ->
     out[8] = 1.0 if (s[rules.PENDING] and s[rules.TOP] == p) else 0.0
 
 
-@_jit
+@jit
 def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> float:
     """Estimated final score of player ``p`` in state ``s`` (see the module docstring): the terms of
     ``position_features`` weighted by ``feature_weight``. ``feat`` is scratch of ``SCRATCH`` entries
@@ -179,7 +172,7 @@ def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> floa
     return v
 
 
-@_jit
+@jit
 def score_actions(s: IntArray, actions: IntArray, n: int, w: FloatArray, out: FloatArray) -> None:
     """``out[i]`` = value for the player to move of the position after ``actions[i]`` (i < n),
     each position produced by ``rules.step_into`` on a copy of ``s``."""
@@ -192,7 +185,7 @@ def score_actions(s: IntArray, actions: IntArray, n: int, w: FloatArray, out: Fl
         out[i] = position_value(tmp, p, w, feat)
 
 
-@_jit
+@jit
 def legal_list(s: IntArray, mask: npt.NDArray[np.bool_], out: IntArray) -> int:
     """Write the legal actions of ``s`` into ``out`` (length 2026); return their number."""
     rules.legal_mask_into(s, mask)
@@ -205,7 +198,7 @@ def legal_list(s: IntArray, mask: npt.NDArray[np.bool_], out: IntArray) -> int:
 
 
 # --- a small deterministic generator (xorshift64*), so kernels take a seed, not global state ----
-@_jit
+@jit
 def _next(st: npt.NDArray[np.uint64]) -> float:
     x = st[0]
     x ^= x >> np.uint64(12)
@@ -220,7 +213,7 @@ def rng_state(seed: int) -> npt.NDArray[np.uint64]:
     return np.array([(seed & 0xFFFFFFFFFFFFFFFF) | 1], dtype=np.uint64)
 
 
-@_jit
+@jit
 def _pick(scores: FloatArray, n: int, temp: float, st: npt.NDArray[np.uint64]) -> int:
     """Index of the best score (ties broken at random), or a softmax draw when ``temp > 0``."""
     best = scores[0]
@@ -250,7 +243,7 @@ def _pick(scores: FloatArray, n: int, temp: float, st: npt.NDArray[np.uint64]) -
     return n - 1  # pragma: no cover
 
 
-@_jit
+@jit
 def greedy_action(
     s: IntArray,
     w: FloatArray,
@@ -283,7 +276,7 @@ def greedy_action(
     return int(acts[_pick(scores, n, temp, st)])
 
 
-@_jit
+@jit
 def greedy_batch(states: IntArray, w: FloatArray, temp: float, st: npt.NDArray[np.uint64], out: IntArray) -> None:
     mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
     acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
@@ -298,7 +291,7 @@ ROLLOUT_TEMP = 2.0  # the greedy rollout policy's defaults (``mcts``'s rtemp / r
 ROLLOUT_CANDIDATES = 16
 
 
-@_jit
+@jit
 def rollout(
     s0: IntArray, policy: int, w: FloatArray, temp: float, max_candidates: int, st: npt.NDArray[np.uint64]
 ) -> tuple[int, int]:
@@ -317,7 +310,7 @@ def rollout(
     return rules.winner(s), rules.score(s, 0) - rules.score(s, 1)
 
 
-@_jit
+@jit
 def rollout_results(
     states: IntArray, rollouts: int, w: FloatArray, temp: float, max_candidates: int, st: npt.NDArray[np.uint64]
 ) -> tuple[IntArray, IntArray]:
@@ -335,7 +328,7 @@ def rollout_results(
     return wins, margins
 
 
-@_jit
+@jit
 def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out_scores: FloatArray) -> int:
     """The actions worth searching in ``s``, best first: advance, and the ``width`` best-valued
     placements of each market patch (or the ``width`` best cells for a pending leather patch).
@@ -379,7 +372,7 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
     return k
 
 
-@_jit
+@jit
 def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: FloatArray, out: Any) -> None:
     """``out[i, a, :]`` = ``position_features`` of the position after legal action ``a`` of
     ``states[i]`` for the player to move, minus those of the best action by the value under ``w``

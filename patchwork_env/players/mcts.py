@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from patchwork_env.core import rules
+from patchwork_env.core.jit import compile_notice
 from patchwork_env.core.state import GameState
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
@@ -107,6 +108,7 @@ class MCTSAgent:
                 f"mcts: need c >= 0, width >= 1, rtemp >= 0, rcands >= 1; got c={c}, width={width}, "
                 f"rtemp={rtemp}, rcands={rcands}"
             )
+        compile_notice("the greedy and search kernels", rollout, "5 s")
         self.sims = 400 if sims is None and time is None else sims
         self.time = time
         self.rollout = rollout

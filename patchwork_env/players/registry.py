@@ -15,7 +15,7 @@ specs (``patchwork evaluate --list``, ``--help``) neither compiles the engine no
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,8 +30,11 @@ TORCH_INSTALL = 'pip install "patchwork-env[torch]"'
 
 
 def _needs_torch(spec: str) -> None:
-    if importlib.util.find_spec("torch") is None:
-        raise MissingExtraError(f"{spec} needs PyTorch, which is not installed: {TORCH_INSTALL}")
+    """``MissingExtraError`` naming the install command if torch cannot be imported."""
+    try:
+        importlib.import_module("torch")
+    except ImportError:
+        raise MissingExtraError(f"{spec} needs PyTorch, which is not installed: {TORCH_INSTALL}") from None
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Param:
     default: Any
     help: str
     choices: tuple[str, ...] = ()
+    bounds: tuple[float, float] | None = None  # the values allowed (inclusive): no spec runs for hours
 
     def parse(self, agent: str, text: str) -> Any:
         text = text.strip()
@@ -60,6 +64,9 @@ class Param:
             ) from None
         if isinstance(value, float) and not math.isfinite(value):
             raise AgentSpecError(f"{agent}: parameter {self.name!r} must be a finite number, got {text!r}")
+        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
+            lo, hi = self.bounds
+            raise AgentSpecError(f"{agent}: parameter {self.name!r} must be in [{lo:g}, {hi:g}], got {text!r}")
         if self.choices and value not in self.choices:
             raise AgentSpecError(
                 f"{agent}: parameter {self.name!r} must be one of {', '.join(self.choices)}, got {text!r}"
@@ -68,6 +75,8 @@ class Param:
 
     def describe(self) -> str:
         kind = "|".join(self.choices) if self.choices else self.type.__name__
+        if self.bounds is not None:
+            kind += f" in [{self.bounds[0]:g}, {self.bounds[1]:g}]"
         default = "none" if self.default is None else self.default
         return f"{self.name}={kind} (default {default}): {self.help}"
 
@@ -147,9 +156,13 @@ def _pretrained() -> Agent:
     return agent
 
 
+# the search budgets a spec may ask for: a move of the largest takes minutes, not days
+MAX_SIMS = (1, 100_000)
+MAX_TIME = (0.001, 3600.0)
+
 AZ_PARAMS: tuple[Param, ...] = (
-    Param("sims", int, None, "simulations per move (300 if time is not given either)"),
-    Param("time", float, None, "seconds per move (simulations planned from the measured speed)"),
+    Param("sims", int, None, "simulations per move (300 if time is not given either)", bounds=MAX_SIMS),
+    Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
     Param(
         "path", str, "", "checkpoint of the network (default: the shipped network, patchwork_env/players/pretrained.pt)"
     ),
@@ -159,24 +172,49 @@ AZ_PARAMS: tuple[Param, ...] = (
         int,
         4,
         "greedy rollouts per leaf, their mean weighed by mix against the network's value (0: the value alone)",
+        bounds=(0, 1000),
     ),
-    Param("mix", float, 1.0, "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)"),
+    Param(
+        "mix",
+        float,
+        1.0,
+        "with rollouts: weight of the rollouts' mean in a leaf's value (1 - mix: the network's)",
+        bounds=(0, 1),
+    ),
     Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
-    Param("considered", int, 16, "Gumbel root: actions kept for sequential halving"),
-    Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])"),
-    Param("expand", int, 4, "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone"),
+    Param("considered", int, 16, "Gumbel root: actions kept for sequential halving", bounds=(1, 2026)),
+    Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])", bounds=(0, 100)),
+    Param(
+        "expand",
+        int,
+        4,
+        "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone",
+        bounds=(1, 10_000),
+    ),
 )
 
 # defaults must match MCTSAgent's signature (a test checks)
 MCTS_PARAMS: tuple[Param, ...] = (
-    Param("sims", int, None, "simulations per move (400 if time is not given either)"),
-    Param("time", float, None, "seconds per move (with sims too: whichever ends first)"),
+    Param("sims", int, None, "simulations per move (400 if time is not given either)", bounds=MAX_SIMS),
+    Param("time", float, None, "seconds per move (with sims too: whichever ends first)", bounds=MAX_TIME),
     Param("rollout", str, "greedy", "rollout policy", choices=("greedy", "random")),
-    Param("c", float, 0.4, "UCT exploration constant (results are in [0, 1])"),
-    Param("width", int, 1, "placements searched per market patch (and cells per leather patch), best by greedy value"),
-    Param("rtemp", float, 2.0, "softmax temperature (score points) of the greedy rollout policy"),
-    Param("rcands", int, 16, "actions the greedy rollout policy scores per move (advance + a random sample)"),
+    Param("c", float, 0.4, "UCT exploration constant (results are in [0, 1])", bounds=(0, 100)),
+    Param(
+        "width",
+        int,
+        1,
+        "placements searched per market patch (and cells per leather patch), best by greedy value",
+        bounds=(1, 100),
+    ),
+    Param("rtemp", float, 2.0, "softmax temperature (score points) of the greedy rollout policy", bounds=(0, 1e6)),
+    Param(
+        "rcands",
+        int,
+        16,
+        "actions the greedy rollout policy scores per move (advance + a random sample)",
+        bounds=(1, 2026),
+    ),
     Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
 )
 
@@ -185,7 +223,15 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     "greedy": AgentSpec(
         "greedy",
         "one-ply heuristic: plays the action whose resulting position has the best estimated final score",
-        (Param("temp", float, 0.0, "softmax temperature over the values in score points; 0 = always the best"),),
+        (
+            Param(
+                "temp",
+                float,
+                0.0,
+                "softmax temperature over the values in score points; 0 = always the best",
+                bounds=(0, 1e6),
+            ),
+        ),
         _greedy,
     ),
     "mcts": AgentSpec(
