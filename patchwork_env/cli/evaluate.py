@@ -24,6 +24,7 @@ from patchwork_env.cli.common import UsageError
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import TournamentResult, round_robin
 from patchwork_env.evaluation.backend import RayBackend, import_ray
+from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players.registry import describe_agents, make_agent
 
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print(format_table(result))
     print(f"\n{args.pairs} paired deals ({2 * args.pairs} games) per pair of agents, seed {args.seed}, {seconds:.0f} s")
     out = {
-        "command": args.command_line,
+        **provenance(args.command_line, [args.seed]),
         "num_pairs": args.pairs,
         "games_per_pair": 2 * args.pairs,
         "seed": args.seed,
