@@ -3,10 +3,11 @@
     patchwork play --opponent greedy            play in the terminal
     patchwork evaluate --agents greedy random   the arena: paired games, win rates, Elo
     patchwork replay games.jsonl --game 0       a recorded game as a self-contained HTML page
+    patchwork ladder greedy --budget quick      a rating on the fixed Patchwork ladder (Elo, 95% CI)
 
 ``patchwork COMMAND --help`` lists a command's options. The parser is built from this module and
 ``cli.common`` alone, so ``--help`` loads neither the engine nor torch; a command's own module
-(``cli.play``, ``cli.evaluate``, ``cli.replay``) loads once its arguments parse. Every error is one
+(``cli.play``, ``cli.evaluate``, ``cli.replay``, ``cli.ladder``) loads once its arguments parse. Every error is one
 ``error: ...`` line on stderr and exit code 2; a closed pipe (``patchwork evaluate --list | head``)
 ends quietly.
 """
@@ -74,6 +75,30 @@ def _replay(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--title", default=None, help="the page's title (default: the players)")
 
 
+def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
+    p = sub.add_parser(
+        "ladder",
+        help="rate an agent on the fixed, versioned Patchwork ladder",
+        description="Rate an agent on the Patchwork ladder: it plays reference agents of fixed ratings (random = 0) "
+        "on the ladder's fixed deals, each twice with the seats swapped, and gets an Elo rating with a 95%% "
+        "interval (or a bound when it is beyond the scale).",
+    )
+    p.add_argument("spec", nargs="?", metavar="SPEC", help="the agent to rate (patchwork evaluate --list)")
+    p.add_argument("--budget", choices=("quick", "standard"), default="quick",
+                   help="quick: about 60 games against the 3 references nearest a probe; standard: about 160 against "
+                   "4 (default quick)")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, help="write the rating here")
+    p.add_argument("--records", type=Path, default=None, metavar="DIR", help="write every game to DIR/<A>-vs-<B>.jsonl")
+    p.add_argument("--workers", type=int, default=None, help="processes (default: every core); with ray: local CPUs")
+    p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
+    p.add_argument("--address", default=None, help="with --backend ray: a Ray cluster (auto or HOST:PORT)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--table", action="store_true", help="print the ladder's reference ratings and exit")
+    p.add_argument("--rebuild", type=Path, default=None, metavar="OUT",
+                   help="maintainers: play the reference round robin and write a new version file to OUT")  # fmt: skip
+    p.add_argument("--pairs", type=int, default=20, help="with --rebuild: paired deals per pair of references")
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="patchwork",
@@ -82,7 +107,7 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"patchwork-env {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-    for add in (_play, _evaluate, _replay):
+    for add in (_play, _evaluate, _replay, _ladder):
         add(sub)
     return parser
 

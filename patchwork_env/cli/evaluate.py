@@ -22,7 +22,7 @@ from typing import Any
 
 from patchwork_env.cli.common import UsageError
 from patchwork_env.core.records import write_records
-from patchwork_env.evaluation.arena import TournamentResult, round_robin
+from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
@@ -101,9 +101,14 @@ def plot_elo(result: TournamentResult, path: Path) -> None:
 
 def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
     """Every game of every pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
+    return write_pair_records(result.pairs, folder)
+
+
+def write_pair_records(pairs: list[PairResult], folder: Path) -> list[Path]:
+    """Every game of each pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    for p in result.pairs:
+    for p in pairs:
         name = re.sub(r"[^A-Za-z0-9.=_-]+", "_", f"{p.a}-vs-{p.b}").strip("_")
         path = folder / f"{name}.jsonl"
         if path in paths:  # two names that differ only in characters a file name cannot hold

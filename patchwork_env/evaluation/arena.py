@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from patchwork_env.core.records import Player, Record, record_game
-from patchwork_env.core.state import GameState, new_game
+from patchwork_env.core.state import GameState, IllegalActionError, new_game
 from patchwork_env.envs.agent import Agent
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.progress import progress_bar
@@ -62,6 +62,7 @@ class GameRecord:
     seconds_a: float
     seconds_b: float
     actions: tuple[int, ...] = field(default=(), repr=False)  # every decision, for game records
+    a_illegal: bool = False  # A lost this game by an illegal action (``forfeit`` mode)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class PairResult:
     deals_b_won_both: int
     wins_a_in_seat0: int
     seed: int
+    illegal_a: int = 0  # games A lost by an illegal action (``forfeit`` mode)
     records: list[GameRecord] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,6 +141,7 @@ class PairResult:
             deals_b_won_both=sum(v == 0 for v in per_deal.values()),
             wins_a_in_seat0=sum(r.a_won for r in records if r.seat_a == 0),
             seed=seed,
+            illegal_a=sum(r.a_illegal for r in records),
             records=records,
         )
 
@@ -173,15 +176,28 @@ def agent_rng(seed: int, index: int, game: int, seat: int) -> np.random.Generato
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, game + 1, seat)))
 
 
+class Forfeit(Exception):
+    """The agent in the forfeiting seat chose an illegal action: the game ends there, lost by it."""
+
+    def __init__(self, state: GameState, moves: list[int], seconds: list[float], reason: str) -> None:
+        super().__init__(reason)
+        self.state, self.moves, self.seconds = state, moves, seconds
+
+
+class AgentError(RuntimeError):
+    """An agent under evaluation raised (not an illegal action): the run stops, naming the game."""
+
+
 def play_game(
     agents: Sequence[Agent],
     start: GameState,
     rngs: Sequence[np.random.Generator],
     actions: list[int] | None = None,
+    forfeit_seat: int | None = None,
 ) -> tuple[GameState, list[int], list[float]]:
     """Play ``start`` to the end, ``agents[seat]`` deciding for each seat; returns the final state,
     the moves and the seconds spent per seat (and appends every action to ``actions`` if given).
-    An illegal action raises the engine's error."""
+    An illegal action raises the engine's error; by the agent in ``forfeit_seat``, ``Forfeit``."""
     for agent in agents:
         reset = getattr(agent, "reset", None)
         if callable(reset):
@@ -195,28 +211,45 @@ def play_game(
         action = agents[seat].act(state, rngs[seat])
         seconds[seat] += time.perf_counter() - t0
         moves[seat] += 1
-        state = state.step(action)
+        try:
+            state = state.step(action)
+        except IllegalActionError as exc:
+            if seat != forfeit_seat:
+                raise
+            raise Forfeit(state, moves, seconds, str(exc)) from None
         if actions is not None:
             actions.append(int(action))
     return state, moves, seconds
 
 
-def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int) -> list[GameRecord]:
-    """Both games of deal ``index``: A in seat 0, then A in seat 1."""
+def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int, forfeit: bool = False) -> list[GameRecord]:
+    """Both games of deal ``index``: A in seat 0, then A in seat 1. With ``forfeit`` (an agent under
+    evaluation), an illegal action of A loses that game (recorded as ``a_illegal``) and anything
+    else A raises stops the run as an ``AgentError`` naming the deal and game."""
     start = deal(seed, index)
     out = []
     for game, seat_a in enumerate((0, 1)):
         seated = [agent_a, agent_b] if seat_a == 0 else [agent_b, agent_a]
         rngs = [agent_rng(seed, index, game, seat) for seat in (0, 1)]
         actions: list[int] = []
-        final, moves, seconds = play_game(seated, start, rngs, actions)
+        illegal = False
+        try:
+            final, moves, seconds = play_game(seated, start, rngs, actions, seat_a if forfeit else None)
+        except Forfeit as lost:
+            final, moves, seconds, illegal = lost.state, lost.moves, lost.seconds, True
+        except Exception as exc:
+            if not forfeit:
+                raise
+            raise AgentError(
+                f"{agent_a.name} raised on deal {index}, game {2 * index + game} ({type(exc).__name__}: {exc})"
+            ) from exc
         scores = final.scores()
         sb = 1 - seat_a
         out.append(
             GameRecord(
                 deal=index,
                 seat_a=seat_a,
-                a_won=final.winner == seat_a,
+                a_won=final.winner == seat_a and not illegal,
                 score_a=scores[seat_a],
                 score_b=scores[sb],
                 empty_a=final.empty_cells(seat_a),
@@ -226,6 +259,7 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int) -> list[Gam
                 seconds_a=seconds[seat_a],
                 seconds_b=seconds[sb],
                 actions=tuple(actions),
+                a_illegal=illegal,
             )
         )
     return out
@@ -268,12 +302,15 @@ def _build(index: int) -> Agent:
     return agent
 
 
-def _task(job: tuple[int, int, int, int, int]) -> tuple[int, list[GameRecord]]:
-    matchup, i, j, seed, index = job
-    return matchup, play_deal(_build(i), _build(j), seed, index)
+Job = tuple[int, int, int, int, int, bool]  # matchup, agent i, agent j, seed, deal, forfeit
 
 
-def _backend_task(refs: list[_Ref | None], job: tuple[int, int, int, int, int]) -> tuple[int, list[GameRecord]]:
+def _task(job: Job) -> tuple[int, list[GameRecord]]:
+    matchup, i, j, seed, index, forfeit = job
+    return matchup, play_deal(_build(i), _build(j), seed, index, forfeit)
+
+
+def _backend_task(refs: list[_Ref | None], job: Job) -> tuple[int, list[GameRecord]]:
     """One deal on a backend's worker; the agents are rebuilt only when ``refs`` change."""
     if refs != _WORKER_REFS:
         _init_worker(refs)
@@ -309,6 +346,7 @@ def _run(
     workers: int | None,
     progress: bool,
     backend: Backend | None = None,
+    forfeit: bool = False,
 ) -> tuple[list[str], list[list[GameRecord]]]:
     """Play ``num_pairs`` deals for each matchup (indices into ``agents``); returns the agents'
     names and each matchup's records ordered by deal (A in seat 0 first)."""
@@ -318,7 +356,7 @@ def _run(
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     resolved = [_ref(a) for a in agents]
     names = [name for _, _, name in resolved]
-    jobs = [(m, i, j, seed, d) for m, (i, j) in enumerate(matchups) for d in range(num_pairs)]
+    jobs: list[Job] = [(m, i, j, seed, d, forfeit) for m, (i, j) in enumerate(matchups) for d in range(num_pairs)]
     n_workers = resolve_workers(workers, len(jobs))
     refs = [ref for ref, _, _ in resolved]
     if backend is not None and None in refs:
@@ -328,8 +366,8 @@ def _run(
     bar = _progress_bar(2 * len(jobs), progress)
     try:
         if in_process:
-            for m, i, j, _, d in jobs:
-                by_matchup[m][d] = play_deal(resolved[i][1], resolved[j][1], seed, d)
+            for m, i, j, _, d, _ in jobs:
+                by_matchup[m][d] = play_deal(resolved[i][1], resolved[j][1], seed, d, forfeit)
                 bar(2)
         elif backend is not None:
             for m, recs in backend.map(_backend_task, refs, jobs):
@@ -370,10 +408,12 @@ def play_pairs(
     workers: int | None = None,
     progress: bool = False,
     backend: Backend | None = None,
+    forfeit: bool = False,
 ) -> PairResult:
     """``num_pairs`` deals, each played twice with the seats swapped (``2 * num_pairs`` games);
-    ``backend``: play them as its tasks (e.g. ``backend.RayBackend``) instead of ``workers``."""
-    names, (records,) = _run([agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend)
+    ``backend``: play them as its tasks (e.g. ``backend.RayBackend``) instead of ``workers``;
+    ``forfeit``: an illegal action of A loses the game instead of raising (see ``play_deal``)."""
+    names, (records,) = _run([agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend, forfeit)
     return PairResult.from_records(names[0], names[1], seed, records)
 
 
