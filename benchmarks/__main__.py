@@ -6,9 +6,11 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 
 from benchmarks import format_table, run_benchmarks
+from patchwork_env.evaluation.provenance import provenance
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,8 +29,10 @@ def main(argv: list[str] | None = None) -> None:
           "connect four (PettingZoo connect_four_v3) measured in the same run")  # fmt: skip
     print(format_table(rows))
     if args.json:
+        command = " ".join(["python -m benchmarks", *(sys.argv[1:] if argv is None else argv)])
+        data = {**provenance(command), "kind": "speed", "quick": args.quick, "load": load, "rows": rows}
         with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump(data, f, indent=1)
 
 
 if __name__ == "__main__":

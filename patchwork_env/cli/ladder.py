@@ -23,8 +23,8 @@ from patchwork_env.players.registry import make_agent
 
 
 def run(args: argparse.Namespace) -> None:
-    scale = load_scale()
     if args.table:
+        scale = load_scale()
         print(f"Patchwork ladder {scale['ladder']} (random = 0; {scale['command']}):")
         for ref in reversed(references(scale)):
             print(f"  {ref.spec:<16} {ref.elo:7.0f}  [{ref.low:6.0f}, {ref.high:6.0f}]")
@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> None:
             args.rebuild.write_text(json.dumps(data, indent=1) + "\n")
             print(f"wrote {args.rebuild}")
             return
+        scale = load_scale()
         pairs: list[PairResult] = []
         result = rate(args.spec.strip(), args.budget, args.workers, backend, not args.no_progress, scale, pairs)
     finally:

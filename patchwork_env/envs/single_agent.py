@@ -1,58 +1,15 @@
-"""``SingleAgentEnv``: Patchwork as a one-player Gymnasium environment against a fixed opponent.
-
-The opponent moves inside ``step`` (and inside ``reset`` when it starts) until the learner is to
-move again or the game is over, so every transition the learner sees is its own: its own
-observation (from its seat), its own reward, including the -1 of a loss that the opponent's last
-move sealed. This is the recipe for self-play with single-agent libraries such as SB3; training
-on the AEC env's consecutive observations would mix in the opponent's view.
+"""``SingleAgentEnv``: Patchwork as a one-player Gymnasium environment against a fixed opponent
+that moves inside ``step``, so every transition the learner sees is its own (observation, reward,
+the -1 of a loss the opponent sealed): the recipe for self-play with single-agent libraries.
 
 >>> from patchwork_env import SingleAgentEnv
 >>> env = SingleAgentEnv(opponent="random", seat=0)
 >>> obs, info = env.reset(seed=1)
 >>> obs.shape, info["action_mask"].shape, env.seat
 ((1452,), (2026,), 0)
->>> obs, reward, terminated, truncated, info = env.step(2025)   # advance
->>> reward, truncated
-(0.0, False)
 
-Spaces: ``observation_space`` is the AEC env's ``Box(float32, (1452,))`` (layout in
-``patchwork_env.envs.aec`` / ``patchwork_env.envs.observation``); ``action_space`` is ``Discrete(2026)``.
-The legal mask is ``action_masks()`` (bool, for sb3-contrib's ``MaskablePPO``) and
-``info["action_mask"]`` (int8, for ``action_space.sample(mask=...)``); all zeros once the game
-is over.
-
-Options:
-
-- ``opponent``: ``"random"``; any agent spec string of the project's ``agents`` package
-  (``"greedy"``, ``"mcts:sims=200"``..., built by the factory the ``agents`` package registers,
-  ``patchwork_env.envs.agent.resolve_opponent``); an agent object with
-  ``act(state, rng) -> action``; or a callable ``(GameState) -> action``. The opponent draws
-  from its own generator, derived from the seed given to ``reset``. ``set_opponent`` swaps it
-  between episodes (e.g. to refresh a self-play snapshot).
-- ``seat``: 0, 1, or ``None`` to draw the learner's seat every episode.
-- ``reward``: ``"win"`` (+1 / -1 at the end) or ``"score"`` (final margin / 100 clipped to
-  [-1, 1]), as in the AEC env.
-- ``leather_layout``: ``"revised"`` or ``"original"``.
-- ``illegal_action``: what an illegal action does. ``"lose"`` (default) ends the episode at once
-  with reward -1 and ``info["illegal_action"] = True``, ``info["reason"]`` saying why (the same
-  outcome as the AEC ``env()``), which lets unmasked agents and the Gymnasium / SB3 checkers that
-  sample unmasked actions run. ``"raise"`` raises ``IllegalActionError`` instead (the position is
-  unchanged), for code that must never send one. Anything but an integer in 0..2025 (a bool, a
-  float, an integer of any size out of range) is such an illegal action ("out of range"). The same
-  modes and default in every front-end (``patchwork_env.envs.edge``).
-- ``render_mode``: ``"ansi"``, ``"human"`` or ``"rgb_array"``.
-
-``reset(seed=None, options=None)``: ``options`` may hold ``"circle"`` and ``"first_player"``
-(as in the AEC env) and ``"seat"`` (this episode's seat); an unknown key warns and is ignored, as in
-every front-end (``patchwork_env.envs.edge``). ``step`` after the end of an episode raises
-``GameOverError`` (an ``IllegalActionError`` and a ``RuntimeError``).
-The seed fixes the deal, the learner's seat and the opponent's generator, so a seeded episode
-replays exactly for the same actions.
-
-``info`` always holds ``action_mask`` and ``seat``; at the end of a game also ``score``,
-``opponent_score`` and ``won``; after an illegal action (``"lose"``) ``illegal_action`` and
-``reason``. ``game_state`` is the current ``GameState``; ``copy.deepcopy`` of the env continues
-the same episode (the opponent's generator included) as long as the opponent can be copied.
+``action_masks()`` is the legal mask for sb3-contrib's ``MaskablePPO``. Options and infos are
+documented in ``docs/environments.md``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""``PatchworkVectorEnv``: ``num_envs`` single-agent Patchwork games as one ``gymnasium.vector.VectorEnv``.
-
-The batched twin of ``SingleAgentEnv``: in every game a learner plays against an opponent whose
-moves are made inside ``step`` (batched over the games) until the learner is to move again or the
-game is over. Every transition is the learner's own: observations from its seat, its reward.
+"""``PatchworkVectorEnv``: ``num_envs`` single-agent Patchwork games as one ``gymnasium.vector.VectorEnv``,
+the batched twin of ``SingleAgentEnv`` (the opponent's moves batched over the games; autoreset in
+the same step).
 
 >>> import numpy as np
 >>> from patchwork_env.envs.vector_env import PatchworkVectorEnv
@@ -16,57 +14,7 @@ game is over. Every transition is the learner's own: observations from its seat,
 >>> rewards.shape, terminated.dtype, bool(truncated.any())
 ((8,), dtype('bool'), False)
 
-Spaces: ``single_observation_space`` is ``SingleAgentEnv``'s ``Box(float32, (1452,))``,
-``single_action_space`` is ``Discrete(2026)``; ``observation_space`` / ``action_space`` are
-their batched forms (``Box`` of shape ``(num_envs, 1452)``, ``MultiDiscrete``).
-
-Options (as ``SingleAgentEnv``):
-
-- ``opponent``: ``"random"`` (uniform legal moves, drawn inside one compiled kernel for the whole
-  batch: the fast path); any spec string of the project's ``agents`` package; an object with
-  ``act_batch(states, masks, rng)`` (``patchwork_env.envs.agent.BatchAgent``: called once per round
-  with every game whose opponent is to move); or an object with ``act(state, rng)`` (called per
-  game, the slow fallback). ``set_opponent`` swaps it (e.g. to refresh a self-play snapshot).
-- ``seat``: 0, 1, or ``None`` to draw the learner's seat in every episode of every game.
-- ``reward``: ``"win"`` (+1 / -1 at the end) or ``"score"`` (final margin / 100 clipped to [-1, 1]).
-- ``illegal_action``: ``"lose"`` (default, as in every front-end: that game ends with -1 and
-  ``final_info["illegal_action"]``; the other games step normally), for unmasked agents, or
-  ``"raise"`` (``IllegalActionError`` naming the game, and nothing changes). Out-of-range integers
-  (any size, any integer dtype) are illegal actions like the masked-out ones; an array of another
-  dtype (bool, float, object) raises ``IllegalActionError`` in both modes (``actions.as_action_ids``).
-- ``copy``: return copies of the observation and mask buffers (default), or the buffers
-  themselves, which the next ``step`` overwrites (faster, for a trainer that copies them anyway).
-- ``parallel``: spread the batch kernels over the cores (see ``VectorGames``).
-
-Autoreset: ``AutoresetMode.SAME_STEP`` (``metadata["autoreset_mode"]``). When a game ends in
-``step``, that same call already returns the first observation of its next episode (the next deal,
-after the opponent's opening moves if it starts); ``terminated[i]`` is True and the reward is the
-finished episode's. The last observation of the finished episode is in ``infos["final_obs"][i]``
-(an object array, ``None`` elsewhere, with the bool array ``infos["_final_obs"]``) and its results
-in ``infos["final_info"]``: arrays ``"won"``, ``"score"``, ``"opponent_score"``, ``"seat"``,
-``"illegal_action"``, ``"plies"`` (decisions of both players), each with its ``"_key"`` mask, as
-Gymnasium's ``SyncVectorEnv`` builds them.
-Episodes never truncate. Every step's ``infos`` also holds ``"action_mask"`` ((num_envs, 2026)
-int8, for ``action_space.sample(mask=...)``) and ``"seat"``; ``action_masks()`` returns the same
-as bool, for sb3-contrib's ``MaskablePPO``.
-
-``reset(seed=None, options=None)``: ``options`` may hold ``"seat"`` (the learner's seat in this
-episode of every game); ``"circle"`` and ``"first_player"`` are refused (each game deals from its
-own stream); an unknown key warns and is ignored, as in every front-end (``patchwork_env.envs.edge``).
-
-Seeds: ``reset(seed=s)`` re-seeds the per-game streams of the deals, the learner seats and the
-random opponent (``VectorGames``), and the generator handed to agent opponents; ``reset()``
-continues them. Game ``i``'s sequence of deals and seats depends only on the seed and ``i``.
-
-Using it for training:
-
-- a custom PPO reads the arrays: ``obs`` (num_envs, 1452) float32, ``action_masks()``
-  (num_envs, 2026) bool, ``rewards``, ``terminated``; pass ``copy=False`` if it copies them into
-  its rollout buffer anyway;
-- SB3 wants its own ``VecEnv`` class: ``agents.sb3_vec_env.SB3VecEnv(PatchworkVectorEnv(...))``
-  adapts this env (SB3's conventions: ``dones``, a list of info dicts with
-  ``"terminal_observation"``, ``env_method("action_masks")``), so that
-  ``sb3_contrib.MaskablePPO("MlpPolicy", SB3VecEnv(...))`` trains on it directly.
+Options, autoreset and infos are documented in ``docs/environments.md``.
 """
 
 from __future__ import annotations

@@ -36,13 +36,13 @@ import numpy as np
 
 from patchwork_env.core.records import Player, Record, record_game
 from patchwork_env.core.state import GameState, IllegalActionError, new_game
-from patchwork_env.envs.agent import Agent
+from patchwork_env.envs.agent import Agent, resolve_opponent
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.stats import Rating, fit_elo, wilson_interval
 from patchwork_env.players.registry import make_agent
 
-AgentLike = str | Agent
+AgentLike = str | Agent | Callable[[GameState], Any]
 _Ref = tuple[str, Any]  # ("spec", text) or ("pickle", bytes): how a worker rebuilds an agent
 
 
@@ -324,7 +324,12 @@ def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
         warm_up(local)
         return ("spec", agent.strip()), local, local.name
     if not isinstance(agent, Agent):
-        raise TypeError(f"an agent must be a spec string or have name and act(state, rng), got {agent!r}")
+        if not callable(agent):
+            raise TypeError(
+                f"an agent must be a spec string, an object with name and act(state, rng), or a callable "
+                f"(GameState) -> action; got {agent!r}"
+            )
+        agent = resolve_opponent(agent)
     warm_up(agent)
     try:
         return ("pickle", pickle.dumps(agent)), agent, agent.name
@@ -431,7 +436,7 @@ def round_robin(
     if len(specs) < 2:
         raise ValueError(f"a round robin needs at least two agents, got {len(specs)}")
     matchups = [(i, j) for i in range(len(specs)) for j in range(i + 1, len(specs))]
-    names = [s.strip() if isinstance(s, str) else getattr(s, "name", repr(s)) for s in specs]
+    names = [s.strip() if isinstance(s, str) else getattr(s, "name", getattr(s, "__name__", repr(s))) for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"agent names must be distinct in a round robin, repeated: {dupes}")

@@ -77,7 +77,7 @@ class Param:
         kind = "|".join(self.choices) if self.choices else self.type.__name__
         if self.bounds is not None:
             kind += f" in [{self.bounds[0]:g}, {self.bounds[1]:g}]"
-        default = "none" if self.default is None else self.default
+        default = "none" if self.default in (None, "") else self.default
         return f"{self.name}={kind} (default {default}): {self.help}"
 
 
@@ -164,7 +164,7 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (300 if time is not given either)", bounds=MAX_SIMS),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
     Param(
-        "path", str, "", "checkpoint of the network (default: the shipped network, patchwork_env/players/pretrained.pt)"
+        "path", str, "", "checkpoint of the network (none: the shipped network, patchwork_env/players/pretrained.pt)"
     ),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
     Param(
