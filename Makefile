@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup test lint demo bench browser clean
+.PHONY: setup test lint docs demo bench browser clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ lint: setup
 	$(VENV)/bin/mypy patchwork_env agents train
 	$(VENV)/bin/lint-imports
 
-test: lint
+# the documentation site (mkdocs-material), warnings as errors; the results pages must be current
+docs: setup
+	$(PY) results/render.py --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+test: lint docs
 	$(VENV)/bin/pytest --nbmake
 
 demo: setup
@@ -47,4 +52,4 @@ browser:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -1,0 +1,191 @@
+"""Render the published figures from their results files: ``docs/results.md`` and the headline table
+of ``README.md`` (between its ``results:headline`` markers).
+
+    python results/render.py            # rewrite both from results/*.json
+    python results/render.py --check    # exit 1 if a page is stale or a file lacks its provenance
+
+Every ``results/*.json`` is written by the command that measured it (``patchwork evaluate --json``,
+``patchwork ladder --json``/``--rebuild``, ``python -m benchmarks --json``, the demo's and the
+trainers' measurement scripts) and holds ``command``, ``commit``, ``date``, ``machine`` and
+``seeds`` with the raw counts; this script only formats them, so a figure and its command cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results"
+PAGE = ROOT / "docs" / "results.md"
+README = ROOT / "README.md"
+PROVENANCE = ("command", "commit", "date", "machine", "seeds")
+BEGIN, END = "<!-- results:headline -->", "<!-- /results:headline -->"
+
+Data = dict[str, Any]
+
+
+def load() -> dict[str, Data]:
+    """Every results file by name (without ``.json``), each checked for its provenance."""
+    out: dict[str, Data] = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text())
+        missing = [k for k in PROVENANCE if k not in data]
+        if missing:
+            raise ValueError(f"{path.relative_to(ROOT)} lacks {missing}: every results file says how it was measured")
+        out[path.stem] = data
+    return out
+
+
+def pct(rate: float, ci: list[float]) -> str:
+    return f"{100 * rate:.1f}% [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def where(data: Data) -> str:
+    machine = data["machine"]
+    commit = (data["commit"] or data.get("version", "?"))[:10]
+    return f"`{data['command']}` (commit {commit}, {data['date'][:10]}, {machine['cpu']}, {machine['cores']} cores)"
+
+
+# --- one section per kind of file --------------------------------------------------------------------
+def speed(name: str, data: Data) -> list[str]:
+    lines = [f"## Speed ({name})", "", f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's "
+             "connect four measured in the same run (`--quick`: short repeats)." if data.get("quick") else
+             f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's connect four measured in "
+             "the same run.", "", "| measure | N | value | per CPU-s | ratio |", "|---|---|---|---|---|"]  # fmt: skip
+    for row in data["rows"]:
+        n = "" if row.get("N") is None else str(row["N"])
+        per_cpu = "" if row.get("per_cpu_s") is None else f"{row['per_cpu_s']:,.0f}"
+        ratio = "" if row.get("ratio") is None else f"{row['ratio']:.1f}x"
+        lines.append(f"| {row['name']} | {n} | {row['value']:,.4g} {row['unit']} | {per_cpu} | {ratio} |")
+    return lines
+
+
+def arena(name: str, data: Data) -> list[str]:
+    lines = [f"## Arena: {', '.join(data['agents'])}", "",
+             f"{data['games_per_pair']} games per pair ({data['num_pairs']} paired deals, seats swapped), "
+             f"measured by {where(data)}.", "",
+             "| A | B | games | wins A | win rate A [95% CI] | margin A | ms/move A / B |",
+             "|---|---|---:|---:|---|---:|---|"]  # fmt: skip
+    for p in data["pairs"]:
+        ms = f"{1000 * p['mean_time_per_move_a']:.1f} / {1000 * p['mean_time_per_move_b']:.1f}"
+        lines.append(f"| `{p['a']}` | `{p['b']}` | {p['games']} | {p['wins_a']} | {pct(p['win_rate_a'], p['ci95_a'])} "
+                     f"| {p['mean_margin_a']:+.1f} | {ms} |")  # fmt: skip
+    lines += ["", f"| agent | Elo ({data['anchor']} = 0) | 95% CI |", "|---|---:|---|"]
+    for agent, elo in sorted(data["elo"].items(), key=lambda kv: -kv[1]):
+        low, high = data["elo_ci95"][agent]
+        lines.append(f"| `{agent}` | {elo:.0f} | [{low:.0f}, {high:.0f}] |")
+    return lines
+
+
+def ladder_reference(name: str, data: Data) -> list[str]:
+    lines = [f"## The Patchwork ladder {data['ladder']}: the reference panel", "",
+             f"A round robin of {2 * data['pairs_per_matchup']} games per pair on the ladder's deals (seed "
+             f"{data['seed']}), random = 0; measured by {where(data)}. The package ships this file as "
+             f"`patchwork_env/data/ladder-{data['ladder']}.json`.", "",
+             "| reference | Elo | 95% CI |", "|---|---:|---|"]  # fmt: skip
+    for r in sorted(data["ratings"], key=lambda r: -r["elo"]):
+        lines.append(f"| `{r['spec']}` | {r['elo']:.0f} | [{r['ci95'][0]:.0f}, {r['ci95'][1]:.0f}] |")
+    return lines
+
+
+def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
+    lines = ["## Ladder ratings", "", "Each agent rated on the ladder (`patchwork ladder SPEC --json`), the command "
+             "in the last column.", "", "| agent | Elo (95% CI) | games | budget | measured by |",
+             "|---|---|---:|---|---|"]  # fmt: skip
+    for _, d in sorted(files, key=lambda nd: -nd[1]["elo"]):
+        rating = {"on": f"{d['elo']:.0f} [{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}]",
+                  "above": f"above the scale: >= {d['ci95'][0]:.0f}",
+                  "below": f"below the scale: <= {d['ci95'][1]:.0f}"}[d["scale"]]  # fmt: skip
+        lines.append(f"| `{d['agent']}` | {rating} | {d['games']} | {d['budget']} | {where(d)} |")
+    return lines
+
+
+def training(name: str, data: Data) -> list[str]:
+    """A trainer's outcome over seeds: ``runs`` (one per seed) with named metrics (raw counts)."""
+    lines = [f"## {data['title']}", "", data.get("description", ""), "", f"Measured by {where(data)}.", "",
+             "| seed | " + " | ".join(data["columns"]) + " |", "|---|" + "---|" * len(data["columns"])]  # fmt: skip
+    for run in data["runs"]:
+        lines.append(f"| {run['seed']} | " + " | ".join(str(run["cells"][c]) for c in data["columns"]) + " |")
+    for label, values in data.get("summary", {}).items():
+        lines.append(f"| {label} | " + " | ".join(str(v) for v in values) + " |")
+    return lines
+
+
+KINDS: list[tuple[Callable[[Data], bool], Callable[[str, Data], list[str]]]] = [
+    (lambda d: d.get("kind") == "speed", speed),
+    (lambda d: "ratings" in d and "pairs_per_matchup" in d, ladder_reference),
+    (lambda d: d.get("kind") == "training", training),
+    (lambda d: "pairs" in d and "elo" in d and "agents" in d, arena),
+]
+
+
+def page(files: dict[str, Data]) -> str:
+    out = ["# Results", "",
+           "Every figure here is rendered from a results file in `results/` written by the command that measured "
+           "it, with its commit, date and machine (`python results/render.py` regenerates this page; a test fails "
+           "when it is stale). Win rates carry 95% Wilson intervals; games are paired deals, seats swapped.", ""]  # fmt: skip
+    ratings = [(n, d) for n, d in files.items() if "per_opponent" in d]
+    for name, data in files.items():
+        if "per_opponent" in data:
+            continue
+        for test, render in KINDS:
+            if test(data):
+                out += [*render(name, data), ""]
+                break
+        else:
+            raise ValueError(f"results/{name}.json: no renderer for this kind of file")
+    if ratings:
+        out += [*ladder_ratings(ratings), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def headline(files: dict[str, Data]) -> str:
+    """At most 8 rows for the README, each linking to the results page."""
+    rows: list[str] = []
+    for name, data in files.items():
+        for label, value in data.get("headline", []):
+            rows.append(f"| {label} | {value} |")
+    ratings = [d for d in files.values() if "per_opponent" in d and d["scale"] == "on"]
+    for d in sorted(ratings, key=lambda d: -d["elo"])[: max(0, 8 - len(rows))]:
+        rows.append(f"| `{d['agent']}` on the Patchwork ladder {d['ladder']} | {d['elo']:.0f} Elo "
+                    f"[{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}] |")  # fmt: skip
+    return "\n".join(["| measure | result |", "|---|---|", *rows[:8]])
+
+
+def readme_with(text: str, table: str) -> str:
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + table + "\n" + text[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a page is stale")
+    args = parser.parse_args(argv)
+    try:
+        files = load()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    new_page = page(files)
+    new_readme = readme_with(README.read_text(), headline(files))
+    if args.check:
+        stale = [str(p.relative_to(ROOT)) for p, text in ((PAGE, new_page), (README, new_readme))
+                 if not p.is_file() or p.read_text() != text]  # fmt: skip
+        if stale:
+            print(f"stale: {', '.join(stale)} (run: python results/render.py)", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(new_page)
+    README.write_text(new_readme)
+    print(f"wrote {PAGE.relative_to(ROOT)} and the headline table of README.md from {len(files)} results files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
