@@ -54,10 +54,18 @@ def where(data: Data) -> str:
 
 # --- one section per kind of file --------------------------------------------------------------------
 def speed(name: str, data: Data) -> list[str]:
-    lines = [f"## Speed ({name})", "", f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's "
-             "connect four measured in the same run (`--quick`: short repeats)." if data.get("quick") else
-             f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's connect four measured in "
-             "the same run.", "", "| measure | N | value | per CPU-s | ratio |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"## Speed ({name})",
+        "",
+        f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's "
+        "connect four measured in the same run (`--quick`: short repeats)."
+        if data.get("quick")
+        else f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's connect four measured in "
+        "the same run.",
+        "",
+        "| measure | N | value | per CPU-s | ratio |",
+        "|---|---|---|---|---|",
+    ]
     for row in data["rows"]:
         n = "" if row.get("N") is None else str(row["N"])
         per_cpu = "" if row.get("per_cpu_s") is None else f"{row['per_cpu_s']:,.0f}"
@@ -67,15 +75,21 @@ def speed(name: str, data: Data) -> list[str]:
 
 
 def arena(name: str, data: Data) -> list[str]:
-    lines = [f"## Arena: {', '.join(data['agents'])}", "",
-             f"{data['games_per_pair']} games per pair ({data['num_pairs']} paired deals, seats swapped), "
-             f"measured by {where(data)}.", "",
-             "| A | B | games | wins A | win rate A [95% CI] | margin A | ms/move A / B |",
-             "|---|---|---:|---:|---|---:|---|"]  # fmt: skip
+    lines = [
+        f"## Arena: {', '.join(data['agents'])}",
+        "",
+        f"{data['games_per_pair']} games per pair ({data['num_pairs']} paired deals, seats swapped), "
+        f"measured by {where(data)}.",
+        "",
+        "| A | B | games | wins A | win rate A [95% CI] | margin A | ms/move A / B |",
+        "|---|---|---:|---:|---|---:|---|",
+    ]
     for p in data["pairs"]:
         ms = f"{1000 * p['mean_time_per_move_a']:.1f} / {1000 * p['mean_time_per_move_b']:.1f}"
-        lines.append(f"| `{p['a']}` | `{p['b']}` | {p['games']} | {p['wins_a']} | {pct(p['win_rate_a'], p['ci95_a'])} "
-                     f"| {p['mean_margin_a']:+.1f} | {ms} |")  # fmt: skip
+        lines.append(
+            f"| `{p['a']}` | `{p['b']}` | {p['games']} | {p['wins_a']} | {pct(p['win_rate_a'], p['ci95_a'])} "
+            f"| {p['mean_margin_a']:+.1f} | {ms} |"
+        )
     lines += ["", f"| agent | Elo ({data['anchor']} = 0) | 95% CI |", "|---|---:|---|"]
     for agent, elo in sorted(data["elo"].items(), key=lambda kv: -kv[1]):
         low, high = data["elo_ci95"][agent]
@@ -84,32 +98,52 @@ def arena(name: str, data: Data) -> list[str]:
 
 
 def ladder_reference(name: str, data: Data) -> list[str]:
-    lines = [f"## The Patchwork ladder {data['ladder']}: the reference panel", "",
-             f"A round robin of {2 * data['pairs_per_matchup']} games per pair on the ladder's deals (seed "
-             f"{data['seed']}), random = 0; measured by {where(data)}. The package ships this file as "
-             f"`patchwork_env/data/ladder-{data['ladder']}.json`.", "",
-             "| reference | Elo | 95% CI |", "|---|---:|---|"]  # fmt: skip
+    lines = [
+        f"## The Patchwork ladder {data['ladder']}: the reference panel",
+        "",
+        f"A round robin of {2 * data['pairs_per_matchup']} games per pair on the ladder's deals (seed "
+        f"{data['seed']}), random = 0; measured by {where(data)}. The package ships this file as "
+        f"`patchwork_env/data/ladder-{data['ladder']}.json`.",
+        "",
+        "| reference | Elo | 95% CI |",
+        "|---|---:|---|",
+    ]
     for r in sorted(data["ratings"], key=lambda r: -r["elo"]):
         lines.append(f"| `{r['spec']}` | {r['elo']:.0f} | [{r['ci95'][0]:.0f}, {r['ci95'][1]:.0f}] |")
     return lines
 
 
 def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
-    lines = ["## Ladder ratings", "", "Each agent rated on the ladder (`patchwork ladder SPEC --json`), the command "
-             "in the last column.", "", "| agent | Elo (95% CI) | games | budget | measured by |",
-             "|---|---|---:|---|---|"]  # fmt: skip
+    lines = [
+        "## Ladder ratings",
+        "",
+        "Each agent rated on the ladder (`patchwork ladder SPEC --json`), the command in the last column.",
+        "",
+        "| agent | Elo (95% CI) | games | budget | measured by |",
+        "|---|---|---:|---|---|",
+    ]
     for _, d in sorted(files, key=lambda nd: -nd[1]["elo"]):
-        rating = {"on": f"{d['elo']:.0f} [{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}]",
-                  "above": f"above the scale: >= {d['ci95'][0]:.0f}",
-                  "below": f"below the scale: <= {d['ci95'][1]:.0f}"}[d["scale"]]  # fmt: skip
+        rating = {
+            "on": f"{d['elo']:.0f} [{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}]",
+            "above": f"above the scale: >= {d['ci95'][0]:.0f}",
+            "below": f"below the scale: <= {d['ci95'][1]:.0f}",
+        }[d["scale"]]
         lines.append(f"| `{d['agent']}` | {rating} | {d['games']} | {d['budget']} | {where(d)} |")
     return lines
 
 
 def training(name: str, data: Data) -> list[str]:
     """A trainer's outcome over seeds: ``runs`` (one per seed) with named metrics (raw counts)."""
-    lines = [f"## {data['title']}", "", data.get("description", ""), "", f"Measured by {where(data)}.", "",
-             "| seed | " + " | ".join(data["columns"]) + " |", "|---|" + "---|" * len(data["columns"])]  # fmt: skip
+    lines = [
+        f"## {data['title']}",
+        "",
+        data.get("description", ""),
+        "",
+        f"Measured by {where(data)}.",
+        "",
+        "| seed | " + " | ".join(data["columns"]) + " |",
+        "|---|" + "---|" * len(data["columns"]),
+    ]
     for run in data["runs"]:
         lines.append(f"| {run['seed']} | " + " | ".join(str(run["cells"][c]) for c in data["columns"]) + " |")
     for label, values in data.get("summary", {}).items():
@@ -126,10 +160,14 @@ KINDS: list[tuple[Callable[[Data], bool], Callable[[str, Data], list[str]]]] = [
 
 
 def page(files: dict[str, Data]) -> str:
-    out = ["# Results", "",
-           "Every figure here is rendered from a results file in `results/` written by the command that measured "
-           "it, with its commit, date and machine (`python results/render.py` regenerates this page; a test fails "
-           "when it is stale). Win rates carry 95% Wilson intervals; games are paired deals, seats swapped.", ""]  # fmt: skip
+    out = [
+        "# Results",
+        "",
+        "Every figure here is rendered from a results file in `results/` written by the command that measured "
+        "it, with its commit, date and machine (`python results/render.py` regenerates this page; a test fails "
+        "when it is stale). Win rates carry 95% Wilson intervals; games are paired deals, seats swapped.",
+        "",
+    ]
     ratings = [(n, d) for n, d in files.items() if "per_opponent" in d]
     for name, data in files.items():
         if "per_opponent" in data:
@@ -148,13 +186,15 @@ def page(files: dict[str, Data]) -> str:
 def headline(files: dict[str, Data]) -> str:
     """At most 8 rows for the README, each linking to the results page."""
     rows: list[str] = []
-    for name, data in files.items():
+    for data in files.values():
         for label, value in data.get("headline", []):
             rows.append(f"| {label} | {value} |")
     ratings = [d for d in files.values() if "per_opponent" in d and d["scale"] == "on"]
     for d in sorted(ratings, key=lambda d: -d["elo"])[: max(0, 8 - len(rows))]:
-        rows.append(f"| `{d['agent']}` on the Patchwork ladder {d['ladder']} | {d['elo']:.0f} Elo "
-                    f"[{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}] |")  # fmt: skip
+        rows.append(
+            f"| `{d['agent']}` on the Patchwork ladder {d['ladder']} | {d['elo']:.0f} Elo "
+            f"[{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}] |"
+        )
     return "\n".join(["| measure | result |", "|---|---|", *rows[:8]])
 
 
@@ -175,8 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     new_page = page(files)
     new_readme = readme_with(README.read_text(), headline(files))
     if args.check:
-        stale = [str(p.relative_to(ROOT)) for p, text in ((PAGE, new_page), (README, new_readme))
-                 if not p.is_file() or p.read_text() != text]  # fmt: skip
+        stale = [
+            str(p.relative_to(ROOT))
+            for p, text in ((PAGE, new_page), (README, new_readme))
+            if not p.is_file() or p.read_text() != text
+        ]
         if stale:
             print(f"stale: {', '.join(stale)} (run: python results/render.py)", file=sys.stderr)
             return 1
