@@ -1,5 +1,5 @@
-"""``python -m train.demo``: a smoke run writes the whole run folder and the report; bad arguments
-stop it before any training, with a message that says what is allowed."""
+"""``python -m train.demo``: a smoke run writes the run folder and a report with the start and the end
+side by side on the same deals and head to head; bad arguments stop it before any training."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pytest
 
 from patchwork_env import new_game
 from patchwork_env.core.records import Player, read_records
+from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players.registry import make_agent
 from patchwork_env.replay import replay_html
+from tests.cli import error_lines
 from train import demo
 
 
@@ -26,49 +28,43 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_smoke_run_writes_the_run_folder(smoke_run: tuple[Path, Path]) -> None:
     folder, report = smoke_run
     assert report == folder / "report.md"
-    for name in ("config.yaml", "checkpoints/final.pt", "checkpoints/latest.pt", "learning_curve.png",
+    for name in ("config.yaml", "checkpoints/final.pt", "checkpoints/start.pt", "learning_curve.png",
                  "eval_history.json", "demo_eval.json", "elo.png", "report.md"):  # fmt: skip
         assert (folder / name).is_file(), f"missing {name}"
     assert list(folder.glob("events.out.tfevents.*")), "no TensorBoard log"
     assert "seed: 3" in (folder / "config.yaml").read_text()  # the trainer's option reached the trainer
-    assert "final_eval_pairs: 0" in (folder / "config.yaml").read_text()
+    assert "channels: 8" in (folder / "config.yaml").read_text()  # --smoke's own network
 
 
-def test_smoke_evaluation_is_paired_against_both_baselines(smoke_run: tuple[Path, Path]) -> None:
+def test_the_start_and_the_end_play_the_same_deals_and_each_other(smoke_run: tuple[Path, Path]) -> None:
     folder, _ = smoke_run
     data = json.loads((folder / "demo_eval.json").read_text())
-    learner = data["agents"][0]
-    assert learner == f"ppo:{folder / 'checkpoints' / 'final.pt'}"
-    start = f"ppo:{folder / 'checkpoints' / 'start.pt'}"
-    assert data["agents"][1] == start  # the network training began from, on the same deals
-    pairs = {p["b"]: p for p in data["pairs"] if p["a"] == learner}
-    assert set(pairs) == {start, "random", "greedy"}
-    start_pairs = {p["b"]: p for p in data["pairs"] if p["a"] == start}
-    assert set(start_pairs) == {"random", "greedy"}
-    for p in [*pairs.values(), *start_pairs.values()]:
-        assert p["games"] == 2
-        assert p["wins_a"] + p["wins_b"] == 2
-        assert 0.0 <= p["ci95_a"][0] <= p["win_rate_a"] <= p["ci95_a"][1] <= 1.0
-    assert set(data["elo"]) == {learner, start, "random", "greedy"}
+    for key in ("command", "commit", "date", "machine", "seeds"):
+        assert key in data  # a results file: it says how it was measured
+    end, start = (f"ppo:{folder / 'checkpoints' / n}" for n in ("final.pt", "start.pt"))
+    assert data["end_vs_start"]["a"] == end and data["end_vs_start"]["b"] == start
+    for spec in ("random", "greedy"):
+        e, s = data[f"end_vs_{spec}"], data[f"start_vs_{spec}"]
+        assert (e["a"], e["b"], s["a"], s["b"]) == (end, spec, start, spec)
+        assert e["games"] == s["games"] == 2 and e["seed"] == s["seed"] == data["eval_seed"]
 
 
-def test_report_has_the_table_paths_and_commands(smoke_run: tuple[Path, Path]) -> None:
+def test_report_shows_start_end_head_to_head_and_commands(smoke_run: tuple[Path, Path]) -> None:
     folder, report = smoke_run
     text = report.read_text()
     data = json.loads((folder / "demo_eval.json").read_text())
-    for p in data["pairs"]:
-        if p["a"] == data["agents"][0]:
-            row = f"| `{p['b']}` | {p['games']} | {p['wins_a']} | {p['win_rate_a']:.1%} |"
-            assert row in text
-    start = {p["b"]: p for p in data["pairs"] if p["a"] == data["agents"][1]}
-    end = {p["b"]: p for p in data["pairs"] if p["a"] == data["agents"][0]}
-    for spec in ("random", "greedy"):  # the start and the end side by side
-        assert f"| `{spec}` | {start[spec]['win_rate_a']:.1%} [" in text
-        assert f"| {end[spec]['win_rate_a']:.1%} [{end[spec]['ci95_a'][0]:.1%}" in text
+    head = data["end_vs_start"]
+    assert f"head to head: {format_win_rate(head['win_rate_a'], tuple(head['ci95_a']))}" in text
+    for spec in ("random", "greedy"):
+        s, e = data[f"start_vs_{spec}"], data[f"end_vs_{spec}"]
+        row = (f"| `{spec}` | {format_win_rate(s['win_rate_a'], tuple(s['ci95_a']))} "
+               f"| {format_win_rate(e['win_rate_a'], tuple(e['ci95_a']))} |")  # fmt: skip
+        assert row in text
+    assert "## What it did, and why it works" in text
     checkpoint = folder / "checkpoints" / "final.pt"
     assert f"patchwork play --opponent ppo:{checkpoint}" in text
-    assert f"python -m train.selfplay --resume {folder / 'checkpoints' / 'latest.pt'}" in text
-    assert "\npython -m train.demo --smoke --pairs 1 --seed 3\n" in text  # run again: a new folder
+    assert f"patchwork ladder ppo:{checkpoint}" in text
+    assert "![learning curve](learning_curve.png)" in text
 
 
 def test_report_links_replays_of_the_games_against_greedy(smoke_run: tuple[Path, Path]) -> None:
@@ -81,9 +77,6 @@ def test_report_links_replays_of_the_games_against_greedy(smoke_run: tuple[Path,
         assert f"[{page}]({page})" in text
         assert (folder / page).read_text() == replay_html(rec)
         assert rec.players[1 - rec.meta["seat_a"]] == Player("greedy", "greedy")
-    trainer_games = sorted((folder / "games").glob("eval-*.jsonl"))  # the trainer's periodic evaluations
-    assert trainer_games and all(read_records(path) for path in trainer_games)
-    assert "![learning curve](learning_curve.png)" in text
 
 
 def test_the_checkpoint_is_an_agent(smoke_run: tuple[Path, Path]) -> None:
@@ -91,6 +84,16 @@ def test_the_checkpoint_is_an_agent(smoke_run: tuple[Path, Path]) -> None:
     agent = make_agent(f"ppo:{folder / 'checkpoints' / 'final.pt'}")
     state = new_game(seed=0)
     assert state.is_legal(agent.act(state, np.random.default_rng(0)))
+
+
+def test_several_seeds_write_one_results_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the runs' folders go to runs/ under the working directory
+    out = tmp_path / "demo.json"
+    demo.main(["--smoke", "--pairs", "1", "--seeds", "4", "5", "--results", str(out)])
+    data = json.loads(out.read_text())
+    assert data["kind"] == "training" and data["seeds"] == [4, 5] and [r["seed"] for r in data["runs"]] == [4, 5]
+    assert set(data["summary"]) == {"mean", "min"} and len(data["headline"]) == 2
+    assert all(raw["end_vs_start"]["games"] == 2 for raw in data["raw"])
 
 
 @pytest.mark.parametrize(
@@ -102,8 +105,9 @@ def test_the_checkpoint_is_an_agent(smoke_run: tuple[Path, Path]) -> None:
         (["--opponents", "random", "random"], "--opponents must be distinct"),
         (["--workers", "0"], "--workers must be >= 1"),
         (["--num-gmaes", "8"], "Unrecognized options: --num-gmaes"),
-        (["--learning-rate", "-1"], "learning_rate must be > 0"),
-        (["--eval-seed", "-1"], "--eval-seed must be >= 0"),
+        (["--lr", "-1"], "lr must be > 0"),
+        (["--eval-seed", "-1"], "--eval-seed: must be in 0.."),
+        (["--results", "x.json"], "--results needs --seeds"),
     ],
 )
 def test_bad_arguments_stop_before_training(
@@ -112,7 +116,8 @@ def test_bad_arguments_stop_before_training(
     with pytest.raises(SystemExit) as exc:
         demo.main([*argv, "--run-dir", str(tmp_path / "run")])
     assert exc.value.code == 2
-    assert message in capsys.readouterr().err
+    (line,) = error_lines(capsys.readouterr().err)
+    assert line.startswith("error: ") and message in line
     assert not (tmp_path / "run").exists()
 
 
