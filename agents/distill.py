@@ -16,22 +16,16 @@ advance plus each patch at greedy's best placement). So:
   (``teacher_targets``). ``legal_groups`` finds the positions with a single legal group, which the
   trainer drops (the mask decides them). Labelling runs in worker processes (or Ray tasks); each
   position has its own random stream, so the targets do not depend on the number of workers.
-  Measured on 29,626 positions of the shipped network's games against greedy: ``mcts:sims=100``'s
-  largest group share averages 0.59 (mean entropy 0.86 nats), so one-hot labels of its move would
-  be noisy.
+  Soft targets, because a search's visit shares are often split between two kinds of move.
 * **Loss**: cross-entropy between the teacher's distribution and the network's probability of each
   group (the log-sum-exp of its logits over the group's actions).
 * **Only the group choice is trained** (``group_parameters``): the placement-only parts of the
   buy head and the learned correction of the prior's weights stay as they are, so placements stay
-  the prior's (the shared trunk still moves the small residual placement logit a little).
-  Measured in an offline experiment (53,050 decisions labelled by ``mcts:sims=100``, prior scale
-  2, 6 epochs, 200 games against greedy each): training every parameter made the network choose
-  better groups but place worse, 45.5% [38.7, 52.4]; that network's group choices with greedy's
-  placements won 67.5% [60.7, 73.6]; training only the group choice (this module) won 69.5%
-  [62.8, 75.5]. The network needs ``NetConfig.group_scale`` to follow the teacher: without it the
-  prior's group-level logits (score points x ``prior_scale``) cannot be undone, and the held-out
-  loss stayed above that of a uniform guess (1.77 nats against ln 5 = 1.61, ``configs/selfplay.yaml``).
-  ``configs/dagger.yaml`` runs it all inside ``train.selfplay`` (results in README).
+  the prior's (the shared trunk still moves the small residual placement logit a little):
+  retrained against a search teacher, the placements got worse. The network needs
+  ``NetConfig.group_scale`` to follow the teacher: without it the prior's group-level logits
+  (score points x ``prior_scale``) cannot be undone. ``train.distill`` runs it all
+  (``configs/dagger.yaml``).
 """
 
 from __future__ import annotations

@@ -13,11 +13,9 @@ Every kernel here is a loop over games whose body CALLS the rules of ``patchwork
   over the calling thread and helper threads (``vector_threads``); the compiled loops release the
   GIL. Serial and parallel give identical games.
 
-Why threads over row chunks and not numba's ``parallel=True`` / ``prange``: measured on a 2-core
-machine shared with other processes, a ``prange`` version (GNU OpenMP layer) was 1.6x faster than serial
-while the machine was quiet, but 3-15x SLOWER whenever the load exceeded the cores (every call
-waits for its slowest, descheduled thread), whereas dynamically claimed chunks never wait for a
-thread that has not started one.
+Why threads over row chunks and not numba's ``parallel=True`` / ``prange``: a ``prange`` loop
+waits for its slowest thread, so it slows down badly whenever other processes hold the cores,
+whereas dynamically claimed chunks never wait for a thread that has not started one.
 
 A driver's arrays are all preallocated by the caller (``VectorGames``, ``PatchworkVectorEnv``) and
 handed over as a few NamedTuples (``Batch``, ``SelfPlayResults``, ``Learners``, ``Deal``), which

@@ -1,28 +1,24 @@
 """The AlphaZero agent (``az:sims=N`` / ``az:time=S``), its network evaluator, and ``pretrained``.
 
-``NetEvaluator`` is the leaf evaluator of ``patchwork_env.players.az_search.BatchedSearch``: one forward pass of a
-``PatchworkNet`` over a batch of game states (legal masks, observations from each mover's seat and,
-for a network with the greedy prior, the prior's terms, all from the compiled rules), returning
-masked log-probabilities and values clipped to [-1, 1]. ``AZAgent`` runs the search for one game
-per call (the arena's interface); self-play runs it for many games at once (``agents.az_selfplay``).
+``NetEvaluator`` is the leaf evaluator of ``patchwork_env.players.az_search.BatchedSearch``: one
+forward pass of a ``PatchworkNet`` over a batch of game states (legal masks, observations from each
+mover's seat and, for a network with the greedy prior, the prior's terms, all from the compiled
+rules), returning masked log-probabilities and values clipped to [-1, 1]; optionally the leaf
+values mixed with greedy rollouts. ``AZAgent`` runs the search for one game per call (the arena's
+interface); self-play runs it for many games at once (``agents.az_selfplay``).
 
-The shipped network (``PRETRAINED_PATH``, package data, trained by ``configs/dagger.yaml``; model
-card in the README) is the ``pretrained`` agent: the network alone, its most probable legal move
-(``PPOAgent`` with ``deterministic=True``), and the network ``az`` searches with by default. The
-``az`` agent searches over kinds of move by default (``kinds``; ``patchwork_env.players.policy.kind_policy``):
-over all 2,026 actions the search with this network advanced on almost every move (advance is
-the single most probable action; a buy's probability is spread over its placements) and lost to
-random. Its leaves are valued by the mean of 4 greedy rollouts (``rollouts``; ``mix`` weighs them
-against the network's value, AlphaGo's leaf evaluation; by default the rollouts alone, the network
-giving the prior): the value head alone explains about a fifth of the variance of outcomes, with
-it alone ``az:sims=100,expand=1,reuse=false`` won 34% against ``mcts:sims=100``, half and half 58%
-and the rollouts alone 71% on the same 100 games (README). Its defaults are the strongest setting measured
-(README): ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th visit
-(``SearchConfig.expand``) and the subtree of the move played kept (``reuse``). The trainer's
-self-play (``train.alphazero``) searches over all actions with the network's value alone
-(``NetEvaluator(net)``): its policy targets cover every placement.
-Checkpoints are the project's format (``patchwork_env.players.policy``), so ``ppo:PATH`` loads an AlphaZero
-checkpoint too.
+The shipped network (``PRETRAINED_PATH``, package data; ``docs/model-card.md``) is the
+``pretrained`` agent: the network alone, its most probable legal move (``PPOAgent`` with
+``deterministic=True``), and the network ``az`` searches with by default. By default ``az``
+searches over *kinds* of move (``kinds``; ``patchwork_env.players.policy.kind_policy``: each kind at
+the network's best placement, about 4 children instead of about 100), values its leaves by the mean
+of 4 greedy rollouts (``rollouts``; ``mix`` weighs them against the network's value, AlphaGo's leaf
+evaluation), with ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th
+visit (``SearchConfig.expand``) and the subtree of the move played kept (``reuse``): the strongest
+settings measured (``docs/results.md``). The trainer's self-play (``train.alphazero``) searches over
+all actions with the network's value alone (``NetEvaluator(net)``): its policy targets cover every
+placement. Checkpoints are the project's format (``patchwork_env.players.checkpoint``), so
+``ppo:PATH`` loads an AlphaZero checkpoint too.
 """
 
 from __future__ import annotations
