@@ -43,6 +43,7 @@ from patchwork_env.players.heuristic import (
     rng_state,
     rollout_results,
 )
+from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
 from patchwork_env.players.policy import PPOAgent, kind_policy, one_thread_in_workers
 from patchwork_env.players.tree import find_below
@@ -61,7 +62,13 @@ class NetEvaluator:
     """Batched leaf evaluation with a policy-value network (``patchwork_env.players.az_search.Evaluator``)."""
 
     def __init__(
-        self, net: PatchworkNet, kinds: bool = False, rollouts: int = 0, mix: float = 1.0, margin_weight: float = 0.2
+        self,
+        net: PatchworkNet,
+        kinds: bool = False,
+        rollouts: int = 0,
+        mix: float = 1.0,
+        margin_weight: float = 0.2,
+        fast: bool = True,
     ) -> None:
         if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
             raise ValueError(
@@ -80,6 +87,11 @@ class NetEvaluator:
         0: the network's value alone (AlphaZero)."""
         self.mix = mix
         self.margin_weight = margin_weight
+        self.fast = fast
+        """Evaluate through ``patchwork_env.players.inference.NetInference`` (the same priors and
+        values up to float rounding, a fraction of the per-call cost); False: through
+        ``PatchworkNet.forward`` (the reference path)."""
+        self._inference = NetInference(self.net) if fast else None
         self._rng = rng_state(0)
         self.evaluations = 0  # states evaluated so far (for statistics)
         self.value_evaluations = 0  # and valued alone (``values``)
@@ -93,6 +105,12 @@ class NetEvaluator:
         self, states: IntArray
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         states = np.ascontiguousarray(states, dtype=np.int64)  # the rollout kernel's layout
+        if self._inference is not None:
+            legal, logits, net_values = self._inference(states)  # checks the rows before any kernel
+            legal, logp = kind_policy_np(logits, legal) if self.kinds else (legal, log_softmax_np(logits))
+            self.evaluations += len(states)
+            value = self._leaf_values(states, np.clip(net_values, -1.0, 1.0).astype(np.float64))
+            return legal, logp.astype(np.float64), value
         obs, masks, prior = net_inputs(self.net, states)  # checks the rows before any kernel
         logits, values = self.net(obs, masks, prior)
         if self.kinds:
