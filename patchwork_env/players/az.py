@@ -167,7 +167,8 @@ class AZAgent:
     """Search with a network for one game per move: ``sims`` simulations, or ``time`` seconds
     (simulations planned from the measured speed of the previous moves, stopped at the deadline).
     ``reuse``: keep the subtree of the move played and search on from it if the game reaches one
-    of its positions (``patchwork_env.players.tree.find_below``; ``reset()`` forgets it)."""
+    of its positions (``patchwork_env.players.tree.find_below``; ``reset()`` forgets it).
+    ``fast``: evaluate through ``patchwork_env.players.inference`` (``NetEvaluator.fast``)."""
 
     def __init__(
         self,
@@ -179,6 +180,7 @@ class AZAgent:
         rollouts: int = 4,
         mix: float = 1.0,
         reuse: bool = True,
+        fast: bool = True,
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
@@ -190,9 +192,10 @@ class AZAgent:
         self.rollouts = rollouts
         self.mix = mix
         self.reuse = reuse
+        self.fast = fast
         self._kept: Node | None = None  # the played move's child after the last search (``reuse``)
         try:
-            self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight)
+            self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight, fast)
         except ValueError as exc:
             raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
@@ -240,6 +243,7 @@ class AZAgent:
             "rollouts": self.rollouts,
             "mix": self.mix,
             "reuse": self.reuse,
+            "fast": self.fast,
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
@@ -247,7 +251,15 @@ class AZAgent:
         net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
         self.__init__(  # type: ignore[misc]
-            net, data["config"], data["time"], data["name"], data["kinds"], data["rollouts"], data["mix"], data["reuse"]
+            net,
+            data["config"],
+            data["time"],
+            data["name"],
+            data["kinds"],
+            data["rollouts"],
+            data["mix"],
+            data["reuse"],
+            data["fast"],
         )
 
 
@@ -260,19 +272,21 @@ def make_az_agent(
     reuse: bool = True,
     sims: int | None = None,
     expand: int = EXPAND,
+    fast: bool = True,
     **search: Any,
 ) -> AZAgent:
     """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
     values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
-    ``reuse``: keep the subtree of the move played (``AZAgent``). ``sims`` unless given: ``SIMS``,
+    ``reuse``: keep the subtree of the move played (``AZAgent``); ``fast``: evaluate through
+    ``patchwork_env.players.inference`` (``NetEvaluator.fast``). ``sims`` unless given: ``SIMS``,
     or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
     net = load_net(path or PRETRAINED_PATH)
     if sims is None:
         sims = SIMS if time is None else FIRST_PLAN
     config = SearchConfig(sims=sims, expand=expand, **search)
     config.validate()
-    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse)
+    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, fast=fast)
 
 
 def make_pretrained_agent(path: str = "") -> PPOAgent:
