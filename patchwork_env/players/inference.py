@@ -42,6 +42,7 @@ from patchwork_env.players.network import (
     MAX_COVER,
     NUM_BUY,
     PatchworkNet,
+    border_counts,
 )
 
 F32 = npt.NDArray[np.float32]
@@ -106,32 +107,12 @@ def _placement_inputs(
                 for j in range(f):
                     out[m, at + j] += edge[j]
         if geometry:
-            isolated, narrow, empties = 0.0, 0.0, 0.0
-            for k in range(MAX_BORDER):
-                c = cells[p, o, anchor, MAX_COVER + k]
-                if c >= CELLS:
-                    continue
-                if obs[r, c] != 0.0:  # covered
-                    continue
-                row, col = c // BOARD, c % BOARD
-                free = 0.0
-                if row > 0 and obs[r, c - BOARD] == 0.0:
-                    free += 1.0
-                if row < BOARD - 1 and obs[r, c + BOARD] == 0.0:
-                    free += 1.0
-                if col > 0 and obs[r, c - 1] == 0.0:
-                    free += 1.0
-                if col < BOARD - 1 and obs[r, c + 1] == 0.0:
-                    free += 1.0
-                left = free - touching[p, o, k]
-                empties += 1.0
-                if left == 0.0:
-                    isolated += 1.0
-                elif left == 1.0:
-                    narrow += 1.0
+            isolated, narrow, contact = border_counts(
+                obs[r, :CELLS], cells[p, o, anchor, MAX_COVER:], touching[p, o], border_size[p, o]
+            )
             out[m, 2 * f] = isolated / 4.0
             out[m, 2 * f + 1] = narrow / 4.0
-            out[m, 2 * f + 2] = (border_size[p, o] - empties) / MAX_BORDER
+            out[m, 2 * f + 2] = contact / MAX_BORDER
 
 
 @jit
