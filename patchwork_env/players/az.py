@@ -130,6 +130,9 @@ class NetEvaluator:
         if self.rollouts and self.mix == 1.0:
             check_state_rows(states)  # the rollout kernel trusts its input
             return self._leaf_values(states, None)
+        if self._inference is not None:
+            net_values = np.clip(self._inference.values(states), -1.0, 1.0).astype(np.float64)  # checks the rows
+            return self._leaf_values(states, net_values)
         obs = torch.from_numpy(observe_movers(states))  # checks the rows first
         return self._leaf_values(states, self.net.values(obs).clamp(-1.0, 1.0).double().numpy())
 

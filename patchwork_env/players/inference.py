@@ -237,6 +237,24 @@ class NetInference:
     def __call__(self, states: I64) -> tuple[npt.NDArray[np.bool_], F32, F32]:
         """Legal masks (B, 2026), masked logits (B, 2026; ``MASK_VALUE`` where illegal) and
         values (B,) of unfinished game states (rows), each from its mover's seat."""
+        states, obs, masks = self._inputs(states)
+        prior = None
+        if self._prior is not None:
+            prior = self._prior[: len(states)]
+            action_features_batch(states, masks, self._weights, prior)
+        return masks.copy(), *self._forward(obs, masks, prior)
+
+    def values(self, states: I64) -> F32:
+        """Values (B,) alone of unfinished game states, each from its mover's seat, as
+        ``PatchworkNet.values`` gives them (no policy head, no prior)."""
+        _, obs, _ = self._inputs(states)
+        _, _, heads = self._body(obs)
+        h = self.cfg.hidden
+        return _linear(np.maximum(heads[:, :h], 0.0), *self.value_out)[:, 0]
+
+    def _inputs(self, states: I64) -> tuple[I64, F32, npt.NDArray[np.bool_]]:
+        """The states as the kernels read them, their observations and legal masks (views of
+        the kept buffers); the weights read again if the network changed."""
         states = np.ascontiguousarray(states, dtype=np.int64)
         check_state_rows(states)  # the compiled kernels below trust their input
         if self._version() != self._key:
@@ -245,19 +263,19 @@ class NetInference:
         self._buffers(b)
         obs, masks = self._obs[:b], self._masks[:b]
         _masks_and_observations(states, masks, obs)
-        prior = None
-        if self._prior is not None:
-            prior = self._prior[:b]
-            action_features_batch(states, masks, self._weights, prior)
-        return masks.copy(), *self._forward(obs, masks, prior)
+        return states, obs, masks
+
+    def _body(self, obs: F32) -> tuple[F32, F32, F32]:
+        """Embedding (B, H), trunk (B, 81, C) and the layers on the pooled features (B, ...)."""
+        emb = _dense(obs[:, observation.OBS_PLANES_END :], self.embed)
+        trunk = self._trunk(obs, emb)
+        pooled = np.concatenate([trunk.sum(1) * np.float32(1.0 / CELLS), trunk.max(1), emb], axis=1)
+        return emb, trunk, _linear(pooled, *self.pool)
 
     def _forward(self, obs: F32, masks: npt.NDArray[np.bool_], prior: F32 | None) -> tuple[F32, F32]:
         cfg = self.cfg
         b = len(obs)
-        emb = _dense(obs[:, observation.OBS_PLANES_END :], self.embed)
-        trunk = self._trunk(obs, emb)  # (B, 81, C)
-        pooled = np.concatenate([trunk.sum(1) * np.float32(1.0 / CELLS), trunk.max(1), emb], axis=1)
-        heads = _linear(pooled, *self.pool)
+        emb, trunk, heads = self._body(obs)
         h = cfg.hidden
         value = _linear(np.maximum(heads[:, :h], 0.0), *self.value_out)[:, 0]
         advance = _linear(np.maximum(heads[:, h : 2 * h], 0.0), *self.advance_out)[:, 0]
