@@ -1,7 +1,7 @@
-"""PatchworkNet's prior logits at the used actions only, and its geometry inputs from a compiled
-kernel, give the learner the same losses and gradients (within float rounding) as the dense
-formulation they replace (``ReferenceNet``: the greedy prior's logits over all 2,026 actions, the
-geometry counts by torch ops)."""
+"""PatchworkNet's prior logits at the used actions only, its geometry inputs from a compiled
+kernel and its channels-last convolutions give the learner the same losses and gradients (within
+float rounding) as the formulation they replace (``ReferenceNet``: the greedy prior's logits over
+all 2,026 actions, the geometry counts by torch ops, channels-first convolutions)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,19 @@ NEIGHBOURS = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]).v
 
 
 class ReferenceNet(PatchworkNet):
-    """The dense formulation: prior logits over every action, geometry by torch ops."""
+    """The dense formulation: prior logits over every action, geometry by torch ops, the
+    convolutions in torch's default (channels-first) layout."""
+
+    def __init__(self, config: NetConfig) -> None:
+        super().__init__(config)
+        self.to(memory_format=torch.contiguous_format)
+
+    def _body(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        emb = self.embed(observation.vector(obs))
+        planes = observation.planes(obs).contiguous()
+        trunk = self.blocks(F.relu(self.stem(planes) + self.film(emb)[:, :, None, None]))
+        assert trunk.is_contiguous()
+        return emb, trunk, torch.cat([trunk.mean((2, 3)), trunk.amax((2, 3)), emb], dim=1)
 
     def _prior_logits(
         self,
@@ -92,6 +104,7 @@ def batch() -> dict[str, torch.Tensor]:
 def _pair(name: str) -> tuple[PatchworkNet, ReferenceNet]:
     torch.manual_seed(1)
     net = PatchworkNet(CONFIGS[name])
+    assert net.stem.weight.is_contiguous(memory_format=torch.channels_last)
     with torch.no_grad():  # away from the initialisation's zeros, so that every head counts
         for p in net.parameters():
             p.add_(0.05 * torch.randn_like(p))
