@@ -209,6 +209,19 @@ def test_a_real_process_exits_2_without_a_traceback(argv: list[str]) -> None:
     )
 
 
+@pytest.mark.parametrize("argv", [["evaluate", "--list"], ["ladder", "--table"]])
+def test_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
+    """``patchwork evaluate --list | head -0``: the reader is gone before the first write."""
+    patchwork_command = Path(sys.executable).parent / "patchwork"
+    proc = subprocess.Popen([str(patchwork_command), *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the process has started writing: every write meets a closed pipe
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert stderr == ""
+
+
 @pytest.mark.parametrize("trainer", [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli])
 def test_a_run_dir_that_is_a_file_is_one_error_line(
     trainer: Callable[[list[str]], int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
