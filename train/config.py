@@ -207,6 +207,9 @@ class SelfPlayConfig(PPOConfig):
     """Updates between evaluations (and one at the end); 0: only at the end."""
     checkpoint_every: int = 10
     """Updates between checkpoints (always one at the end)."""
+    checkpoint_minutes: list[float] = field(default_factory=list)
+    """Also keep ``checkpoints/minute-<m>.pt``, the network after the update that passes ``m``
+    minutes of training (for curves over compute, e.g. ``[10, 30, 60]``)."""
     keep_best: str = ""
     """An ``eval_opponents`` spec: the network of the best periodic win rate against it is kept as
     ``checkpoints/best.pt``, and the final evaluation plays it. Empty: the last network."""
@@ -239,6 +242,12 @@ class SelfPlayConfig(PPOConfig):
             between(self, key, 0.0, math.inf)
         between(self, "critic_warmup_updates", 0, LIMITS["total_updates"])
         above(self, "clip_coef", 0.0)
+        if len(self.checkpoint_minutes) > 100 or not all(
+            isinstance(m, int | float) and not isinstance(m, bool) and 0 < m <= 10**6 for m in self.checkpoint_minutes
+        ):
+            raise ConfigError(
+                f"checkpoint_minutes must be at most 100 numbers in (0, 1e6], got {self.checkpoint_minutes!r}"
+            )
         if self.total_updates and self.critic_warmup_updates >= self.total_updates:
             raise ConfigError(
                 f"critic_warmup_updates ({self.critic_warmup_updates}) must be below total_updates "
