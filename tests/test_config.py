@@ -22,6 +22,7 @@ from train.config import (
     parse_overrides,
     to_yaml,
 )
+from train.exit import ExItConfig
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -34,7 +35,9 @@ def test_every_shipped_config_is_tested() -> None:
         "alphazero.yaml",
         "alphazero_smoke.yaml",
         "dagger.yaml",
+        "exit.yaml",
         "quick.yaml",
+        "quick_dagger.yaml",
         "quick_scratch.yaml",
         "rllib.yaml",
         "rllib_prior.yaml",
@@ -47,7 +50,12 @@ def test_every_shipped_config_is_tested() -> None:
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_shipped_configs_load(name: str) -> None:
-    kinds: dict[str, type] = {"sb3": SB3Config, "rllib": RLlibConfig, "alphazero": AlphaZeroConfig}
+    kinds: dict[str, type] = {
+        "sb3": SB3Config,
+        "rllib": RLlibConfig,
+        "alphazero": AlphaZeroConfig,
+        "exit": ExItConfig,
+    }
     cls = next((kind for prefix, kind in kinds.items() if name.startswith(prefix)), SelfPlayConfig)
     cfg = load_config(CONFIGS / name, cls)
     assert isinstance(cfg, cls)
