@@ -18,6 +18,7 @@ from train.config import (
     CommonConfig,
     ConfigError,
     DistillConfig,
+    ExItConfig,
     RLlibConfig,
     SB3Config,
     SelfPlayConfig,
@@ -31,6 +32,7 @@ TRAINERS: dict[str, type[CommonConfig]] = {
     "selfplay": SelfPlayConfig,
     "distill": DistillConfig,
     "alphazero": AlphaZeroConfig,
+    "exit": ExItConfig,
     "sb3_maskable": SB3Config,
     "rllib_selfplay": RLlibConfig,
 }
