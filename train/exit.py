@@ -77,6 +77,7 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``) with the iterations' gate decisions."""
     cfg.validate()
     preflight(cfg)
+    # 1. start ---------------------------------------------------------------------------------------
     torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
     net = load_network(cfg.init_checkpoint, "init_checkpoint") if cfg.init_checkpoint else PatchworkNet(cfg.net)
     run = Run(cfg, name, "iteration")
@@ -88,6 +89,7 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
     rows: list[dict[str, Any]] = [{"iteration": 0, "minutes": run.minutes()}]
     if cfg.eval_every and cfg.eval_opponents:
         rows[0]["eval"] = run.evaluate(net, 0)
+    # 2. iterations: positions -> labels -> fit -> gate; 3. evaluate and checkpoint -------------------
     window = Window(cfg.window)
     iteration = 0
     for iteration in range(1, cfg.iterations + 1):
@@ -104,6 +106,7 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
         if out_of_time:
             run.log(f"time limit of {cfg.time_limit_minutes} minutes reached after {iteration} iterations")
             break
+    # 4. finish: the final evaluation of the network and its start, on fresh deals ----------------------
     summary = {
         "kept": [bool(r["kept_new"]) for r in rows[1:]],
         "positions": sum(r["positions"] for r in rows[1:]),
