@@ -19,6 +19,7 @@ from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.registry import make_agent
 from tests.cli import error_lines
 from train import alphazero, distill, rllib_selfplay, sb3_maskable, selfplay
+from train import exit as exit_trainer
 from train.cli import parse_config
 from train.config import ConfigError, SelfPlayConfig
 
@@ -163,7 +164,7 @@ TRAINER_BAD = [
 ]
 
 
-TRAINERS = [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli, rllib_selfplay.cli]
+TRAINERS = [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli, exit_trainer.cli, rllib_selfplay.cli]
 
 
 @pytest.mark.parametrize("argv", TRAINER_BAD)
@@ -222,7 +223,7 @@ def test_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
     assert stderr == ""
 
 
-@pytest.mark.parametrize("trainer", [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli])
+@pytest.mark.parametrize("trainer", [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli, exit_trainer.cli])
 def test_a_run_dir_that_is_a_file_is_one_error_line(
     trainer: Callable[[list[str]], int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

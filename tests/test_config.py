@@ -18,6 +18,7 @@ from train.config import (
     CommonConfig,
     ConfigError,
     DistillConfig,
+    ExItConfig,
     RLlibConfig,
     SB3Config,
     SelfPlayConfig,
@@ -31,6 +32,7 @@ TRAINERS: dict[str, type[CommonConfig]] = {
     "selfplay": SelfPlayConfig,
     "distill": DistillConfig,
     "alphazero": AlphaZeroConfig,
+    "exit": ExItConfig,
     "sb3_maskable": SB3Config,
     "rllib_selfplay": RLlibConfig,
 }
@@ -40,7 +42,7 @@ def config_class(name: str) -> type[CommonConfig]:
     """The trainer a shipped config is for: the command in its header says."""
     header = (CONFIGS / name).read_text().splitlines()
     trainer = next(line.split("python -m train.")[1].split()[0] for line in header if "python -m train." in line)
-    return TRAINERS[trainer]
+    return {**TRAINERS, "demo": DistillConfig}[trainer]  # train.demo runs train.distill on its config
 
 
 @pytest.mark.parametrize("name", SHIPPED)
