@@ -68,7 +68,14 @@ _SCRIPT = """
   var D = JSON.parse(document.getElementById("replay-data").textContent);
   var last = D.frames.length - 1, cur = -1;
   function $(id) { return document.getElementById(id); }
-  function who(p) { return "P" + p + " " + D.players[p].name; }
+  function who(p) { return "Player " + p + " (" + D.players[p].name + ")"; }
+  // an object from the record as words: "key: value" pairs, nested values as compact JSON text
+  function describe(obj) {
+    return Object.keys(obj).map(function (k) {
+      var v = obj[k];
+      return k.replace(/_/g, " ") + ": " + (v !== null && typeof v === "object" ? JSON.stringify(v) : String(v));
+    }).join(", ");
+  }
   var SVGNS = "http://www.w3.org/2000/svg";
   function el(tag, attrs, parent) {
     var e = document.createElementNS(SVGNS, tag);
@@ -80,9 +87,10 @@ _SCRIPT = """
   document.title = D.title;
   for (var p = 0; p < 2; p++) {
     var spec = D.players[p].spec;
-    $("seat" + p).textContent = "seat " + p + ": " + D.players[p].name + (spec ? "  (spec " + spec + ")" : "");
+    $("seat" + p).textContent = "Player " + p + " (" + ["red", "green"][p] + "): " + D.players[p].name +
+      (spec ? ", agent spec " + spec : "");
   }
-  $("meta").textContent = D.meta ? "from: " + JSON.stringify(D.meta) : "";
+  $("meta").textContent = D.meta ? "origin of this record: " + describe(D.meta) : "";
   var list = $("moves");
   D.moves.forEach(function (m, k) {
     var li = document.createElement("li");
@@ -136,7 +144,7 @@ _SCRIPT = """
     var move = k > 0 ? "last move: " + who(D.moves[k - 1][0]) + " " + D.moves[k - 1][1] + ". " : "start. ";
     $("status").textContent = move + status;
     var extra = k > 0 && D.extras ? D.extras[k - 1] : null;
-    $("extra").textContent = extra ? "extras of the last move: " + JSON.stringify(extra) : "";
+    $("extra").textContent = extra ? "what the agent reported for the last move: " + describe(extra) : "";
     var items = list.children;
     for (var i = 0; i < items.length; i++) {
       var on = i === k - 1;

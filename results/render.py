@@ -183,10 +183,28 @@ def page(files: dict[str, Data]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+# the README's picks: speed rows by name (the fastest N), arena pairs by (A, B)
+SPEED_HEADLINE = ("engine: random play, mask + step", "vector engine self-play, masks+obs (parallel)")
+ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=100"))
+
+
 def headline(files: dict[str, Data]) -> str:
-    """At most 8 rows for the README, each linking to the results page."""
+    """At most 8 rows for the README: the picks above, the rows a training file names as its
+    ``headline``, then the best ladder ratings."""
     rows: list[str] = []
     for data in files.values():
+        if data.get("kind") == "speed":
+            for name in SPEED_HEADLINE:
+                found = [r for r in data["rows"] if r["name"] == name]
+                if found:
+                    best = max(found, key=lambda r: r["value"])
+                    rows.append(f"| {name} (N={best.get('N')}) | {best['value']:,.0f} {best['unit']} |")
+        elif "pairs" in data and "agents" in data:
+            for p in data["pairs"]:
+                if (p["a"], p["b"]) in ARENA_HEADLINE:
+                    rows.append(
+                        f"| `{p['a']}` against `{p['b']}` | {pct(p['win_rate_a'], p['ci95_a'])} of {p['games']} games |"
+                    )
         for label, value in data.get("headline", []):
             rows.append(f"| {label} | {value} |")
     ratings = [d for d in files.values() if "per_opponent" in d and d["scale"] == "on"]

@@ -19,6 +19,7 @@ from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.registry import make_agent
 from tests.cli import error_lines
 from train import alphazero, distill, rllib_selfplay, sb3_maskable, selfplay
+from train import exit as exit_trainer
 from train.cli import parse_config
 from train.config import ConfigError, SelfPlayConfig
 
@@ -163,7 +164,7 @@ TRAINER_BAD = [
 ]
 
 
-TRAINERS = [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli, rllib_selfplay.cli]
+TRAINERS = [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli, exit_trainer.cli, rllib_selfplay.cli]
 
 
 @pytest.mark.parametrize("argv", TRAINER_BAD)
@@ -209,7 +210,20 @@ def test_a_real_process_exits_2_without_a_traceback(argv: list[str]) -> None:
     )
 
 
-@pytest.mark.parametrize("trainer", [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli])
+@pytest.mark.parametrize("argv", [["evaluate", "--list"], ["ladder", "--table"]])
+def test_a_closed_pipe_ends_quietly(argv: list[str]) -> None:
+    """``patchwork evaluate --list | head -0``: the reader is gone before the first write."""
+    patchwork_command = Path(sys.executable).parent / "patchwork"
+    proc = subprocess.Popen([str(patchwork_command), *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the process has started writing: every write meets a closed pipe
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert stderr == ""
+
+
+@pytest.mark.parametrize("trainer", [selfplay.cli, distill.cli, sb3_maskable.cli, alphazero.cli, exit_trainer.cli])
 def test_a_run_dir_that_is_a_file_is_one_error_line(
     trainer: Callable[[list[str]], int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

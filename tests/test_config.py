@@ -18,6 +18,7 @@ from train.config import (
     CommonConfig,
     ConfigError,
     DistillConfig,
+    ExItConfig,
     RLlibConfig,
     SB3Config,
     SelfPlayConfig,
@@ -31,6 +32,7 @@ TRAINERS: dict[str, type[CommonConfig]] = {
     "selfplay": SelfPlayConfig,
     "distill": DistillConfig,
     "alphazero": AlphaZeroConfig,
+    "exit": ExItConfig,
     "sb3_maskable": SB3Config,
     "rllib_selfplay": RLlibConfig,
 }
@@ -40,7 +42,7 @@ def config_class(name: str) -> type[CommonConfig]:
     """The trainer a shipped config is for: the command in its header says."""
     header = (CONFIGS / name).read_text().splitlines()
     trainer = next(line.split("python -m train.")[1].split()[0] for line in header if "python -m train." in line)
-    return TRAINERS[trainer]
+    return {**TRAINERS, "demo": DistillConfig}[trainer]  # train.demo runs train.distill on its config
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -112,6 +114,7 @@ def test_a_file_with_wrong_keys_or_types_names_them(data: dict[str, object], mes
         ({"eval_opponents": {"greedy": 0}}, r"eval_opponents\['greedy'\] must be in 1\.\.100000 pairs"),
         ({"num_games": 2, "rollout_steps": 2, "num_minibatches": 8}, r"num_minibatches \(8\) is too large"),
         ({"total_updates": 5, "critic_warmup_updates": 5}, r"the policy would never train"),
+        ({"checkpoint_minutes": [10, -1]}, r"checkpoint_minutes must be at most 100 numbers in \(0, 1e6\]"),
         ({"run_dir": "a\\b"}, r"run_dir may hold letters, digits and \._-/"),
         ({"run_dir": "../up"}, r"no '\.\.'"),
         ({"net": {"blocks": 100_000}}, r"net\.blocks must be an integer in \[1, 32\]"),

@@ -141,9 +141,11 @@ def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
 
 
 def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
-    cfg = _tiny_config(tmp_path)
+    cfg = _tiny_config(tmp_path, checkpoint_minutes=[1e-9, 1e6])
     summary = selfplay.main(cfg)
     folder = Path(summary["run_folder"])
+    # the minute marks: the first passed at the first update, the second never
+    assert sorted(p.name for p in (folder / "checkpoints").glob("minute-*")) == ["minute-1e-09.pt"]
     assert summary["updates"] == 3 and summary["learner_decisions"] > 0
     assert (folder / "config.yaml").is_file() and (folder / "learning_curve.png").is_file()
     assert any(folder.glob("events.out.tfevents*"))

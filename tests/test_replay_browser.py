@@ -137,11 +137,16 @@ def expect_ply(driver: Any, rec: Record, k: int) -> None:
     if k > 0:
         mover, move = rec.moves()[k - 1]
         assert current_move(driver) == f"P{mover} {move}"
-        assert f"last move: P{mover} {rec.players[mover].name} {move}." in text(driver, "status")
+        assert f"last move: Player {mover} ({rec.players[mover].name}) {move}." in text(driver, "status")
     else:
         assert current_move(driver) == ""
-    label = f"P0 sp{s.positions[0]} btn{s.buttons[0]} inc{s.income[0]} sc{s.scores()[0]}"
-    assert driver.execute_script("return document.querySelector('#board svg text').textContent") == label
+    words = driver.execute_script("return [...document.querySelectorAll('#board svg text')].map(t => t.textContent)")
+    mover = "" if s.is_terminal or s.current_player != 0 else " (to move)"
+    assert words[:3] == [
+        f"Player 0{mover}",
+        f"space {s.positions[0]}, {s.buttons[0]} buttons",
+        f"income {s.income[0]}, score {s.scores()[0]}",
+    ]
 
 
 def test_controls_step_through_the_game(browser: Any, tmp_path: Path) -> None:
@@ -151,6 +156,7 @@ def test_controls_step_through_the_game(browser: Any, tmp_path: Path) -> None:
     open_page(browser, page)
     expect_ply(browser, rec, 0)
     assert text(browser, "title") == "Patchwork: greedy (P0) vs random (P1)" == browser.title
+    assert text(browser, "meta") == "origin of this record: seed: 0"  # a_record's meta, in words
     assert browser.execute_script("return document.querySelectorAll('#moves li').length") == last
     click(browser, "next", 3)
     expect_ply(browser, rec, 3)
@@ -164,7 +170,7 @@ def test_controls_step_through_the_game(browser: Any, tmp_path: Path) -> None:
     click(browser, "last")
     expect_ply(browser, rec, last)
     assert rec.winner is not None
-    assert f"game over: P{rec.winner} {rec.players[rec.winner].name} wins" in text(browser, "status")
+    assert f"game over: Player {rec.winner} ({rec.players[rec.winner].name}) wins" in text(browser, "status")
     click(browser, "next")  # nothing after the end
     expect_ply(browser, rec, last)
     key(browser, "HOME")
@@ -203,12 +209,15 @@ def test_hostile_names_show_literally_and_run_nothing(browser: Any, tmp_path: Pa
     page = write_replay(tmp_path / "hostile.html", rec)
     open_page(browser, page)
     click(browser, "next")
-    assert text(browser, "seat0") == f"seat 0: {XSS_NAMES[0]}  (spec </script><script>window.__pwned = 3</script>)"
-    assert text(browser, "seat1") == f"seat 1: {XSS_NAMES[1]}"
+    spec = "</script><script>window.__pwned = 3</script>"
+    assert text(browser, "seat0") == f"Player 0 (red): {XSS_NAMES[0]}, agent spec {spec}"
+    assert text(browser, "seat1") == f"Player 1 (green): {XSS_NAMES[1]}"
     assert XSS_NAMES[0] in text(browser, "title") and XSS_NAMES[0] in browser.title
-    assert 'onerror=\\"window.__pwned = 4\\"' in text(browser, "extra")
-    assert "<svg onload" in text(browser, "meta")
-    assert f"last move: P{rec.moves()[0][0]} {rec.players[rec.moves()[0][0]].name} " in text(browser, "status")
+    note = '<img src=x onerror="window.__pwned = 4">'
+    assert text(browser, "extra") == f"what the agent reported for the last move: note: {note}"
+    assert text(browser, "meta") == 'origin of this record: comment: <svg onload="window.__pwned = 5"></svg>'
+    mover = rec.moves()[0][0]
+    assert f"last move: Player {mover} ({rec.players[mover].name}) " in text(browser, "status")
     assert browser.execute_script("return window.__pwned") is None
     assert browser.execute_script("return document.querySelectorAll('img, iframe, object, embed').length") == 0
     assert browser.execute_script("return document.scripts.length") == 2  # the data block and the page's script

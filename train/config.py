@@ -57,6 +57,10 @@ LIMITS: dict[str, int] = {
     "env_runners": 1_024,
     "train_batch_size": 10**7,
     "period": 10**10,
+    "position_stride": 1_000,
+    "rollouts": 1_000,
+    "search_batch": 65_536,
+    "window": 1_000,
 }
 BACKENDS = ("local", "ray")
 # the engine's sizes, for memory estimates without loading it (tests/test_config.py checks them)
@@ -207,6 +211,9 @@ class SelfPlayConfig(PPOConfig):
     """Updates between evaluations (and one at the end); 0: only at the end."""
     checkpoint_every: int = 10
     """Updates between checkpoints (always one at the end)."""
+    checkpoint_minutes: list[float] = field(default_factory=list)
+    """Also keep ``checkpoints/minute-<m>.pt``, the network after the update that passes ``m``
+    minutes of training (for curves over compute, e.g. ``[10, 30, 60]``)."""
     keep_best: str = ""
     """An ``eval_opponents`` spec: the network of the best periodic win rate against it is kept as
     ``checkpoints/best.pt``, and the final evaluation plays it. Empty: the last network."""
@@ -239,6 +246,7 @@ class SelfPlayConfig(PPOConfig):
             between(self, key, 0.0, math.inf)
         between(self, "critic_warmup_updates", 0, LIMITS["total_updates"])
         above(self, "clip_coef", 0.0)
+        check_minutes(self, "checkpoint_minutes")
         if self.total_updates and self.critic_warmup_updates >= self.total_updates:
             raise ConfigError(
                 f"critic_warmup_updates ({self.critic_warmup_updates}) must be below total_updates "
@@ -317,6 +325,111 @@ class DistillConfig(CommonConfig):
         check_backend(self, "backend")
         if self.address and self.backend != "ray":
             raise ConfigError("address needs backend=ray (it names the Ray cluster of the labelling)")
+
+
+@dataclass
+class ExItConfig(CommonConfig):
+    """Expert iteration (``train.exit``): the ``az`` search with the network labels positions of the
+    network's own games, the network's choice of move kind is fitted to a window of recent labels,
+    and a gate keeps the better of the fitted network and the one before. Its step is one iteration
+    (positions, labels, fit, gate)."""
+
+    net: NetConfig = field(
+        default_factory=lambda: NetConfig(head_features=8, prior_scale=2.0, group_scale=True, kind_weights=True)
+    )
+    """The network's sizes when ``init_checkpoint`` is empty; it needs the greedy prior
+    (``prior_scale > 0``): only the choice of move kind is trained."""
+    init_checkpoint: str = ""
+    """Start from the network in this checkpoint (its sizes replace ``net``); empty: a fresh network."""
+    iterations: int = 20
+    """Iterations of positions -> labels -> fit -> gate."""
+    time_limit_minutes: float = 0.0
+    """Stop after the iteration that passes this many minutes (then the final evaluation); 0: no limit."""
+    checkpoint_minutes: list[float] = field(default_factory=list)
+    """Also keep ``checkpoints/minute-<m>.pt``, the network after the iteration that passes ``m``
+    minutes of training (for curves over compute, e.g. ``[30, 60]``)."""
+    positions_per_iteration: int = 1500
+    """Positions labelled per iteration (all with a choice of move kind)."""
+    greedy_share: float = 0.5
+    """Share of the positions from the network's games against ``greedy`` (it plays its most
+    probable move); the rest from its games against itself (sampled from its policy)."""
+    position_stride: int = 4
+    """Decisions played per position kept (a random subset is kept: positions from more games)."""
+    sims: int = 100
+    """Simulations of the labelling search per position (``az:sims``)."""
+    rollouts: int = 4
+    """Greedy rollouts per valued leaf of the search (``az:rollouts``; the leaf value is theirs alone)."""
+    expand: int = 4
+    """Visits of a leaf before the network expands it (``az:expand``)."""
+    considered: int = 16
+    """Gumbel root: kinds of move kept for sequential halving (``az:considered``)."""
+    c_puct: float = 1.25
+    """PUCT constant below the root (``az:c_puct``)."""
+    target: str = "policy"
+    """The label: ``policy``, the search's improved policy (Gumbel: softmax(logit + sigma(completed
+    Q))), or ``visits``, its root visit shares."""
+    search_batch: int = 64
+    """Positions searched together (one forward pass per simulation step for all of them)."""
+    window: int = 6
+    """Iterations of labels the fit trains on (the newest)."""
+    epochs: int = 2
+    """Passes over the window per iteration."""
+    lr: float = 1e-3
+    """Adam learning rate of the fit."""
+    batch_size: int = 256
+    """Minibatch of the fit."""
+    gate_pairs: int = 100
+    """Paired deals of the gate (the fitted network against the one before it)."""
+    gate_threshold: float = 0.5
+    """The fitted network is kept only if its gate win rate is above this; else the old weights come back."""
+    eval_every: int = 1
+    """Iterations between evaluations of the network alone (and one at the end); 0: only the final one."""
+
+    def memory_bytes(self) -> int:
+        """The window's labelled positions and their network inputs in a training pass, and one
+        iteration's search labels (float32 over every action)."""
+        positions = self.window * self.positions_per_iteration
+        per_position = 8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES
+        return positions * per_position + self.positions_per_iteration * 4 * NUM_ACTIONS
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.init_checkpoint and self.net.prior_scale <= 0:
+            raise ConfigError(
+                "expert iteration trains the choice of move kind and needs net.prior_scale > 0 "
+                "(placements come from the greedy prior)"
+            )
+        between(self, "iterations", 1, LIMITS["iterations"])
+        between(self, "positions_per_iteration", 2, LIMITS["positions"])  # one held out, one to train on
+        between(self, "position_stride", 1, LIMITS["position_stride"])
+        between(self, "window", 1, LIMITS["window"])
+        if self.positions_per_iteration * self.position_stride > LIMITS["positions"]:
+            raise ConfigError(
+                f"positions_per_iteration * position_stride must be <= {LIMITS['positions']} decisions played "
+                f"per iteration, got {self.positions_per_iteration * self.position_stride}"
+            )
+        if self.window * self.positions_per_iteration > LIMITS["positions"]:
+            raise ConfigError(
+                f"window * positions_per_iteration must be <= {LIMITS['positions']} labels trained on, "
+                f"got {self.window * self.positions_per_iteration}"
+            )
+        between(self, "greedy_share", 0.0, 1.0)
+        between(self, "sims", 1, LIMITS["sims"])
+        between(self, "expand", 1, LIMITS["sims"])
+        between(self, "rollouts", 1, LIMITS["rollouts"])
+        between(self, "considered", 1, LIMITS["considered"])
+        between(self, "c_puct", 0.0, math.inf)
+        if self.target not in ("policy", "visits"):
+            raise ConfigError(f"target must be 'policy' or 'visits', got {self.target!r}")
+        between(self, "search_batch", 1, LIMITS["search_batch"])
+        between(self, "epochs", 1, LIMITS["epochs"])
+        above(self, "lr", 0.0)
+        between(self, "batch_size", 1, LIMITS["batch_size"])
+        between(self, "gate_pairs", 1, LIMITS["eval_pairs"])
+        between(self, "gate_threshold", 0.0, 1.0)
+        between(self, "eval_every", 0, LIMITS["period"])
+        between(self, "time_limit_minutes", 0.0, math.inf)
+        check_minutes(self, "checkpoint_minutes")
 
 
 @dataclass
@@ -542,6 +655,15 @@ def above(cfg: Any, key: str, low: float) -> None:
     value = getattr(cfg, key)
     if not value > low:
         raise ConfigError(f"{key} must be > {low}, got {value!r}")
+
+
+def check_minutes(cfg: Any, key: str) -> None:
+    """A list of minute marks (``checkpoint_minutes``): at most 100 numbers in (0, 1e6]."""
+    marks = getattr(cfg, key)
+    if len(marks) > 100 or not all(
+        isinstance(m, int | float) and not isinstance(m, bool) and 0 < m <= 10**6 for m in marks
+    ):
+        raise ConfigError(f"{key} must be at most 100 numbers in (0, 1e6], got {marks!r}")
 
 
 def check_backend(cfg: Any, key: str) -> None:

@@ -81,6 +81,14 @@ class Run:
         """``checkpoints/<name>`` (the format of ``patchwork_env.players.checkpoint``)."""
         return save_checkpoint(self.folder / "checkpoints" / name, net, trainer)
 
+    def minute_checkpoints(self, net: PatchworkNet, marks: list[float]) -> None:
+        """``checkpoints/minute-<m>.pt`` for each mark ``m`` passed since the last call (once each)."""
+        for m in marks:
+            path = self.folder / "checkpoints" / f"minute-{m:g}.pt"
+            if m <= self.minutes() and not path.exists():
+                self.checkpoint(net, path.name)
+                self.log(f"{m:g} minutes of training: {path}")
+
     def evaluate(
         self,
         net: PatchworkNet,

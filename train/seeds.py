@@ -36,6 +36,8 @@ class Stream(IntEnum):
     """AlphaZero's value warm-up games"""
     SELFPLAY = 5
     """AlphaZero's self-play deals (iteration ``i`` is child ``i`` of this stream)"""
+    EXIT = 6
+    """expert iteration (``train.exit``): iteration ``i``'s games, labels, held-out draw, fit and gate"""
 
 
 def stream_sequence(seed: int, stream: Stream, *index: int) -> np.random.SeedSequence:

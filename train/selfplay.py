@@ -90,6 +90,7 @@ def main(cfg: SelfPlayConfig, name: str = "selfplay") -> dict[str, Any]:
             diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
             bar.update(1)
             bar.set_postfix(dps=f"{metrics['charts/decisions_per_second']:.0f}", refresh=False)
+            run.minute_checkpoints(learner.net, cfg.checkpoint_minutes)
             out_of_time = 0 < cfg.time_limit_minutes < run.minutes()
             last = learner.update >= cfg.total_updates or out_of_time
             if (cfg.eval_every and learner.update % cfg.eval_every == 0) or last:
@@ -325,7 +326,7 @@ def collect_rollout(learner: Learner) -> Collected:
     last_values = np.zeros((n, 2), dtype=np.float32)
     with torch.no_grad():
         for seat in (0, 1):
-            seat_obs = games.observe(np.full(n, seat, dtype=np.int64))
+            seat_obs = games.observe(np.full(n, seat, dtype=np.int64)).copy()  # the games' view is read-only
             last_values[:, seat] = net.values(torch.from_numpy(seat_obs)).numpy()
     games.observe()  # back to the acting seats' view
     advantages, returns = per_seat_gae(

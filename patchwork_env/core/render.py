@@ -270,26 +270,32 @@ def render_svg(state: Position, cell: int = 18) -> str:
     """An SVG drawing of both quilts, the time track and the market, for Jupyter."""
     quilt = 9 * cell
     width = 2 * quilt + 60
+    top = 46  # three lines of words above each quilt
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{quilt + 110}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + quilt + 92}" '
         'font-family="monospace" font-size="11">'
     ]
     to_move = None if state.is_terminal else state.current_player
     scores = state.scores()
     for p in (0, 1):
         x0 = 20 + p * (quilt + 20)
-        label = f"P{p} sp{state.positions[p]} btn{state.buttons[p]} inc{state.income[p]} sc{scores[p]}"
+        lines = (
+            f"Player {p}" + (" (to move)" if p == to_move else ""),
+            f"space {state.positions[p]}, {state.buttons[p]} buttons",
+            f"income {state.income[p]}, score {scores[p]}",
+        )
         weight = "bold" if p == to_move else "normal"
-        out.append(f'<text x="{x0}" y="12" font-weight="{weight}">{label}</text>')
+        for i, line in enumerate(lines):
+            out.append(f'<text x="{x0}" y="{12 + 13 * i}" font-weight="{weight}">{line}</text>')
         grid = cell_owners(state, p)
         for r in range(9):
             for c in range(9):
                 rgb = patch_color(int(grid[r, c]))
                 out.append(
-                    f'<rect x="{x0 + c * cell}" y="{18 + r * cell}" width="{cell}" height="{cell}" '
+                    f'<rect x="{x0 + c * cell}" y="{top + r * cell}" width="{cell}" height="{cell}" '
                     f'fill="rgb{rgb}" stroke="#bbb"/>'
                 )
-    ty = 30 + quilt
+    ty = top + 12 + quilt
     step = (width - 20) / 54
     leather = set(state.leather_remaining)
     marks = {int(m) for m in rules.INCOME_MARKS}
@@ -300,7 +306,8 @@ def render_svg(state: Position, cell: int = 18) -> str:
         out.append(
             f'<circle cx="{10 + (state.positions[p] + 0.5) * step:.1f}" cy="{ty + 14 + 6 * p}" r="4" fill="{fill}"/>'
         )
-    market = ", ".join(f"#{p} ({PATCHES[p].cost}b {PATCHES[p].time}t {PATCHES[p].buttons}i)" for p in state.market)
-    out.append(f'<text x="10" y="{ty + 45}">market: {market}</text>')
+    out.append(f'<text x="10" y="{ty + 45}">market (patch: cost, time, button income):</text>')
+    market = "; ".join(f"#{p}: {PATCHES[p].cost}, {PATCHES[p].time}, {PATCHES[p].buttons}" for p in state.market)
+    out.append(f'<text x="10" y="{ty + 59}">{market}</text>')
     out.append("</svg>")
     return "".join(out)

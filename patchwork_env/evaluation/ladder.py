@@ -76,7 +76,13 @@ class Reference:
 def load_scale(path: str | Path | None = None) -> dict[str, Any]:
     """The ladder's version file (default: the one shipped with the package)."""
     shipped = resources.files("patchwork_env").joinpath(f"data/ladder-{VERSION}.json")
-    text = Path(path).read_text() if path else shipped.read_text()
+    try:
+        text = Path(path).read_text() if path else shipped.read_text()
+    except FileNotFoundError:
+        where = path or f"patchwork_env/data/ladder-{VERSION}.json"
+        raise FileNotFoundError(
+            f"no ladder {VERSION} scale file at {where} (patchwork ladder --rebuild OUT writes one)"
+        ) from None
     data: dict[str, Any] = json.loads(text)
     if data.get("ladder") != VERSION:
         raise ValueError(f"not a ladder {VERSION} file: ladder={data.get('ladder')!r}")
@@ -174,10 +180,11 @@ def rate(
             records.append(result)
         return result
 
-    probe = play(PROBE, probe_pairs)
-    guess = by_spec[PROBE].elo + ELO_SCALE * math.log((probe.wins_a + 0.5) / (probe.wins_b + 0.5))
+    probe_spec = PROBE if PROBE in by_spec else refs[len(refs) // 2].spec  # a scale without greedy: its middle
+    probe = play(probe_spec, probe_pairs)
+    guess = by_spec[probe_spec].elo + ELO_SCALE * math.log((probe.wins_a + 0.5) / (probe.wins_b + 0.5))
     nearest = sorted(refs, key=lambda r: abs(r.elo - guess))[:opponents]
-    played = {PROBE: probe}
+    played = {probe_spec: probe}
     for ref in nearest:  # the probe's deals are the first of these: a replay of greedy replaces it
         played[ref.spec] = play(ref.spec, pairs)
     elo, se = fit_rating([(by_spec[s].elo, p.wins_a, p.wins_b) for s, p in played.items()])

@@ -1,0 +1,38 @@
+"""``python -m train.baselines``: a run per seed, its minute checkpoints evaluated, the results file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_ppo import TINY_NET
+from train import baselines
+
+
+def test_the_baselines_write_a_results_file_with_raw_counts(tmp_path: Path) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({"net": TINY_NET, "num_games": 8, "rollout_steps": 24, "num_minibatches": 2}))
+    out = tmp_path / "scratch.json"
+    argv = ["--seeds", "3", "--minutes", "1e-9", "2e-9", "--pairs", "2", "--config", str(config)]
+    assert baselines.main([*argv, "--runs", str(tmp_path / "runs"), "--results", str(out)]) == 0
+    data = json.loads(out.read_text())
+    for key in ("command", "commit", "date", "machine", "seeds"):
+        assert data[key], key
+    assert data["kind"] == "training" and data["seeds"] == [3]
+    assert data["columns"] == ["vs random at 1e-09 min", "vs greedy at 1e-09 min", "vs random at 2e-09 min",
+                               "vs greedy at 2e-09 min"]  # fmt: skip
+    raw = data["raw"]["3"]
+    for mark in ("1e-09", "2e-09"):
+        for spec in ("random", "greedy"):
+            r = raw[mark][spec]
+            assert r["games"] == 4 and r["wins"] + r["losses"] <= 4 and 0 <= r["win_rate"] <= 1
+    assert (tmp_path / "runs" / "ppo-scratch-s3" / "checkpoints" / "minute-1e-09.pt").is_file()
+
+
+def test_a_mark_out_of_range_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        baselines.main(["--minutes", "0"])
+    assert exc.value.code == 2 and capsys.readouterr().err.startswith("error: --minutes must be in (0, 10000]")

@@ -1,0 +1,231 @@
+"""Expert iteration (agents/exit.py) and its trainer (train/exit.py), on tiny networks and budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from agents.distill import NUM_GROUPS, legal_groups, sample_positions
+from agents.exit import (
+    SearchSettings,
+    Window,
+    exit_positions,
+    fit,
+    gate,
+    group_targets,
+    label_loss,
+    search_labels,
+)
+from patchwork_env.core import rules
+from patchwork_env.players.checkpoint import read_checkpoint, save_checkpoint
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet
+from tests.cli import error_lines
+from train import exit as exit_trainer
+from train.cli import from_dict
+from train.config import ExItConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = NetConfig(
+    channels=8,
+    blocks=1,
+    hidden=16,
+    head_features=4,
+    head_hidden=8,
+    prior_scale=2.0,
+    group_scale=True,
+    kind_weights=True,
+)
+
+
+def _net(seed: int = 0) -> PatchworkNet:
+    torch.manual_seed(seed)
+    return PatchworkNet(TINY).eval()
+
+
+@pytest.fixture(scope="module")
+def positions() -> np.ndarray:
+    states = sample_positions(200, seed=5)
+    return states[legal_groups(states).sum(1) > 1][:40]
+
+
+def _masks(states: np.ndarray) -> np.ndarray:
+    masks = np.zeros((len(states), rules.NUM_ACTIONS), dtype=np.bool_)
+    rules.legal_mask_batch(np.ascontiguousarray(states), masks, np.zeros(len(states), dtype=np.int64))
+    return masks
+
+
+@pytest.mark.parametrize("target", ["policy", "visits"])
+def test_labels_are_distributions_over_legal_actions(positions: np.ndarray, target: str) -> None:
+    states = positions[:10]
+    labels = search_labels(_net(), states, SearchSettings(sims=8, batch=4, target=target), seed=1)
+    masks = _masks(states)
+    assert labels.policies.shape == (10, rules.NUM_ACTIONS)
+    assert (labels.policies >= 0).all()
+    np.testing.assert_allclose(labels.policies.sum(1), 1.0, atol=1e-5)
+    assert not labels.policies[~masks].any()  # no mass on an illegal action
+    assert masks[np.arange(10), labels.actions].all()  # the search's moves are legal
+    groups = group_targets(labels.policies)
+    assert groups.shape == (10, NUM_GROUPS)
+    np.testing.assert_allclose(groups.sum(1), 1.0, atol=1e-9)
+    assert not groups[~legal_groups(states)].any()
+    if target == "policy":  # the improved policy is soft: every legal kind keeps some mass
+        assert ((groups > 0) == legal_groups(states)).all()
+    again = search_labels(_net(), states, SearchSettings(sims=8, batch=4, target=target), seed=1)
+    assert np.array_equal(labels.policies, again.policies) and np.array_equal(labels.actions, again.actions)
+
+
+def test_bad_search_settings_fail() -> None:
+    with pytest.raises(ValueError, match="target"):
+        SearchSettings(target="best").search_config()
+    with pytest.raises(ValueError, match=">= 1"):
+        SearchSettings(sims=0).search_config()
+
+
+def test_positions_come_from_the_networks_games_and_offer_a_choice() -> None:
+    net = _net()
+    # 16 x as many decisions played: 128 games side by side reach their fourth move, where about a
+    # quarter of the positions have a single legal kind of move
+    states = exit_positions(net, 30, seed=3, greedy_share=0.5, stride=16)
+    assert states.shape == (30, rules.STATE_LEN)
+    assert (legal_groups(states).sum(1) > 1).all()
+    first = exit_positions(net, 8, seed=3, greedy_share=0.5)
+    assert np.array_equal(first, exit_positions(net, 8, seed=3, greedy_share=0.5))
+    assert not np.array_equal(first, exit_positions(net, 8, seed=4, greedy_share=0.5))
+
+
+def test_the_window_keeps_the_newest_iterations() -> None:
+    window = Window(2)
+    for k in range(3):
+        window.add(np.full((k + 1, 1), k), np.zeros((k + 1, NUM_GROUPS)), np.zeros(k + 1, dtype=np.bool_))
+    states, targets, held = window.arrays()
+    assert states[:, 0].tolist() == [1, 1, 2, 2, 2] and targets.shape == (5, NUM_GROUPS) and held.shape == (5,)
+
+
+def test_a_fit_lowers_the_loss_on_its_labels(positions: np.ndarray) -> None:
+    net = _net()
+    targets = group_targets(search_labels(net, positions, SearchSettings(sims=8, batch=20), seed=2).policies)
+    held = np.zeros(len(positions), dtype=np.bool_)
+    held[:4] = True
+    window = Window(1)
+    window.add(positions, targets, held)
+    before, _ = label_loss(net, positions[~held], targets[~held])
+    stats = fit(net, window, epochs=3, lr=3e-3, seed=0, batch_size=16)
+    after, _ = label_loss(net, positions[~held], targets[~held])
+    assert after < 0.9 * before
+    assert len(stats) == 4 and np.isfinite(stats[-1].val_loss)
+
+
+def test_the_gate_keeps_the_previous_network_when_the_new_one_loses() -> None:
+    previous = _net()  # the untrained greedy prior: greedy's moves
+    worse = _net()
+    with torch.no_grad():  # the prior's weights negated: the untrained policy is anti-greedy
+        worse.prior_weights.bias.copy_(-2 * worse.prior_base)
+    lost = gate(worse, previous, pairs=3, seed=0)
+    assert not lost.keep_new and lost.win_rate < 0.5 and lost.result.games == 6
+    assert all(torch.equal(v, previous.state_dict()[k]) for k, v in worse.state_dict().items())  # weights restored
+    worse = _net()
+    with torch.no_grad():
+        worse.prior_weights.bias.copy_(-2 * worse.prior_base)
+    won = gate(previous, worse, pairs=3, seed=0)
+    assert won.keep_new and won.win_rate > 0.5
+    assert not torch.equal(previous.prior_weights.bias, worse.prior_weights.bias)  # the winner keeps its own
+
+
+def _config(tmp_path: Path, **extra: object) -> ExItConfig:
+    data: dict[str, object] = {
+        "net": {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8, "prior_scale": 2.0},
+        "run_dir": str(tmp_path),
+        "progress": False,
+        "iterations": 2,
+        "positions_per_iteration": 24,
+        "position_stride": 1,
+        "sims": 4,
+        "search_batch": 8,
+        "window": 2,
+        "epochs": 1,
+        "batch_size": 16,
+        "gate_pairs": 1,
+        "eval_opponents": {"random": 1},
+        "final_eval_pairs": 1,
+        "final_eval_opponents": ["random"],
+        **extra,
+    }
+    return from_dict(ExItConfig, data, "test")
+
+
+def _without_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _without_times(v) for k, v in value.items() if k not in ("seconds", "minutes", "positions_per_second")
+        }
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def test_a_seeded_tiny_run_is_deterministic(tmp_path: Path) -> None:
+    start = save_checkpoint(tmp_path / "start.pt", _net())  # every run starts from the same network
+    runs = []
+    for name in ("a", "b", "other-seed"):
+        cfg = _config(tmp_path / name, seed=1 if name == "other-seed" else 0, init_checkpoint=str(start))
+        summary = exit_trainer.main(cfg)
+        folder = Path(summary["run_folder"])
+        history = json.loads((folder / "exit_history.json").read_text())
+        assert [row["iteration"] for row in history] == [0, 1, 2] and summary["iterations"] == 2
+        for row in history[1:]:
+            assert {"gate_win_rate", "kept_new", "held_out_loss_after", "new_labels_agreement", "eval"} <= row.keys()
+        assert row["window_positions"] == 2 * row["positions"] == 48
+        assert {"start.pt", "iter_1.pt", "iter_2.pt", "latest.pt", "final.pt"} <= {
+            p.name for p in (folder / "checkpoints").iterdir()
+        }
+        runs.append((read_checkpoint(folder / "checkpoints" / "final.pt")["model"], _without_times(history)))
+    (m1, h1), (m2, h2), (_, h3) = runs
+    assert all(torch.equal(m1[k], m2[k]) for k in m1) and h1 == h2
+    # another seed, other positions and labels (not only other evaluation deals)
+    assert [{k: v for k, v in row.items() if k != "eval"} for row in h1[1:]] != [
+        {k: v for k, v in row.items() if k != "eval"} for row in h3[1:]
+    ]
+
+
+def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path) -> None:
+    summary = exit_trainer.main(
+        _config(tmp_path, iterations=5, time_limit_minutes=1e-6, checkpoint_minutes=[1e-6], final_eval_pairs=0)
+    )
+    assert summary["iterations"] == 1 and len(summary["kept"]) == 1
+    assert {"minute-1e-06.pt", "iter_1.pt"} <= {p.name for p in (tmp_path / "checkpoints").iterdir()}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sims", "0"], "sims must be in [1, 100000]"),
+        (["--positions-per-iteration", "2147483647"], "positions_per_iteration must be in [2, 10000000]"),
+        (["--window", "100000"], "window must be in [1, 1000]"),
+        (["--positions-per-iteration", "100000", "--position-stride", "1000"], "decisions played per iteration"),
+        (["--greedy-share", "1.5"], "greedy_share must be in [0.0, 1.0]"),
+        (["--target", "best"], "target must be 'policy' or 'visits'"),
+        (["--gate-threshold", "nan"], "gate_threshold must be a finite number"),
+        (["--checkpoint-minutes", "-1"], "checkpoint_minutes must be at most 100 numbers"),
+        (
+            ["--init-checkpoint", "", "--net.prior-scale", "0", "--net.no-group-scale", "--net.no-kind-weights"],
+            "needs net.prior_scale > 0",
+        ),
+        (["--init-checkpoint", "/no/such.pt"], "init_checkpoint"),
+        (["--itarations", "3"], "did you mean --iterations?"),
+    ],
+)
+def test_command_line_errors_are_one_line_and_write_nothing(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    code = exit_trainer.cli(["--config", str(ROOT / "configs" / "exit.yaml"), *argv, "--run-dir", str(run_dir)])
+    err = capsys.readouterr().err
+    lines = error_lines(err)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+    assert not run_dir.exists()

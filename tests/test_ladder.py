@@ -1,0 +1,126 @@
+"""The ladder (``patchwork_env.evaluation.ladder``): the rating fit, the shipped scale, rating an
+agent (spec, object or callable) on a small scale built here, bounds beyond the scale, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from patchwork_env.core.state import GameState
+from patchwork_env.evaluation import ladder
+from patchwork_env.evaluation.ladder import PANEL, build_scale, fit_rating, load_scale, rate, references
+from patchwork_env.evaluation.stats import fit_elo
+from patchwork_env.players.registry import make_agent
+from tests.cli import error_lines, patchwork
+
+SMALL_PANEL = ("random", "greedy:temp=3", "greedy")
+
+
+@pytest.fixture(scope="module")
+def small_scale() -> dict[str, Any]:
+    """A three-rung ladder (random, a softened greedy, greedy) from the real round robin."""
+    return build_scale(pairs=6, workers=1, panel=SMALL_PANEL, seed=7)
+
+
+def test_fit_rating_recovers_the_rating_that_generated_the_results() -> None:
+    truth = 250.0
+    results = []
+    for opponent in (0.0, 200.0, 400.0):
+        p = 1.0 / (1.0 + 10 ** ((opponent - truth) / 400.0))
+        results.append((opponent, round(100_000 * p), round(100_000 * (1 - p))))
+    elo, se = fit_rating(results)
+    assert elo == pytest.approx(truth, abs=1.0)
+    assert 0 < se < 5  # 300,000 games
+    assert fit_rating([(100.0, 7, 7)])[0] == pytest.approx(100.0)  # even against one opponent: its rating
+    assert math.isfinite(fit_rating([(0.0, 20, 0)])[0])  # a sweep stays finite (the virtual draw)
+
+
+def test_the_shipped_scale_is_the_round_robin_it_stores() -> None:
+    scale = load_scale()
+    assert scale["ladder"] == ladder.VERSION and scale["seed"] == ladder.LADDER_SEED
+    assert sorted(r["spec"] for r in scale["ratings"]) == sorted(PANEL)
+    for key in ("command", "commit", "date", "machine", "seeds"):
+        assert scale[key], key
+    names = list(PANEL)
+    games = [(names.index(p["a"]), names.index(p["b"]), p["wins_a"], p["wins_b"]) for p in scale["pairs"]]
+    assert len(games) == len(PANEL) * (len(PANEL) - 1) // 2
+    assert all(p["games"] == 2 * scale["pairs_per_matchup"] for p in scale["pairs"])
+    refit = fit_elo(names, games, anchor=names.index("random"))
+    for r in scale["ratings"]:
+        assert refit[r["spec"]].elo == pytest.approx(r["elo"], abs=1e-6)
+        assert r["ci95"][0] < r["elo"] < r["ci95"][1] or r["spec"] == "random"
+    refs = references(scale)
+    assert refs[0].spec == "random" and refs[0].elo == 0.0
+    by_spec = {r.spec: r.elo for r in refs}
+    assert by_spec["random"] < by_spec["greedy"] < by_spec["mcts:sims=1000"]
+
+
+def test_a_rating_is_deterministic_and_a_callable_can_be_rated(small_scale: dict[str, Any]) -> None:
+    first = rate("greedy", scale=small_scale)
+    assert rate("greedy", scale=small_scale) == first
+    assert first.games == sum(row["games"] for row in first.per_opponent) > 0
+    assert first.ci95[0] < first.elo < first.ci95[1]
+    greedy = make_agent("greedy")
+
+    def greedy_function(state: GameState) -> int:  # greedy with its ties broken the same way every time
+        return int(greedy.act(state, np.random.default_rng(0)))
+
+    by_callable = rate(greedy_function, scale=small_scale)
+    assert rate(greedy_function, scale=small_scale) == by_callable
+    assert by_callable.agent == "greedy_function" and by_callable.illegal_actions == 0
+    assert first.ci95[0] < by_callable.elo < first.ci95[1]
+
+
+def test_stronger_agents_rate_higher(small_scale: dict[str, Any]) -> None:
+    soft = rate("greedy:temp=3", scale=small_scale)
+    sharp = rate("greedy", scale=small_scale)
+    assert soft.elo < sharp.elo
+
+
+def test_beyond_the_scale_is_a_bound_not_a_number() -> None:
+    above_scale = build_scale(pairs=4, workers=1, panel=("random", "greedy:temp=30"), seed=3)
+    result = rate("greedy", scale=above_scale)
+    assert result.scale == "above" and result.summary().startswith("above the scale: at least")
+    below_scale = build_scale(pairs=4, workers=1, panel=("greedy:temp=3", "greedy"), seed=3)
+    result = rate("random", scale=below_scale)
+    assert result.scale == "below" and result.summary().startswith("below the scale: at most")
+
+
+def test_illegal_actions_forfeit_and_are_counted(small_scale: dict[str, Any]) -> None:
+    result = rate(lambda state: 0, scale=small_scale)  # action 0 is rarely legal
+    assert result.illegal_actions > 0
+    assert result.scale == "below"
+
+
+def test_the_command_writes_a_rating_with_its_provenance(
+    small_scale: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("patchwork_env.cli.ladder.load_scale", lambda: small_scale)
+    out = tmp_path / "rating.json"
+    assert patchwork("ladder", "greedy", "--json", str(out), "--no-progress") == 0
+    data = json.loads(out.read_text())
+    for key in ("command", "commit", "date", "machine", "seeds", "agent", "elo", "ci95", "scale", "games"):
+        assert key in data, key
+    assert data["agent"] == "greedy" and data["budget"] == "quick"
+    assert data["elo"] == pytest.approx(rate("greedy", scale=small_scale).elo)
+    assert "greedy on the Patchwork ladder" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["ladder", "nosuch"], "nosuch"),
+        (["ladder"], "give the agent to rate"),
+        (["ladder", "greedy", "--budget", "huge"], "huge"),
+        (["ladder", "--rebuild", "x.json", "--pairs", "0"], "--pairs"),
+    ],
+)
+def test_ladder_errors_are_one_line(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert patchwork(*argv) == 2
+    lines = error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and match in lines[0]

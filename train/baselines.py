@@ -1,0 +1,131 @@
+"""Reference baselines from scratch: self-play PPO from a random network (``configs/selfplay_scratch.yaml``),
+its strength after fixed minutes of training, on several seeds, for researchers to compare with.
+
+    python -m train.baselines --seeds 0 1 2 --minutes 10 30 60 --results results/ppo-scratch.json
+    python -m train.baselines --seeds 0 --minutes 1 --pairs 5      # a try
+
+Per seed: one run of ``train.selfplay`` (no periodic evaluation, so the minutes are training) that keeps
+``checkpoints/minute-<m>.pt`` at each mark; then each of those networks plays ``--pairs`` paired deals
+against random and greedy on fresh deals (``--eval-seed``, the same for every seed and mark).
+``--results`` writes the results file (per seed and mark, the win rates with their raw counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from patchwork_env.cli.common import Parser, fail
+
+CONFIG = "configs/selfplay_scratch.yaml"
+OPPONENTS = ("random", "greedy")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="python -m train.baselines", description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds, one run each")
+    p.add_argument("--minutes", type=float, nargs="+", default=[10.0, 30.0, 60.0], help="marks of training time")
+    p.add_argument("--pairs", type=int, default=100, help="paired deals per opponent and mark (two games each)")
+    p.add_argument("--eval-seed", type=int, default=2000, help="the deals of every evaluation")
+    p.add_argument("--config", default=CONFIG, help="the trainer's config")
+    p.add_argument("--runs", type=Path, default=Path("runs/baselines"), help="folder of the run folders")
+    p.add_argument("--results", type=Path, default=None, help="write the results file here")
+    return p
+
+
+def train_seed(args: argparse.Namespace, seed: int) -> Path:
+    """One self-play run up to the last mark; returns its folder."""
+    from train import selfplay
+
+    folder: Path = args.runs / f"ppo-scratch-s{seed}"
+    options = [
+        "--config", args.config, "--seed", str(seed), "--run-dir", str(folder),
+        "--time-limit-minutes", str(max(args.minutes)), "--total-updates", "100000",
+        "--checkpoint-minutes", *[f"{m:g}" for m in args.minutes],
+        "--eval-every", "0", "--final-eval-pairs", "0", "--no-progress",
+    ]  # fmt: skip
+    if selfplay.cli(options) != 0:
+        fail(f"the run of seed {seed} failed (its folder: {folder})")
+    return folder
+
+
+def evaluate_marks(args: argparse.Namespace, folder: Path) -> dict[str, dict[str, Any]]:
+    """Each minute checkpoint against random and greedy: the raw counts."""
+    from patchwork_env.evaluation.arena import play_pairs
+
+    out: dict[str, dict[str, Any]] = {}
+    for m in args.minutes:
+        path = folder / "checkpoints" / f"minute-{m:g}.pt"
+        if not path.is_file():
+            fail(f"{path} is missing: the run ended before {m:g} minutes of training")
+        out[f"{m:g}"] = {}
+        for spec in OPPONENTS:
+            r = play_pairs(f"ppo:{path}", spec, args.pairs, seed=args.eval_seed, workers=1)
+            out[f"{m:g}"][spec] = {"games": r.games, "wins": r.wins_a, "losses": r.wins_b,
+                                   "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}  # fmt: skip
+            print(f"  {path}: vs {spec} {100 * r.win_rate_a:.1f}% of {r.games}", flush=True)
+    return out
+
+
+def summarize(args: argparse.Namespace, runs: dict[int, dict[str, dict[str, Any]]], command: str) -> dict[str, Any]:
+    from patchwork_env.evaluation.provenance import provenance
+    from patchwork_env.evaluation.stats import format_win_rate
+
+    columns = [f"vs {spec} at {m:g} min" for m in args.minutes for spec in OPPONENTS]
+
+    def cell(marks: dict[str, dict[str, Any]], m: float, spec: str) -> str:
+        r = marks[f"{m:g}"][spec]
+        return format_win_rate(r["win_rate"], r["ci95"])
+
+    rows = [
+        {
+            "seed": seed,
+            "cells": {f"vs {spec} at {m:g} min": cell(marks, m, spec) for m in args.minutes for spec in OPPONENTS},
+        }
+        for seed, marks in runs.items()
+    ]
+    means = [
+        f"{100 * statistics.mean(marks[f'{m:g}'][spec]['win_rate'] for marks in runs.values()):.1f}%"
+        for m in args.minutes
+        for spec in OPPONENTS
+    ]
+    return {
+        **provenance(command, list(runs)),
+        "kind": "training",
+        "title": "Self-play PPO from scratch: strength over minutes of training",
+        "description": f"`python -m train.selfplay --config {args.config}` from a random network on each seed (one "
+        f"core, no periodic evaluation), its network at each mark against random and greedy: {args.pairs} paired "
+        f"deals each on fresh deals (seed {args.eval_seed}). Raw counts in `raw`.",
+        "columns": columns,
+        "runs": rows,
+        "summary": {"mean": means},
+        "raw": {str(seed): marks for seed, marks in runs.items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    if not 1 <= args.pairs <= 10_000:
+        fail(f"--pairs must be in 1..10000, got {args.pairs}")
+    if not all(0 < m <= 10_000 for m in args.minutes):
+        fail(f"--minutes must be in (0, 10000], got {args.minutes}")
+    if args.results is not None and not args.results.resolve().parent.is_dir():
+        fail(f"--results: the directory {args.results.resolve().parent} does not exist")
+    runs = {}
+    for seed in args.seeds:
+        folder = train_seed(args, seed)
+        runs[seed] = evaluate_marks(args, folder)
+    if args.results is not None:
+        data = summarize(args, runs, " ".join(["python -m train.baselines", *argv]))
+        args.results.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

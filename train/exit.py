@@ -1,0 +1,174 @@
+"""Expert iteration (``agents.exit``): the ``az`` search with the network labels positions of the
+network's own games, the network learns the search's choice of move kind, and a gate keeps it only
+if it beats the network before it.
+
+    python -m train.exit --config configs/exit.yaml
+    python -m train.exit --config configs/exit.yaml --iterations 2 --positions-per-iteration 200   # a try
+    python -m train.exit --help
+
+Steps, in order (``main`` reads the same way):
+
+1. **Start**: ``init_checkpoint`` (``configs/exit.yaml``: the shipped network) or a fresh
+   greedy-prior network; evaluated alone as iteration 0.
+2. **Iterations** 1..``iterations`` (``iterate``): ``positions_per_iteration`` positions of the
+   network's games (a ``greedy_share`` against greedy, the rest against itself), labelled by the
+   ``az`` search with the current network (``sims``, ``rollouts``, ``expand``, ``considered``,
+   ``target``); ``epochs`` passes of the choice of kind over the newest ``window`` iterations of
+   labels (10% of each iteration's positions held out, never trained on); the gate: the fitted
+   network against the one before on ``gate_pairs`` paired deals, kept only if it wins more than
+   ``gate_threshold``, else the old weights come back.
+3. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone against
+   ``eval_opponents`` (the same deals every time) and ``checkpoints/iter_<k>.pt``;
+   ``latest.pt`` every iteration, ``minute-<m>.pt`` for ``checkpoint_minutes``; stop at
+   ``time_limit_minutes``.
+4. **Finish**: the final evaluation of the network and of its start on the same fresh deals.
+
+Per iteration, ``exit_history.json`` (one row each) and TensorBoard ``exit/``: positions per second
+of the labelling, the network's agreement with the new labels before it trains on them, held-out
+loss and agreement before and after the fit, the gate's win rate (and whether the fit was kept).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from train.cli import parse_or_exit, run_trainer, train_or_report
+from train.config import ExItConfig
+
+if __name__ == "__main__":
+    COMMAND_LINE = parse_or_exit(ExItConfig, __doc__)
+
+import json
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from agents.exit import (
+    SearchSettings,
+    Window,
+    exit_positions,
+    fit,
+    gate,
+    group_targets,
+    held_out,
+    label_loss,
+    search_labels,
+)
+from patchwork_env.players.network import PatchworkNet, count_parameters
+from train.run import Run, frozen_copy, load_network, preflight
+from train.seeds import Stream, stream_seed
+
+# the per-iteration numbers also drawn in TensorBoard (``exit/<name>``)
+CHARTS = (
+    "positions_per_second",
+    "new_labels_agreement",
+    "held_out_loss_before",
+    "held_out_loss_after",
+    "held_out_agreement_before",
+    "held_out_agreement_after",
+    "gate_win_rate",
+    "kept_new",
+)
+
+
+def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
+    """Train; returns the summary (``train.run.Run.finish``) with the iterations' gate decisions."""
+    cfg.validate()
+    preflight(cfg)
+    # 1. start ---------------------------------------------------------------------------------------
+    torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
+    net = load_network(cfg.init_checkpoint, "init_checkpoint") if cfg.init_checkpoint else PatchworkNet(cfg.net)
+    run = Run(cfg, name, "iteration")
+    run.log(
+        f"network: {count_parameters(net):,} parameters ({cfg.init_checkpoint or 'fresh'}); run folder {run.folder}"
+    )
+    start = frozen_copy(net)
+    run.checkpoint(net, "start.pt")
+    rows: list[dict[str, Any]] = [{"iteration": 0, "minutes": run.minutes()}]
+    if cfg.eval_every and cfg.eval_opponents:
+        rows[0]["eval"] = run.evaluate(net, 0)
+    # 2. iterations: positions -> labels -> fit -> gate; 3. evaluate and checkpoint -------------------
+    window = Window(cfg.window)
+    iteration = 0
+    for iteration in range(1, cfg.iterations + 1):
+        row = iterate(cfg, run, net, window, iteration)
+        run.minute_checkpoints(net, cfg.checkpoint_minutes)
+        out_of_time = 0 < cfg.time_limit_minutes <= run.minutes()
+        last = iteration == cfg.iterations or out_of_time
+        if cfg.eval_every and cfg.eval_opponents and (iteration % cfg.eval_every == 0 or last):
+            run.checkpoint(net, f"iter_{iteration}.pt", {"iteration": iteration})
+            row["eval"] = run.evaluate(net, iteration)
+        run.checkpoint(net, "latest.pt", {"iteration": iteration})
+        rows.append({**row, "minutes": run.minutes()})
+        (run.folder / "exit_history.json").write_text(json.dumps(rows, indent=1))
+        if out_of_time:
+            run.log(f"time limit of {cfg.time_limit_minutes} minutes reached after {iteration} iterations")
+            break
+    # 4. finish: the final evaluation of the network and its start, on fresh deals ----------------------
+    summary = {
+        "kept": [bool(r["kept_new"]) for r in rows[1:]],
+        "positions": sum(r["positions"] for r in rows[1:]),
+        "start_checkpoint": str(run.folder / "checkpoints" / "start.pt"),
+    }
+    return run.finish(net, start, iteration, summary)
+
+
+def iterate(cfg: ExItConfig, run: Run, net: PatchworkNet, window: Window, it: int) -> dict[str, Any]:
+    """One iteration on ``net`` (trained in place; its old weights back if the gate rejects the
+    fit): the row of ``exit_history.json``, also logged and drawn (``exit/``)."""
+    seed = [stream_seed(cfg.seed, Stream.EXIT, it, k) for k in range(5)]  # games, labels, held out, fit, gate
+    t0 = time.time()
+    states = exit_positions(net, cfg.positions_per_iteration, seed[0], cfg.greedy_share, cfg.position_stride)
+    t1 = time.time()
+    labels = search_labels(net, states, search_settings(cfg), seed[1])
+    t2 = time.time()
+    targets = group_targets(labels.policies)
+    _, agreement = label_loss(net, states, targets)  # how far the search moved from the network's own choice
+    window.add(states, targets, held_out(len(states), seed[2]))
+    previous = frozen_copy(net)
+    stats = fit(net, window, cfg.epochs, cfg.lr, seed[3], cfg.batch_size)
+    t3 = time.time()
+    decision = gate(net, previous, cfg.gate_pairs, seed[4], cfg.gate_threshold, cfg.eval_workers)
+    t4 = time.time()
+    row = {
+        "iteration": it,
+        "positions": len(states),
+        "window_positions": sum(len(part[0]) for part in window.parts),
+        "positions_per_second": len(states) / max(t2 - t1, 1e-9),
+        "new_labels_agreement": agreement,
+        "held_out_loss_before": stats[0].val_loss,
+        "held_out_loss_after": stats[-1].val_loss,
+        "held_out_agreement_before": stats[0].val_accuracy,
+        "held_out_agreement_after": stats[-1].val_accuracy,
+        "train_loss": stats[-1].train_loss,
+        "gate_win_rate": decision.win_rate,
+        "gate_ci": list(decision.result.ci95_a),
+        "gate_games": decision.result.games,
+        "kept_new": decision.keep_new,
+        "label_counts": np.bincount(targets.argmax(1), minlength=targets.shape[1]).tolist(),
+        "seconds": {"positions": t1 - t0, "labels": t2 - t1, "fit": t3 - t2, "gate": t4 - t3},
+    }
+    for key in CHARTS:
+        run.writer.add_scalar(f"exit/{key}", float(row[key]), it)
+    run.log(
+        f"iteration {it}: {len(states)} positions labelled at {row['positions_per_second']:.1f}/s, "
+        f"agreement with them {agreement:.3f}; held-out loss {row['held_out_loss_before']:.3f} -> "
+        f"{row['held_out_loss_after']:.3f}, agreement {row['held_out_agreement_before']:.3f} -> "
+        f"{row['held_out_agreement_after']:.3f}; gate {decision.win_rate:.3f} "
+        f"[{row['gate_ci'][0]:.3f}, {row['gate_ci'][1]:.3f}]: {'new' if decision.keep_new else 'previous'} kept"
+    )
+    return row
+
+
+def search_settings(cfg: ExItConfig) -> SearchSettings:
+    return SearchSettings(cfg.sims, cfg.rollouts, cfg.expand, cfg.considered, cfg.c_puct, cfg.target, cfg.search_batch)
+
+
+def cli(argv: list[str] | None = None) -> int:
+    return run_trainer(ExItConfig, main, argv, __doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(train_or_report(main, *COMMAND_LINE))
