@@ -154,7 +154,7 @@ def start_log_probs(start: PatchworkNet, batch: dict[str, torch.Tensor], chunk: 
     out = []
     with torch.no_grad():
         for i in range(0, batch["actions"].shape[0], chunk):
-            prior = batch["prior"][i : i + chunk].float() if "prior" in batch else None
+            prior = batch["prior"][i : i + chunk] if "prior" in batch else None
             logits, _ = start(batch["obs"][i : i + chunk], batch["masks"][i : i + chunk], prior)
             out.append(torch.log_softmax(logits, -1))
     return torch.cat(out) if out else torch.zeros(0, NUM_ACTIONS)
@@ -207,7 +207,7 @@ def ppo_update(
                 stats["n"] += 1
                 continue
             masks = batch["masks"][idx]
-            prior = batch["prior"][idx].float() if "prior" in batch else None
+            prior = batch["prior"][idx] if "prior" in batch else None
             logits, new_value = net(batch["obs"][idx], masks, prior)
             logp_all = torch.log_softmax(logits, dim=-1)
             new_logp = logp_all.gather(1, batch["actions"][idx].unsqueeze(1)).squeeze(1)
@@ -273,7 +273,7 @@ def drift_from_start(
     size = batch["actions"].shape[0]
     idx = torch.randperm(size, generator=generator)[:rows]
     masks = batch["masks"][idx]
-    prior = batch["prior"][idx].float() if "prior" in batch else None
+    prior = batch["prior"][idx] if "prior" in batch else None
     was_training = net.training
     net.eval()
     with torch.no_grad():

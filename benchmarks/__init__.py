@@ -8,7 +8,8 @@ e.g. to plot throughput against batch size (rows with an ``"N"``). The modules:
 ``bench_engine`` (GameState random play, state copies, memory), ``bench_vector`` (the vector
 engine, the Gymnasium vector env, random games through the batched path), ``bench_env``
 (the AEC ``env()`` / ``raw_env``), ``bench_records`` (game records and the replay page) and
-``bench_trainer`` (PPO learner decisions/s of ``train.selfplay``).
+``bench_trainer`` (PPO learner decisions/s of ``train.selfplay``), ``bench_az`` (the az leaf
+evaluator) and ``bench_network`` (the network's passes as a share of the machine's matmul rate).
 
 Measurements are medians over repeats; the cases take turns inside every repeat so that noise
 from other processes hits all of them alike. ``per_cpu_s`` is the same count per second of CPU
@@ -17,8 +18,10 @@ time used by this process: on a shared machine it shows what one dedicated core 
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,6 +87,7 @@ def row(
     reference_name: str = "",
     higher_is_better: bool = True,
     target: float | None = None,
+    flop_share: float | None = None,
     note: str = "",
 ) -> Row:
     ratio = None
@@ -103,13 +107,14 @@ def row(
         "ratio": ratio,
         "target": target,
         "met": met,
+        "flop_share": flop_share,
         "note": note,
     }
 
 
 def run_benchmarks(quick: bool = False, seconds: float | None = None, repeats: int | None = None) -> list[Row]:
     """The whole table. ``quick``: a few seconds in all (CI, notebooks); otherwise about two minutes."""
-    from benchmarks import bench_az, bench_engine, bench_records, bench_vector
+    from benchmarks import bench_az, bench_engine, bench_network, bench_records, bench_vector
 
     secs = seconds if seconds is not None else (0.05 if quick else 1.0)
     reps = repeats if repeats is not None else 3 if quick else 5
@@ -123,6 +128,7 @@ def run_benchmarks(quick: bool = False, seconds: float | None = None, repeats: i
     rows += bench_records.measure(secs, reps)
     rows += trainer_rows(quick, reps)
     rows += bench_az.az_rows(secs, reps, quick)
+    rows += bench_network.network_rows(secs, reps, quick)
     return rows
 
 
@@ -161,6 +167,18 @@ def env_rows(seconds: float, repeats: int) -> list[Row]:
             )
         )
     return out
+
+
+def write_json(path: str, rows: list[Row], program: str, argv: list[str] | None, quick: bool) -> None:
+    """The rows as JSON with their provenance (``patchwork_env.evaluation.provenance``: command,
+    commit, date, machine) and the load average of the moment."""
+    from patchwork_env.evaluation.provenance import provenance
+
+    command = " ".join([program, *(sys.argv[1:] if argv is None else argv)])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    data = {**provenance(command), "kind": "speed", "quick": quick, "load": load, "rows": rows}
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
 
 
 def format_table(rows: list[Row]) -> str:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import sys
 import time
 
-from benchmarks import format_table, run_benchmarks
-from patchwork_env.evaluation.provenance import provenance
+from benchmarks import format_table, run_benchmarks, write_json
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,10 +26,7 @@ def main(argv: list[str] | None = None) -> None:
           "connect four (PettingZoo connect_four_v3) measured in the same run")  # fmt: skip
     print(format_table(rows))
     if args.json:
-        command = " ".join(["python -m benchmarks", *(sys.argv[1:] if argv is None else argv)])
-        data = {**provenance(command), "kind": "speed", "quick": args.quick, "load": load, "rows": rows}
-        with open(args.json, "w") as f:
-            json.dump(data, f, indent=1)
+        write_json(args.json, rows, "python -m benchmarks", argv, args.quick)
 
 
 if __name__ == "__main__":

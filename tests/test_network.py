@@ -261,9 +261,8 @@ def test_geometry_counts_of_a_placement() -> None:
     anchor = 1 * 9 + 0  # top-left at (1, 0): covers (1, 0) and (2, 0)
     cells = PLACEMENT_CELLS[0, o, anchor]
     assert sorted(cells[:MAX_COVER][cells[:MAX_COVER] < 81].tolist()) == [9, 18]
-    geo = net._geometry(obs, cells[MAX_COVER:].unsqueeze(0), torch.tensor([0]), torch.tensor([o]))[0] * torch.tensor(
-        [4.0, 4.0, 12.0]
-    )
+    geo = net._geometry(obs, torch.tensor([0]), cells.unsqueeze(0), torch.tensor([0]), torch.tensor([o]))[0]
+    geo = geo * torch.tensor([4.0, 4.0, 12.0])
     # outside neighbours: (0,0) empty, left only (0,1)-filled and (1,0)-covered -> isolated;
     # (3,0): free neighbours (3,1), (4,0) -> 2 left; (1,1), (2,1): 2 and 3 left;
     # off-board: (1,-1), (2,-1) -> 2 contacts, no filled ones

@@ -43,6 +43,7 @@ from patchwork_env.players.heuristic import (
     rng_state,
     rollout_results,
 )
+from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
 from patchwork_env.players.policy import PPOAgent, kind_policy, one_thread_in_workers
 from patchwork_env.players.tree import find_below
@@ -61,7 +62,13 @@ class NetEvaluator:
     """Batched leaf evaluation with a policy-value network (``patchwork_env.players.az_search.Evaluator``)."""
 
     def __init__(
-        self, net: PatchworkNet, kinds: bool = False, rollouts: int = 0, mix: float = 1.0, margin_weight: float = 0.2
+        self,
+        net: PatchworkNet,
+        kinds: bool = False,
+        rollouts: int = 0,
+        mix: float = 1.0,
+        margin_weight: float = 0.2,
+        fast: bool = True,
     ) -> None:
         if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
             raise ValueError(
@@ -80,6 +87,11 @@ class NetEvaluator:
         0: the network's value alone (AlphaZero)."""
         self.mix = mix
         self.margin_weight = margin_weight
+        self.fast = fast
+        """Evaluate through ``patchwork_env.players.inference.NetInference`` (the same priors and
+        values up to float rounding, a fraction of the per-call cost); False: through
+        ``PatchworkNet.forward`` (the reference path)."""
+        self._inference = NetInference(self.net) if fast else None
         self._rng = rng_state(0)
         self.evaluations = 0  # states evaluated so far (for statistics)
         self.value_evaluations = 0  # and valued alone (``values``)
@@ -93,6 +105,12 @@ class NetEvaluator:
         self, states: IntArray
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         states = np.ascontiguousarray(states, dtype=np.int64)  # the rollout kernel's layout
+        if self._inference is not None:
+            legal, logits, net_values = self._inference(states)  # checks the rows before any kernel
+            legal, logp = kind_policy_np(logits, legal) if self.kinds else (legal, log_softmax_np(logits))
+            self.evaluations += len(states)
+            value = self._leaf_values(states, np.clip(net_values, -1.0, 1.0).astype(np.float64))
+            return legal, logp.astype(np.float64), value
         obs, masks, prior = net_inputs(self.net, states)  # checks the rows before any kernel
         logits, values = self.net(obs, masks, prior)
         if self.kinds:
@@ -112,6 +130,9 @@ class NetEvaluator:
         if self.rollouts and self.mix == 1.0:
             check_state_rows(states)  # the rollout kernel trusts its input
             return self._leaf_values(states, None)
+        if self._inference is not None:
+            net_values = np.clip(self._inference.values(states), -1.0, 1.0).astype(np.float64)  # checks the rows
+            return self._leaf_values(states, net_values)
         obs = torch.from_numpy(observe_movers(states))  # checks the rows first
         return self._leaf_values(states, self.net.values(obs).clamp(-1.0, 1.0).double().numpy())
 
@@ -149,7 +170,8 @@ class AZAgent:
     """Search with a network for one game per move: ``sims`` simulations, or ``time`` seconds
     (simulations planned from the measured speed of the previous moves, stopped at the deadline).
     ``reuse``: keep the subtree of the move played and search on from it if the game reaches one
-    of its positions (``patchwork_env.players.tree.find_below``; ``reset()`` forgets it)."""
+    of its positions (``patchwork_env.players.tree.find_below``; ``reset()`` forgets it).
+    ``fast``: evaluate through ``patchwork_env.players.inference`` (``NetEvaluator.fast``)."""
 
     def __init__(
         self,
@@ -161,6 +183,7 @@ class AZAgent:
         rollouts: int = 4,
         mix: float = 1.0,
         reuse: bool = True,
+        fast: bool = True,
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
@@ -172,9 +195,10 @@ class AZAgent:
         self.rollouts = rollouts
         self.mix = mix
         self.reuse = reuse
+        self.fast = fast
         self._kept: Node | None = None  # the played move's child after the last search (``reuse``)
         try:
-            self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight)
+            self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight, fast)
         except ValueError as exc:
             raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
@@ -222,6 +246,7 @@ class AZAgent:
             "rollouts": self.rollouts,
             "mix": self.mix,
             "reuse": self.reuse,
+            "fast": self.fast,
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
@@ -229,7 +254,15 @@ class AZAgent:
         net = net_from_config(dict(data["net_config"]))
         net.load_state_dict(data["model"])
         self.__init__(  # type: ignore[misc]
-            net, data["config"], data["time"], data["name"], data["kinds"], data["rollouts"], data["mix"], data["reuse"]
+            net,
+            data["config"],
+            data["time"],
+            data["name"],
+            data["kinds"],
+            data["rollouts"],
+            data["mix"],
+            data["reuse"],
+            data["fast"],
         )
 
 
@@ -242,19 +275,21 @@ def make_az_agent(
     reuse: bool = True,
     sims: int | None = None,
     expand: int = EXPAND,
+    fast: bool = True,
     **search: Any,
 ) -> AZAgent:
     """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
     values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
-    ``reuse``: keep the subtree of the move played (``AZAgent``). ``sims`` unless given: ``SIMS``,
+    ``reuse``: keep the subtree of the move played (``AZAgent``); ``fast``: evaluate through
+    ``patchwork_env.players.inference`` (``NetEvaluator.fast``). ``sims`` unless given: ``SIMS``,
     or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
     net = load_net(path or PRETRAINED_PATH)
     if sims is None:
         sims = SIMS if time is None else FIRST_PLAN
     config = SearchConfig(sims=sims, expand=expand, **search)
     config.validate()
-    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse)
+    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, fast=fast)
 
 
 def make_pretrained_agent(path: str = "") -> PPOAgent:

@@ -54,6 +54,8 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 MARGIN_SCALE = 30.0  # score points that count as a full +-1 in the margin part of a value
+MAX_LEAVES = 256  # paths per game per evaluator call (``SearchConfig.leaves``)
+VIRTUAL_LOSS = 1.0  # value subtracted per path in flight through an edge (``SearchConfig.leaves`` > 1)
 
 
 def final_value(s: IntArray, player: int, margin_weight: float) -> float:
@@ -114,13 +116,18 @@ class SearchConfig:
     expand: int = 1
     """A leaf is expanded at its ``expand``-th visit; the visits before value it alone
     (``Evaluator.values``; AlphaGo's expansion threshold). 1: at its first (AlphaZero)."""
+    leaves: int = 1
+    """Paths descended per game before one evaluator call (virtual loss keeps them apart; see
+    ``BatchedSearch._simulate``): the evaluator sees up to ``leaves`` positions per game per
+    call. 1: one path per game per call, no virtual loss."""
 
     def validate(self) -> None:
         if self.root not in ("gumbel", "puct"):
             raise ValueError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
-        if self.sims < 1 or self.considered < 1 or self.expand < 1:
+        if self.sims < 1 or self.considered < 1 or self.expand < 1 or not 1 <= self.leaves <= MAX_LEAVES:
             raise ValueError(
-                f"sims, considered and expand must be >= 1, got {self.sims}, {self.considered}, {self.expand}"
+                f"sims, considered and expand must be >= 1 and leaves in [1, {MAX_LEAVES}], "
+                f"got {self.sims}, {self.considered}, {self.expand}, {self.leaves}"
             )
         if self.c_puct < 0 or self.c_visit < 0 or self.c_scale < 0 or self.dirichlet_alpha <= 0:
             raise ValueError("c_puct, c_visit, c_scale must be >= 0 and dirichlet_alpha > 0")
@@ -267,11 +274,12 @@ class BatchedSearch:
             self._prepare_root(r, noise, sims)
         self.last_sims = 0
         started = time.perf_counter()
-        for i in range(sims):
+        while self.last_sims < sims:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-            self._simulate([r for r in roots if len(r.node.children) > 1], i)
-            self.last_sims += 1
+            paths = min(cfg.leaves, sims - self.last_sims)
+            self._simulate([r for r in roots if len(r.node.children) > 1], self.last_sims, paths)
+            self.last_sims += paths
         self.last_sim_seconds = time.perf_counter() - started
         return self._results(roots)
 
@@ -295,33 +303,52 @@ class BatchedSearch:
         root.considered = np.argsort(-(root.gumbel + node.logits), kind="stable")[:m]
         root.schedule = considered_visits(m, sims)
 
-    # --- one simulation in every game ------------------------------------------------------------
-    def _simulate(self, roots: list[_Root], index: int) -> None:
+    # --- one simulation step in every game ------------------------------------------------------
+    def _simulate(self, roots: list[_Root], index: int, paths: int = 1) -> None:
+        """Simulations ``index`` to ``index + paths - 1`` of every game: ``paths`` descents per
+        game, then one evaluator call for all their new leaves, then the backups. With several
+        paths, each edge a path takes gets a virtual loss (one more visit, ``VIRTUAL_LOSS`` less
+        value for its mover) until the backups, so the next descent of the same game prefers
+        other edges; a leaf reached twice is evaluated once and backed up along both paths."""
         cfg = self.config
-        paths: list[list[tuple[Node, int]]] = []
+        virtual = paths > 1
+        descents: list[list[tuple[Node, int]]] = []
         leaves: list[Node] = []
         for root in roots:
-            node = root.node
-            path = [(node, self._root_choice(root, index))]
-            node = node.child(path[0][1], cfg.margin_weight)
-            while not node.terminal and node.actions is not None:
-                i = self._puct(node)
-                path.append((node, i))
-                node = node.child(i, cfg.margin_weight)
-            paths.append(path)
-            leaves.append(node)
-        expand = [leaf for leaf in leaves if not leaf.terminal and leaf.valued + 1 >= cfg.expand]
+            for j in range(paths):
+                node = root.node
+                path = [(node, self._root_choice(root, index + j))]
+                node = node.child(path[0][1], cfg.margin_weight)
+                while not node.terminal and node.actions is not None:
+                    i = self._puct(node)
+                    path.append((node, i))
+                    node = node.child(i, cfg.margin_weight)
+                if virtual:
+                    self._virtual_loss(path, 1)
+                descents.append(path)
+                leaves.append(node)
+        unique = list({id(leaf): leaf for leaf in leaves}.values())
+        expand = [leaf for leaf in unique if not leaf.terminal and leaf.valued + 1 >= cfg.expand]
         self._evaluate(expand)
         value = {id(leaf): leaf.value for leaf in expand}
-        early = [leaf for leaf in leaves if not leaf.terminal and leaf.valued + 1 < cfg.expand]
+        early = [leaf for leaf in unique if not leaf.terminal and leaf.valued + 1 < cfg.expand]
         if early:
             for leaf, v in zip(early, self.evaluator.values(np.stack([n.state for n in early])), strict=True):
                 leaf.valued += 1
                 value[id(leaf)] = float(v)
-        for path, leaf in zip(paths, leaves, strict=True):
+        for path, leaf in zip(descents, leaves, strict=True):
+            if virtual:
+                self._virtual_loss(path, -1)
             v = leaf.value if leaf.terminal else value[id(leaf)]
             value0 = v if leaf.terminal or leaf.player == 0 else -v
             self._backup(path, value0)
+
+    @staticmethod
+    def _virtual_loss(path: list[tuple[Node, int]], sign: int) -> None:
+        """Add (``sign`` 1) or remove (-1) one path's virtual loss on its edges."""
+        for node, i in path:
+            node.n[i] += sign
+            node.w[i] -= sign * VIRTUAL_LOSS
 
     @staticmethod
     def _backup(path: list[tuple[Node, int]], value0: float) -> None:

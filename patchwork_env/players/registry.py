@@ -137,13 +137,14 @@ def _az(
     rollouts: int,
     mix: float,
     reuse: bool,
+    fast: bool,
     **search: Any,
 ) -> Agent:
     _needs_torch("az")
     from patchwork_env.players.az import make_az_agent
 
     agent: Agent = make_az_agent(
-        path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, sims=sims, **search
+        path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, sims=sims, fast=fast, **search
     )
     return agent
 
@@ -192,6 +193,14 @@ AZ_PARAMS: tuple[Param, ...] = (
         "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone",
         bounds=(1, 10_000),
     ),
+    Param(
+        "leaves",
+        int,
+        1,
+        "paths descended (apart by virtual loss) before one evaluation of all their leaves",
+        bounds=(1, 256),
+    ),
+    Param("fast", bool, True, "evaluate through players.inference (0: the network's reference forward)"),
 )
 
 # defaults must match MCTSAgent's signature (a test checks)
