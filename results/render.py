@@ -58,19 +58,21 @@ def speed(name: str, data: Data) -> list[str]:
         f"## Speed ({name})",
         "",
         f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's "
-        "connect four measured in the same run (`--quick`: short repeats)."
+        "connect four measured in the same run; share of matmul = the network pass's FLOP/s over a 512x512 "
+        "matmul's in the same run (`--quick`: short repeats)."
         if data.get("quick")
         else f"Measured by {where(data)}; medians; ratio = times better than PettingZoo's connect four measured in "
-        "the same run.",
+        "the same run; share of matmul = the network pass's FLOP/s over a 512x512 matmul's in the same run.",
         "",
-        "| measure | N | value | per CPU-s | ratio |",
-        "|---|---|---|---|---|",
+        "| measure | N | value | per CPU-s | ratio | share of matmul |",
+        "|---|---|---|---|---|---|",
     ]
     for row in data["rows"]:
         n = "" if row.get("N") is None else str(row["N"])
         per_cpu = "" if row.get("per_cpu_s") is None else f"{row['per_cpu_s']:,.0f}"
         ratio = "" if row.get("ratio") is None else f"{row['ratio']:.1f}x"
-        lines.append(f"| {row['name']} | {n} | {row['value']:,.4g} {row['unit']} | {per_cpu} | {ratio} |")
+        share = "" if row.get("flop_share") is None else f"{100 * row['flop_share']:.0f}%"
+        lines.append(f"| {row['name']} | {n} | {row['value']:,.4g} {row['unit']} | {per_cpu} | {ratio} | {share} |")
     return lines
 
 

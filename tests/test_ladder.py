@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from patchwork_env.core.rules import ADVANCE
 from patchwork_env.core.state import GameState
 from patchwork_env.evaluation import ladder
 from patchwork_env.evaluation.ladder import PANEL, build_scale, fit_rating, load_scale, rate, references
@@ -58,6 +59,25 @@ def test_the_shipped_scale_is_the_round_robin_it_stores() -> None:
     assert refs[0].spec == "random" and refs[0].elo == 0.0
     by_spec = {r.spec: r.elo for r in refs}
     assert by_spec["random"] < by_spec["greedy"] < by_spec["mcts:sims=1000"]
+
+
+def test_on_the_shipped_scale_greedy_lands_in_its_interval_and_a_weakened_greedy_below() -> None:
+    """The issue's check on the real scale v1 (quick budget): greedy's rating lies inside greedy's
+    stored interval; greedy that advances instead of buying on every other move rates below it."""
+    stored = {r.spec: r for r in references(load_scale())}["greedy"]
+    greedy_rating = rate("greedy", budget="quick")
+    assert stored.low <= greedy_rating.elo <= stored.high
+    greedy = make_agent("greedy")
+    moves = [0]
+
+    def advances_every_other_move(state: GameState) -> int:
+        moves[0] += 1
+        if moves[0] % 2 == 0 and state.is_legal(ADVANCE):
+            return ADVANCE
+        return int(greedy.act(state, np.random.default_rng(0)))
+
+    weakened = rate(advances_every_other_move, budget="quick")
+    assert weakened.elo < greedy_rating.elo
 
 
 def test_a_rating_is_deterministic_and_a_callable_can_be_rated(small_scale: dict[str, Any]) -> None:
@@ -108,7 +128,7 @@ def test_the_command_writes_a_rating_with_its_provenance(
         assert key in data, key
     assert data["agent"] == "greedy" and data["budget"] == "quick"
     assert data["elo"] == pytest.approx(rate("greedy", scale=small_scale).elo)
-    assert "greedy on the Patchwork ladder" in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("greedy: ")  # the agent, then its rating or bound
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> None:
     finally:
         if backend is not None:
             backend.close()
-    print(f"{result.agent} on the Patchwork ladder {result.ladder}: {result.summary()}")
+    print(f"{result.agent}: {result.summary()}")
     print(
         f"  {result.games} games ({args.budget}), {result.illegal_actions} lost by an illegal action, "
         f"{time.perf_counter() - started:.0f} s"
