@@ -45,7 +45,7 @@ def _evaluate(sub: argparse._SubParsersAction[Parser]) -> None:
         "evaluate",
         help="the arena: paired games between agents, win rates and an Elo ladder",
         description="A round robin of paired Patchwork games between agents: every pair plays the same deals, "
-        "each twice with the seats swapped; win rates with 95%% Wilson intervals and a maximum-likelihood Elo "
+        "each twice with the seats swapped; win rates with 95% Wilson intervals and a maximum-likelihood Elo "
         "ladder (random = 0 when it plays, else the first agent).",
     )
     p.add_argument("--agents", nargs="+", metavar="SPEC", help="two or more agent specs (--list shows them)")
@@ -80,7 +80,7 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
         "ladder",
         help="rate an agent on the fixed, versioned Patchwork ladder",
         description="Rate an agent on the Patchwork ladder: it plays reference agents of fixed ratings (random = 0) "
-        "on the ladder's fixed deals, each twice with the seats swapped, and gets an Elo rating with a 95%% "
+        "on the ladder's fixed deals, each twice with the seats swapped, and gets an Elo rating with a 95% "
         "interval (or a bound when it is beyond the scale).",
     )
     p.add_argument("spec", nargs="?", metavar="SPEC", help="the agent to rate (patchwork evaluate --list)")
