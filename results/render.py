@@ -185,7 +185,7 @@ def page(files: dict[str, Data]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-# the README's picks: speed rows by name (the fastest N), arena pairs by (A, B)
+# the README's picks: speed rows by name (the fastest N), arena pairs by (A, B) in either seat order
 SPEED_HEADLINE = ("engine: random play, mask + step", "vector engine self-play, masks+obs (parallel)")
 ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=100"))
 
@@ -203,10 +203,11 @@ def headline(files: dict[str, Data]) -> str:
                     rows.append(f"| {name} (N={best.get('N')}) | {best['value']:,.0f} {best['unit']} |")
         elif "pairs" in data and "agents" in data:
             for p in data["pairs"]:
+                rate, ci = p["win_rate_a"], p["ci95_a"]
+                if (p["b"], p["a"]) in ARENA_HEADLINE:  # the pair as the headline names it: B's view
+                    p, rate, ci = {**p, "a": p["b"], "b": p["a"]}, 1 - rate, [1 - ci[1], 1 - ci[0]]
                 if (p["a"], p["b"]) in ARENA_HEADLINE:
-                    rows.append(
-                        f"| `{p['a']}` against `{p['b']}` | {pct(p['win_rate_a'], p['ci95_a'])} of {p['games']} games |"
-                    )
+                    rows.append(f"| `{p['a']}` against `{p['b']}` | {pct(rate, ci)} of {p['games']} games |")
         for label, value in data.get("headline", []):
             rows.append(f"| {label} | {value} |")
     ratings = [d for d in files.values() if "per_opponent" in d and d["scale"] == "on"]
