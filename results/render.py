@@ -200,7 +200,8 @@ def headline(files: dict[str, Data]) -> str:
                 found = [r for r in data["rows"] if r["name"] == name]
                 if found:
                     best = max(found, key=lambda r: r["value"])
-                    rows.append(f"| {name} (N={best.get('N')}) | {best['value']:,.0f} {best['unit']} |")
+                    label = name if best.get("N") is None else f"{name} (N={best['N']})"
+                    rows.append(f"| {label} | {best['value']:,.0f} {best['unit']} |")
         elif "pairs" in data and "agents" in data:
             for p in data["pairs"]:
                 rate, ci = p["win_rate_a"], p["ci95_a"]
