@@ -37,6 +37,7 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"patchwork_env"}
     assert "patchwork_env/players/pretrained.pt" in names and "patchwork_env/data/patches.json" in names
+    assert "patchwork_env/data/ladder-v1.json" in names  # the ladder's scale ships with the package
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "patchwork = patchwork_env.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -93,6 +94,12 @@ def test_the_patchwork_command_evaluates_in_the_fresh_env(fresh_env: Path) -> No
                 "--pairs", "2", "--workers", "1", "--no-progress")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "greedy" in proc.stdout and "Elo" in proc.stdout
+
+
+def test_the_ladder_scale_ships_in_the_wheel(fresh_env: Path) -> None:
+    proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "ladder", "--table")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Patchwork ladder v1") and "mcts:sims=1000" in proc.stdout
 
 
 def test_pretrained_ships_in_the_wheel_and_plays(fresh_env: Path) -> None:
