@@ -122,13 +122,13 @@ def test_the_command_writes_a_rating_with_its_provenance(
 ) -> None:
     monkeypatch.setattr("patchwork_env.cli.ladder.load_scale", lambda: small_scale)
     out = tmp_path / "rating.json"
-    assert patchwork("ladder", "greedy", "--json", str(out), "--no-progress") == 0
+    assert patchwork("ladder", "greedy", "--json", str(out), "--no-progress", "--name", "my greedy") == 0
     data = json.loads(out.read_text())
     for key in ("command", "commit", "date", "machine", "seeds", "agent", "elo", "ci95", "scale", "games"):
         assert key in data, key
-    assert data["agent"] == "greedy" and data["budget"] == "quick"
+    assert data["agent"] == "my greedy" and data["spec"] == "greedy" and data["budget"] == "quick"
     assert data["elo"] == pytest.approx(rate("greedy", scale=small_scale).elo)
-    assert capsys.readouterr().out.startswith("greedy: ")  # the agent, then its rating or bound
+    assert capsys.readouterr().out.startswith("my greedy: ")  # the agent's name, then its rating or bound
 
 
 @pytest.mark.parametrize(
@@ -138,6 +138,7 @@ def test_the_command_writes_a_rating_with_its_provenance(
         (["ladder"], "give the agent to rate"),
         (["ladder", "greedy", "--budget", "huge"], "huge"),
         (["ladder", "--rebuild", "x.json", "--pairs", "0"], "--pairs"),
+        (["ladder", "greedy", "--name", ""], "--name"),
     ],
 )
 def test_ladder_errors_are_one_line(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:

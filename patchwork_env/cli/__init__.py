@@ -88,6 +88,9 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="quick: about 60 games against the 3 references nearest a probe; standard: about 160 against "
                    "4 (default quick)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="write the rating here")
+    p.add_argument("--name", default=None,
+                   help="the agent's name in the output and the JSON (default: the spec; the JSON keeps the spec "
+                   "too)")  # fmt: skip
     p.add_argument("--records", type=Path, default=None, metavar="DIR", help="write every game to DIR/<A>-vs-<B>.jsonl")
     p.add_argument("--workers", type=int, default=None, help="processes (default: every core); with ray: local CPUs")
     p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")

@@ -8,6 +8,7 @@ patchwork ladder --table                      # the reference ratings of the lad
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -20,6 +21,8 @@ from patchwork_env.evaluation.ladder import build_scale, load_scale, rate, refer
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players.registry import make_agent
+
+MAX_NAME = 80  # characters of --name
 
 
 def run(args: argparse.Namespace) -> None:
@@ -42,6 +45,8 @@ def run(args: argparse.Namespace) -> None:
             raise UsageError(f"{option}: the directory {path.resolve().parent} does not exist")
     if args.records is not None and args.records.exists() and not args.records.is_dir():
         raise UsageError(f"--records: {args.records} exists and is not a folder")
+    if args.name is not None and not (0 < len(args.name) <= MAX_NAME and args.name.isprintable()):
+        raise UsageError(f"--name must be 1..{MAX_NAME} printable characters, got {args.name!r}")
     if args.spec:
         make_agent(args.spec)  # a spec that does not build is an error line before any game
     if "torch" in sys.modules:
@@ -65,6 +70,8 @@ def run(args: argparse.Namespace) -> None:
     finally:
         if backend is not None:
             backend.close()
+    if args.name is not None:
+        result = dataclasses.replace(result, agent=args.name)
     print(f"{result.agent}: {result.summary()}")
     print(
         f"  {result.games} games ({args.budget}), {result.illegal_actions} lost by an illegal action, "
@@ -74,7 +81,12 @@ def run(args: argparse.Namespace) -> None:
         rate_text = format_win_rate(row["win_rate"], tuple(row["ci95"]))
         print(f"  vs {row['opponent']:<16} ({row['opponent_elo']:5.0f})  {rate_text:<22} {row['games']} games")
     if args.json is not None:
-        out = {**provenance(args.command_line, [scale["seed"]]), **result.to_dict(), "budget": args.budget}
+        out = {
+            **provenance(args.command_line, [scale["seed"]]),
+            **result.to_dict(),
+            "spec": args.spec.strip(),
+            "budget": args.budget,
+        }
         args.json.write_text(json.dumps(out, indent=1) + "\n")
         print(f"wrote {args.json}")
     if args.records is not None:
