@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -119,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``patchwork`` with ``argv`` (default: the process's arguments); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    args.command_line = " ".join(["patchwork", *argv])
+    args.command_line = shlex.join(["patchwork", *argv])  # quoted, so that it runs as written
     command = importlib.import_module(f"patchwork_env.cli.{args.command}")
     try:
         command.run(args)
