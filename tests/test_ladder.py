@@ -139,6 +139,7 @@ def test_the_command_writes_a_rating_with_its_provenance(
         (["ladder", "greedy", "--budget", "huge"], "huge"),
         (["ladder", "--rebuild", "x.json", "--pairs", "0"], "--pairs"),
         (["ladder", "greedy", "--name", ""], "--name"),
+        (["ladder", "--table", "--name", "x"], "--name"),
     ],
 )
 def test_ladder_errors_are_one_line(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,8 @@ MAX_NAME = 80  # characters of --name
 
 
 def run(args: argparse.Namespace) -> None:
+    if args.name is not None and (args.table or args.rebuild is not None):
+        raise UsageError("--name names a rated agent: it goes with SPEC, not with --table or --rebuild")
     if args.table:
         scale = load_scale()
         print(f"Patchwork ladder {scale['ladder']} (random = 0; {scale['command']}):")
