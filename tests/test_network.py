@@ -18,6 +18,7 @@ from patchwork_env.players.network import (
     PLACEMENT_CELLS,
     NetConfig,
     PatchworkNet,
+    _gather_rows,
     _gather_sum,
     legal_entropy,
     net_from_config,
@@ -135,30 +136,31 @@ def test_entropy_is_over_legal_actions_only() -> None:
     assert torch.isfinite(ent).all()
 
 
-def test_gather_sum_is_advanced_indexing_bit_for_bit() -> None:
-    """The buy head's faster gather: values and gradients exactly those of ``table[index].sum(1)``,
-    with a strided index full of repeats (as the head's is: each game's rows hundreds of times).
-    On one thread: with two, torch's accumulating ``index_put_`` (advanced indexing's own backward)
-    adds the repeats in a varying order, so the plain formula does not equal itself bit for bit."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        _check_gather_sum()
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _check_gather_sum() -> None:
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gather_sum_is_advanced_indexing(threads: int) -> None:
+    """The buy head's compiled gather: values those of ``table[index].sum(1)`` within float
+    rounding (the sum over ``k`` may run in another order) and gradients bit for bit those of one
+    thread's accumulating ``index_put_`` (advanced indexing's own backward), with a strided index
+    full of repeats (as the head's is: each game's rows hundreds of times), on any thread count."""
     gen = torch.Generator().manual_seed(0)
     table = torch.randn(5 * 83, 8, generator=gen, requires_grad=True)
     index = torch.randint(0, 5 * 83, (400, 20), generator=gen)[:, 8:]  # a strided (400, 12) slice
     weights = torch.randn(400, 8, generator=gen)
-    fast = _gather_sum(table, index)
-    slow = table[index].sum(1)
-    assert torch.equal(fast, slow)
-    (g_fast,) = torch.autograd.grad((fast * weights).sum(), table)
-    (g_slow,) = torch.autograd.grad((slow * weights).sum(), table)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        slow = table[index].sum(1)
+        (g_slow,) = torch.autograd.grad((slow * weights).sum(), table)
+        torch.set_num_threads(threads)
+        fast = _gather_sum(table, index)
+        (g_fast,) = torch.autograd.grad((fast * weights).sum(), table)
+    finally:
+        torch.set_num_threads(before)
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
     assert torch.equal(g_fast, g_slow)
+    rows = torch.tensor([3, 3, 0, 7])  # ``_gather_rows``: plain row indexing of any trailing shape
+    cube = torch.randn(9, 2, 3, generator=gen)
+    assert torch.equal(_gather_rows(cube, rows), cube[rows])
 
 
 def test_legal_entropy_values_and_gradients_are_the_plain_formulas(

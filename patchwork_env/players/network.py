@@ -303,8 +303,8 @@ class PatchworkNet(nn.Module):
         them (``kind_weights``; M,), at the leather cells and advance (B, 82), and advance as the
         choice of kind weighs it (B, 1)."""
         terms = prior[rows, acts].to(weights.dtype)  # (M, 9)
-        buy = (terms * weights[rows]).sum(-1)
-        kind = buy if kind_weights is None else (terms * kind_weights[rows]).sum(-1)
+        buy = (terms * _gather_rows(weights, rows)).sum(-1)
+        kind = buy if kind_weights is None else (terms * _gather_rows(kind_weights, rows)).sum(-1)
         tail = prior[:, NUM_BUY:].to(weights.dtype)
         rest = torch.einsum("bak,bk->ba", tail, weights)
         if kind_weights is None:
@@ -376,22 +376,24 @@ class PatchworkNet(nn.Module):
             ],
             dim=-1,
         )
-        bias = self.slot_bias(slot_in)[rows, slot]  # (M, D)
+        group = rows * rules.MARKET_SIZE + slot  # (M,) the (game, slot) of each buy
+        bias = _gather_rows(self.slot_bias(slot_in).reshape(b * rules.MARKET_SIZE, -1), group)  # (M, D)
         place = self.place_out(F.relu(self.place_in(summed) + bias)).squeeze(-1)
         # two-level policy in one softmax: logit = slot logit + log-softmax of the placement among
         # the slot's legal placements, so p(buy slot s here) = p(slot s) * p(here | slot s)
-        group = rows * rules.MARKET_SIZE + slot
         slot_out = self.slot_logit(slot_in)
         if cfg.kind_hidden:
             slot_out = slot_out + self.slot_mlp(slot_in)
-        slot_logits = slot_out.squeeze(-1)[rows, slot]
+        slot_logits = _gather_rows(slot_out.reshape(-1), group)
         if prior is not None and weights is not None:
             # with the prior: placement logit + prior logit inside the slot, and the slot's logit +
             # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
             buy_prior, kind_prior, rest_prior, advance = self._prior_logits(prior, rows, acts, weights, kind_weights)
             place = place + buy_prior
             slot_prior = _group_logsumexp(kind_prior, group, b * rules.MARKET_SIZE)
-            slot_logits = slot_logits + (slot_prior if kind_scale is None else kind_scale[rows] * slot_prior)
+            if kind_scale is not None:
+                slot_prior = _gather_rows(kind_scale, rows) * slot_prior
+            slot_logits = slot_logits + slot_prior
         buy_logits = slot_logits + place - _group_logsumexp(place, group, b * rules.MARKET_SIZE)
 
         fill = MASK_VALUE if mask is not None else 0.0
@@ -409,38 +411,75 @@ class PatchworkNet(nn.Module):
         return logits, value
 
 
+@jit
+def gather_rows_sum(table: npt.NDArray[Any], index: npt.NDArray[np.int64], out: npt.NDArray[Any]) -> None:
+    """``out[m] = sum_k table[index[m, k]]``, the rows added in the order of ``k``."""
+    for m in range(index.shape[0]):
+        for j in range(table.shape[1]):
+            out[m, j] = 0.0
+        for k in range(index.shape[1]):
+            r = index[m, k]
+            for j in range(table.shape[1]):
+                out[m, j] += table[r, j]
+
+
+@jit
+def scatter_rows_add(grad: npt.NDArray[Any], index: npt.NDArray[np.int64], out: npt.NDArray[Any]) -> None:
+    """``out[index[m, k]] += grad[m]`` for every ``m`` and ``k``, in that order (the transpose of
+    ``gather_rows_sum``: its backward)."""
+    for m in range(index.shape[0]):
+        for k in range(index.shape[1]):
+            r = index[m, k]
+            for j in range(grad.shape[1]):
+                out[r, j] += grad[m, j]
+
+
 class _GatherSum(torch.autograd.Function):
-    """``table[index].sum(1)`` for an (M, K) ``index``, bit for bit in values and gradients (on one
-    thread; with more, torch's accumulating ``index_put_`` sums repeats in a varying order): the
-    forward through ``index_select`` (3x faster than advanced indexing with a strided index), the
-    backward the same accumulating ``index_put_`` as advanced indexing's (``index_select``'s own,
-    ``index_add_``, is slower here: each game's rows are gathered hundreds of times)."""
+    """``table[index].sum(1)`` for an (M, K) ``index`` full of repeats (each game's rows are
+    gathered hundreds of times by the buy head), by two compiled loops: the forward
+    ``gather_rows_sum`` (equal to the plain formula within float rounding: the order of the sum
+    over ``k`` may differ), the backward ``scatter_rows_add`` (bit for bit the accumulating
+    ``index_put_`` of advanced indexing on one thread, and the same on any number of threads).
+    Each is several times faster than torch's ``index_select`` + sum and ``index_put_``, which
+    materialise the (M, K, F) gather and sort the repeats."""
 
     @staticmethod
     def forward(ctx: Any, table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        m, k = index.shape
+        index = index.contiguous()
         ctx.save_for_backward(index)
         ctx.table_shape = table.shape
-        return table.index_select(0, index.reshape(-1)).view(m, k, table.shape[1]).sum(1)
+        source = table.detach().contiguous()
+        out = source.new_empty(index.shape[0], table.shape[1])
+        gather_rows_sum(source.numpy(), index.numpy(), out.numpy())
+        return out
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (index,) = ctx.saved_tensors
-        spread = grad.unsqueeze(1).expand(-1, index.shape[1], -1)
-        out = grad.new_zeros(ctx.table_shape).index_put_((index,), spread, accumulate=True)
+        grad = grad.contiguous()
+        out = grad.new_zeros(ctx.table_shape)
+        scatter_rows_add(grad.numpy(), index.numpy(), out.numpy())
         return out, None
 
 
 def _gather_sum(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``table[index].sum(1)`` (M, F) for a 2-D ``table`` (N, F) and ``index`` (M, K)."""
     out: torch.Tensor = _GatherSum.apply(table, index)  # type: ignore[no-untyped-call]  # torch leaves apply untyped
     return out
+
+
+def _gather_rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``table[index]`` (M, *rest) for an (M,) ``index``: ``_gather_sum`` with one row each."""
+    flat = table.reshape(table.shape[0], -1)
+    return _gather_sum(flat, index.unsqueeze(1)).view(index.shape[0], *table.shape[1:])
 
 
 def _group_logsumexp(values: torch.Tensor, group: torch.Tensor, groups: int) -> torch.Tensor:
     """log-sum-exp of ``values`` within each group, returned per element (M,)."""
     top = values.new_full((groups,), float("-inf")).scatter_reduce(0, group, values, "amax").detach()
-    total = values.new_zeros(groups).index_add(0, group, (values - top[group]).exp())
-    return top[group] + total[group].log()
+    top_each = _gather_rows(top, group)
+    total = values.new_zeros(groups).index_add(0, group, (values - top_each).exp())
+    return top_each + _gather_rows(total, group).log()
 
 
 # --- masked distribution helpers ---------------------------------------------------------------
