@@ -41,6 +41,7 @@ import torch
 from agents.distill import NUM_GROUPS, DistillStats, distill, group_logits, legal_groups, student_positions
 from patchwork_env.core import rules
 from patchwork_env.evaluation.arena import PairResult, play_pairs
+from patchwork_env.evaluation.backend import Backend
 from patchwork_env.players.az import NetEvaluator
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.network import GROUP_BOUNDS, PatchworkNet, net_inputs
@@ -108,32 +109,48 @@ class Labels:
     root_values: FloatArray
 
 
-def search_labels(net: PatchworkNet, states: IntArray, settings: SearchSettings, seed: int) -> Labels:
-    """The ``az`` search with ``net`` on every position (``settings.batch`` at a time);
-    deterministic for a seed and batch size (no root noise; each position's generator and each
-    batch's rollouts come from ``seed``)."""
-    config = settings.search_config()
+def search_labels(
+    net: PatchworkNet, states: IntArray, settings: SearchSettings, seed: int, backend: Backend | None = None
+) -> Labels:
+    """The ``az`` search with ``net`` on every position, ``settings.batch`` at a time (``label_batch``):
+    in this process, or each batch as a task of ``backend`` (``patchwork_env.evaluation.backend``:
+    Ray, on this machine or a cluster). Deterministic for a seed and batch size, the same labels
+    on either (no root noise; each position's generator and each batch's rollouts come from
+    ``seed``; with one torch thread)."""
+    settings.search_config()  # bad settings fail here, before any work is sent
     states = np.ascontiguousarray(states, dtype=np.int64)
-    evaluator = NetEvaluator(net.eval(), kinds=True, rollouts=settings.rollouts, mix=1.0)
-    search = BatchedSearch(evaluator, config)
-    n = len(states)
-    policies = np.zeros((n, rules.NUM_ACTIONS), dtype=np.float32)
-    actions = np.zeros(n, dtype=np.int64)
-    values = np.zeros(n)
-    for lo in range(0, n, settings.batch):
-        hi = min(n, lo + settings.batch)
-        evaluator.seed(int(np.random.SeedSequence(seed, spawn_key=(lo, 1)).generate_state(1)[0]))
-        rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,))) for i in range(lo, hi)]
-        result = search.run(states[lo:hi], rngs, noise=False)
-        actions[lo:hi], values[lo:hi] = result.actions, result.root_values
-        if settings.target == "policy":
-            policies[lo:hi] = result.policies
-        else:
-            for k, root in enumerate(result.roots):
-                assert root.actions is not None
-                total = root.n.sum()
-                policies[lo + k, root.actions] = root.n / total if total else root.prior
-    return Labels(states, policies, actions, values)
+    shared = (net.eval(), states, settings, seed)
+    starts = list(range(0, len(states), settings.batch))
+    parts = (label_batch(shared, lo) for lo in starts) if backend is None else backend.map(label_batch, shared, starts)
+    policies, actions, values = zip(*parts, strict=True) if starts else ((), (), ())
+    return Labels(
+        states,
+        np.concatenate(policies) if starts else np.zeros((0, rules.NUM_ACTIONS), dtype=np.float32),
+        np.concatenate(actions).astype(np.int64) if starts else np.zeros(0, dtype=np.int64),
+        np.concatenate(values) if starts else np.zeros(0),
+    )
+
+
+def label_batch(
+    shared: tuple[PatchworkNet, IntArray, SearchSettings, int], lo: int
+) -> tuple[npt.NDArray[np.float32], IntArray, FloatArray]:
+    """The labels of positions ``lo`` .. ``lo + batch`` of ``search_labels``: (policies, the
+    search's moves, root values); a function of ``shared`` and ``lo`` alone (one work item)."""
+    net, states, settings, seed = shared
+    hi = min(len(states), lo + settings.batch)
+    evaluator = NetEvaluator(net, kinds=True, rollouts=settings.rollouts, mix=1.0)
+    evaluator.seed(int(np.random.SeedSequence(seed, spawn_key=(lo, 1)).generate_state(1)[0]))
+    rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,))) for i in range(lo, hi)]
+    result = BatchedSearch(evaluator, settings.search_config()).run(states[lo:hi], rngs, noise=False)
+    if settings.target == "policy":
+        policies = np.asarray(result.policies, dtype=np.float32)
+    else:
+        policies = np.zeros((hi - lo, rules.NUM_ACTIONS), dtype=np.float32)
+        for k, root in enumerate(result.roots):
+            assert root.actions is not None
+            total = root.n.sum()
+            policies[k, root.actions] = root.n / total if total else root.prior
+    return policies, np.asarray(result.actions, dtype=np.int64), np.asarray(result.root_values, dtype=np.float64)
 
 
 def group_targets(policies: npt.NDArray[Any]) -> FloatArray:
@@ -237,6 +254,7 @@ __all__ = [
     "gate",
     "group_targets",
     "held_out",
+    "label_batch",
     "label_loss",
     "search_labels",
 ]

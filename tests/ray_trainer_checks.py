@@ -5,7 +5,8 @@ token authentication on:
 * ``python -m train.alphazero --config configs/alphazero_smoke.yaml --selfplay-backend ray
   --selfplay-chunk 1`` as a user runs it (the command starts its own local Ray runtime),
 * on one local Ray runtime started here (``ray.init``, 2 CPUs): ``train.distill`` with
-  ``--backend ray`` (``DISTILL_ARGS``), and one round of AlphaZero self-play
+  ``--backend ray`` (``DISTILL_ARGS``), ``train.exit`` with ``--label-backend ray``
+  (``EXIT_ARGS``), and one round of AlphaZero self-play
   (``agents.az_backend.play_chunked``, chunks of ``AZ_CHUNK`` games) on the Ray backend,
 * ``ss -tn``: every TCP peer.
 
@@ -34,6 +35,13 @@ DISTILL_ARGS = [
     "--net.channels", "8", "--net.blocks", "1", "--net.hidden", "32", "--net.head-features", "4",
     "--net.head-hidden", "8", "--net.prior-scale", "2.0", "--final-eval-pairs", "0", "--no-progress",
     "--teacher", "mcts:sims=6", "--positions", "48", "--epochs", "2", "--workers", "1", "--seed", "4",
+]  # fmt: skip
+EXIT_ARGS = [
+    "--net.channels", "8", "--net.blocks", "1", "--net.hidden", "16", "--net.head-features", "4",
+    "--net.head-hidden", "8", "--net.prior-scale", "2.0", "--iterations", "2", "--positions-per-iteration", "24",
+    "--position-stride", "1", "--sims", "4", "--search-batch", "8", "--window", "2", "--epochs", "1",
+    "--batch-size", "16", "--gate-pairs", "1", "--eval-every", "0", "--final-eval-pairs", "0", "--no-progress",
+    "--seed", "6",
 ]  # fmt: skip
 
 
@@ -83,8 +91,9 @@ def main(out_dir: str) -> None:
     from agents.az_backend import play_chunked
     from patchwork_env.evaluation.backend import RayBackend
     from train import distill
+    from train import exit as exit_trainer
     from train.cli import parse_config
-    from train.config import DistillConfig
+    from train.config import DistillConfig, ExItConfig
 
     mapped: list[str] = []  # the function of every RayBackend.map call: proof the work went to Ray
     original = RayBackend.map
@@ -101,13 +110,19 @@ def main(out_dir: str) -> None:
         summary = distill.main(cfg)
         report["distill"] = {k: summary[k] for k in ("positions", "label_counts", "held_out_accuracy")}
         report["distill_mapped"] = list(mapped)
+        cfg_exit, _ = parse_config(
+            ExItConfig, [*EXIT_ARGS, "--label-backend", "ray", "--run-dir", str(out / "exit_ray")]
+        )
+        exit_summary = exit_trainer.main(cfg_exit)
+        report["exit"] = {k: exit_summary[k] for k in ("positions", "kept")}
+        report["exit_mapped"] = mapped[len(report["distill_mapped"]) :]
         report["peers"] = peers()
 
         search, temp_plies = smoke_search()
         samples, stats = play_chunked(search, AZ_GAMES, AZ_SEED, temp_plies, chunk=AZ_CHUNK, backend=backend)
         np.savez(out / "samples.npz", states=samples.states, policies=samples.policies, values=samples.values)
         report["selfplay_stats"] = stats
-        report["selfplay_mapped"] = mapped[len(report["distill_mapped"]) :]
+        report["selfplay_mapped"] = mapped[len(report["distill_mapped"]) + len(report["exit_mapped"]) :]
         report["peers"] = sorted(set(report["peers"]) | set(peers()))
     finally:
         ray.shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,29 @@ def test_labels_are_distributions_over_legal_actions(positions: np.ndarray, targ
         assert ((groups > 0) == legal_groups(states)).all()
     again = search_labels(_net(), states, SearchSettings(sims=8, batch=4, target=target), seed=1)
     assert np.array_equal(labels.policies, again.policies) and np.array_equal(labels.actions, again.actions)
+
+
+def test_labels_on_a_backend_equal_the_labels_in_this_process(positions: np.ndarray) -> None:
+    """Each batch of ``search_batch`` positions a task (``label_batch``; the network and positions
+    travel pickled, as to a Ray worker): the same labels, bit for bit, in the same order."""
+    states, settings = positions[:11], SearchSettings(sims=6, batch=4)
+    local = search_labels(_net(), states, settings, seed=3)
+    backend = SequentialBackend()
+    remote = search_labels(_net(), states, settings, seed=3, backend=backend)
+    for key in ("policies", "actions", "root_values"):
+        assert np.array_equal(getattr(local, key), getattr(remote, key)), key
+    assert backend.items == [0, 4, 8]  # three batches (4 + 4 + 3 positions) as three work items
+
+
+class SequentialBackend:
+    """The backend protocol in this process; ``shared`` travels pickled, like to a worker."""
+
+    def __init__(self) -> None:
+        self.items: list[int] = []
+
+    def map(self, fn: Any, shared: Any, items: list[int]) -> Any:
+        self.items += items
+        return (fn(pickle.loads(pickle.dumps(shared)), item) for item in items)
 
 
 def test_bad_search_settings_fail() -> None:
@@ -193,6 +217,22 @@ def test_a_seeded_tiny_run_is_deterministic(tmp_path: Path) -> None:
     ]
 
 
+def test_a_fresh_network_does_not_depend_on_the_threads_the_process_had(tmp_path: Path) -> None:
+    """``train.run.preflight`` sets ``torch_threads`` before the network is built: the orthogonal
+    initialisation's QR decomposition differs in its last bits between thread counts."""
+    before = torch.get_num_threads()
+    starts = []
+    try:
+        for threads in (2, 1):
+            torch.set_num_threads(threads)
+            net = {"channels": 8, "blocks": 1, "hidden": 32, "head_features": 4, "head_hidden": 8, "prior_scale": 2.0}
+            summary = exit_trainer.main(_config(tmp_path / str(threads), net=net, iterations=1, final_eval_pairs=0))
+            starts.append(read_checkpoint(Path(summary["start_checkpoint"]))["model"])
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(starts[0][k], starts[1][k]) for k in starts[0])
+
+
 def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path) -> None:
     summary = exit_trainer.main(
         _config(tmp_path, iterations=5, time_limit_minutes=1e-6, checkpoint_minutes=[1e-6], final_eval_pairs=0)
@@ -218,6 +258,8 @@ def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path)
         ),
         (["--init-checkpoint", "/no/such.pt"], "init_checkpoint"),
         (["--itarations", "3"], "did you mean --iterations?"),
+        (["--label-backend", "dask"], "label_backend must be one of"),
+        (["--address", "auto"], "address needs label_backend=ray"),
     ],
 )
 def test_command_line_errors_are_one_line_and_write_nothing(

@@ -1,4 +1,5 @@
-"""The trainers' Ray switches: ``distill_backend`` (``train.selfplay``'s MCTS labelling) and
+"""The trainers' Ray switches: ``distill_backend`` (``train.selfplay``'s MCTS labelling),
+``label_backend`` (``train.exit``'s search labelling) and
 ``selfplay_backend`` / ``selfplay_chunk`` (``train.alphazero``'s self-play, ``agents.az_backend``).
 
 The Ray runs happen once, in ``tests/ray_trainer_checks.py`` inside a network namespace made here
@@ -31,8 +32,9 @@ from tests import ray_trainer_checks as checks
 from tests.cli import error_lines
 from tests.test_ray_scale import LOOPBACK, SequentialBackend, _namespace_available
 from train import alphazero, distill
+from train import exit as exit_trainer
 from train.cli import load_yaml, parse_config
-from train.config import AlphaZeroConfig, ConfigError, DistillConfig
+from train.config import AlphaZeroConfig, ConfigError, DistillConfig, ExItConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,6 +70,22 @@ def _same_samples(a: Samples, b: Samples) -> bool:
 
 
 # --- Ray in a namespace against the local backend -------------------------------------------------
+def test_expert_iteration_labels_on_ray_equal_local_labels(ray_runs: dict[str, Any], tmp_path: Path) -> None:
+    cfg, _ = parse_config(ExItConfig, [*checks.EXIT_ARGS, "--run-dir", str(tmp_path / "exit_local")])
+    local = exit_trainer.main(cfg)  # label_backend local
+    assert ray_runs["exit_mapped"] == ["label_batch", "label_batch"]  # each iteration's labelling on Ray
+    assert ray_runs["exit"] == {"positions": local["positions"], "kept": local["kept"]} and local["positions"] == 48
+    # the same labels, fits and gates: the same network, bit for bit
+    ray_net = ray_runs["dir"] / "exit_ray" / "checkpoints" / "final.pt"
+    assert _same_weights(ray_net, tmp_path / "exit_local" / "checkpoints" / "final.pt")
+    history = [
+        json.loads((d / "exit_history.json").read_text())
+        for d in (ray_runs["dir"] / "exit_ray", tmp_path / "exit_local")
+    ]
+    for key in ("new_labels_agreement", "held_out_loss_after", "label_counts", "gate_win_rate"):
+        assert [row[key] for row in history[0][1:]] == [row[key] for row in history[1][1:]], key
+
+
 def test_distillation_labels_on_ray_equal_local_labels(ray_runs: dict[str, Any], tmp_path: Path) -> None:
     cfg, _ = parse_config(DistillConfig, [*checks.DISTILL_ARGS, "--run-dir", str(tmp_path / "distill_local")])
     local = distill.main(cfg)  # backend local

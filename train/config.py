@@ -370,6 +370,11 @@ class ExItConfig(CommonConfig):
     Q))), or ``visits``, its root visit shares."""
     search_batch: int = 64
     """Positions searched together (one forward pass per simulation step for all of them)."""
+    label_backend: str = "local"
+    """Where the search labels: ``local`` (this process) or ``ray`` (each batch of ``search_batch``
+    positions a Ray task, on a local runtime or the cluster of ``address``); the same labels on both."""
+    address: str = ""
+    """With ``label_backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT); empty: a local runtime."""
     window: int = 6
     """Iterations of labels the fit trains on (the newest)."""
     epochs: int = 2
@@ -422,6 +427,9 @@ class ExItConfig(CommonConfig):
         if self.target not in ("policy", "visits"):
             raise ConfigError(f"target must be 'policy' or 'visits', got {self.target!r}")
         between(self, "search_batch", 1, LIMITS["search_batch"])
+        check_backend(self, "label_backend")
+        if self.address and self.label_backend != "ray":
+            raise ConfigError("address needs label_backend=ray (it names the Ray cluster of the labelling)")
         between(self, "epochs", 1, LIMITS["epochs"])
         above(self, "lr", 0.0)
         between(self, "batch_size", 1, LIMITS["batch_size"])

@@ -13,8 +13,10 @@ Steps, in order (``main`` reads the same way):
 2. **Iterations** 1..``iterations`` (``iterate``): ``positions_per_iteration`` positions of the
    network's games (a ``greedy_share`` against greedy, the rest against itself), labelled by the
    ``az`` search with the current network (``sims``, ``rollouts``, ``expand``, ``considered``,
-   ``target``); ``epochs`` passes of the choice of kind over the newest ``window`` iterations of
-   labels (10% of each iteration's positions held out, never trained on); the gate: the fitted
+   ``target``; in this process, or with ``--label-backend ray [--address HOST:PORT]`` each batch
+   of ``search_batch`` positions a Ray task, the same labels); ``epochs`` passes of the choice
+   of kind over the newest ``window`` iterations of labels (10% of each iteration's positions
+   held out, never trained on); the gate: the fitted
    network against the one before on ``gate_pairs`` paired deals, kept only if it wins more than
    ``gate_threshold``, else the old weights come back.
 3. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone against
@@ -56,6 +58,7 @@ from agents.exit import (
     label_loss,
     search_labels,
 )
+from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.players.network import PatchworkNet, count_parameters
 from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_seed
@@ -92,20 +95,21 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
     # 2. iterations: positions -> labels -> fit -> gate; 3. evaluate and checkpoint -------------------
     window = Window(cfg.window)
     iteration = 0
-    for iteration in range(1, cfg.iterations + 1):
-        row = iterate(cfg, run, net, window, iteration)
-        run.minute_checkpoints(net, cfg.checkpoint_minutes)
-        out_of_time = 0 < cfg.time_limit_minutes <= run.minutes()
-        last = iteration == cfg.iterations or out_of_time
-        if cfg.eval_every and cfg.eval_opponents and (iteration % cfg.eval_every == 0 or last):
-            run.checkpoint(net, f"iter_{iteration}.pt", {"iteration": iteration})
-            row["eval"] = run.evaluate(net, iteration)
-        run.checkpoint(net, "latest.pt", {"iteration": iteration})
-        rows.append({**row, "minutes": run.minutes()})
-        (run.folder / "exit_history.json").write_text(json.dumps(rows, indent=1))
-        if out_of_time:
-            run.log(f"time limit of {cfg.time_limit_minutes} minutes reached after {iteration} iterations")
-            break
+    with open_backend(cfg.label_backend, cfg.address or None) as backend:
+        for iteration in range(1, cfg.iterations + 1):
+            row = iterate(cfg, run, net, window, iteration, backend)
+            run.minute_checkpoints(net, cfg.checkpoint_minutes)
+            out_of_time = 0 < cfg.time_limit_minutes <= run.minutes()
+            last = iteration == cfg.iterations or out_of_time
+            if cfg.eval_every and cfg.eval_opponents and (iteration % cfg.eval_every == 0 or last):
+                run.checkpoint(net, f"iter_{iteration}.pt", {"iteration": iteration})
+                row["eval"] = run.evaluate(net, iteration)
+            run.checkpoint(net, "latest.pt", {"iteration": iteration})
+            rows.append({**row, "minutes": run.minutes()})
+            (run.folder / "exit_history.json").write_text(json.dumps(rows, indent=1))
+            if out_of_time:
+                run.log(f"time limit of {cfg.time_limit_minutes} minutes reached after {iteration} iterations")
+                break
     # 4. finish: the final evaluation of the network and its start, on fresh deals ----------------------
     summary = {
         "kept": [bool(r["kept_new"]) for r in rows[1:]],
@@ -115,14 +119,17 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
     return run.finish(net, start, iteration, summary)
 
 
-def iterate(cfg: ExItConfig, run: Run, net: PatchworkNet, window: Window, it: int) -> dict[str, Any]:
+def iterate(
+    cfg: ExItConfig, run: Run, net: PatchworkNet, window: Window, it: int, backend: Backend | None = None
+) -> dict[str, Any]:
     """One iteration on ``net`` (trained in place; its old weights back if the gate rejects the
-    fit): the row of ``exit_history.json``, also logged and drawn (``exit/``)."""
+    fit): the row of ``exit_history.json``, also logged and drawn (``exit/``). The labelling runs
+    on ``backend`` (``label_backend``) if one is given."""
     seed = [stream_seed(cfg.seed, Stream.EXIT, it, k) for k in range(5)]  # games, labels, held out, fit, gate
     t0 = time.time()
     states = exit_positions(net, cfg.positions_per_iteration, seed[0], cfg.greedy_share, cfg.position_stride)
     t1 = time.time()
-    labels = search_labels(net, states, search_settings(cfg), seed[1])
+    labels = search_labels(net, states, search_settings(cfg), seed[1], backend)
     t2 = time.time()
     targets = group_targets(labels.policies)
     _, agreement = label_loss(net, states, targets)  # how far the search moved from the network's own choice

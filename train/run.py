@@ -171,7 +171,10 @@ def preflight(cfg: CommonConfig) -> None:
     """What every trainer checks first, before a backend starts or the folder is written: the run's
     buffers fit in the machine's free memory (``memory_bytes``, a rough estimate), and every agent
     the evaluations will play builds (an unknown agent, a bad value, a checkpoint that does not
-    load, a missing extra stop the run here)."""
+    load, a missing extra stop the run here). It sets torch's threads (``torch_threads``) before any
+    network is built: a fresh network's initialisation (orthogonal, by a QR decomposition) differs
+    in its last bits between thread counts, so a run must not depend on what its process ran before."""
+    set_threads(cfg.torch_threads)
     need, free = cfg.memory_bytes(), available_memory()
     if free and need > free:
         raise ConfigError(
