@@ -207,8 +207,8 @@ def ppo_update(
                 stats["n"] += 1
                 continue
             masks = batch["masks"][idx]
-            prior = batch["prior"][idx] if "prior" in batch else None
-            logits, new_value = net(batch["obs"][idx], masks, prior)
+            prior = batch.get("prior")  # read at the minibatch's rows, not copied (``prior_rows``)
+            logits, new_value = net(batch["obs"][idx], masks, prior, None if prior is None else idx)
             logp_all = torch.log_softmax(logits, dim=-1)
             new_logp = logp_all.gather(1, batch["actions"][idx].unsqueeze(1)).squeeze(1)
             entropy = legal_entropy(logp_all, masks)

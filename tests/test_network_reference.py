@@ -56,8 +56,9 @@ class ReferenceNet(PatchworkNet):
         acts: torch.Tensor,
         weights: torch.Tensor,
         kind_weights: torch.Tensor | None,
+        prior_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        prior = prior.float()
+        prior = (prior if prior_rows is None else prior[prior_rows]).float()
         full = torch.einsum("bak,bk->ba", prior, weights)
         kind = full if kind_weights is None else torch.einsum("bak,bk->ba", prior, kind_weights)
         return full[rows, acts], kind[rows, acts], full[:, NUM_BUY:], kind[:, -1:]
@@ -152,3 +153,21 @@ def test_a_ppo_update_moves_both_the_same_way(batch: dict[str, torch.Tensor]) ->
         torch.testing.assert_close(p, p_r, rtol=1e-4, atol=1e-5)
     start = _pair("quick")[0].parameters()
     assert not all(torch.allclose(p, q) for p, q in zip(params, start, strict=True))  # the update did move
+
+
+def test_prior_rows_read_a_minibatch_where_it_is_stored(batch: dict[str, torch.Tensor]) -> None:
+    """``prior_rows`` (the PPO update's minibatch rows of the rollout's prior): the same logits and
+    gradients, bit for bit, as the minibatch's copied prior; a wrong shape is an error."""
+    net = _pair("kind weights, group scale, kind mlp")[0]
+    idx = torch.tensor([7, 3, 3, 50, 0, 80])
+    out = []
+    for prior, rows in ((batch["prior"][idx], None), (batch["prior"], idx)):
+        net.zero_grad()
+        logits, values = net(batch["obs"][idx], batch["masks"][idx], prior, rows)
+        (logits[batch["masks"][idx]].sum() + values.sum()).backward()  # type: ignore[no-untyped-call]
+        out.append(
+            [logits.detach(), values.detach(), *(p.grad.clone() for p in net.parameters() if p.grad is not None)]
+        )
+    assert len(out[0]) == len(out[1]) and all(torch.equal(a, b) for a, b in zip(*out, strict=True))
+    with pytest.raises(ValueError, match="prior_rows must be given with prior and have shape"):
+        net(batch["obs"][idx], batch["masks"][idx], batch["prior"], idx[:2])

@@ -297,15 +297,16 @@ class PatchworkNet(nn.Module):
         acts: torch.Tensor,
         weights: torch.Tensor,
         kind_weights: torch.Tensor | None,
+        prior_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The prior's logits ``sum_k weights_k * prior_k`` where ``forward`` uses them, not over
         all 2,026 actions: at the buys ``(rows, acts)`` (M,), there as the choice of kind weighs
         them (``kind_weights``; M,), at the leather cells and advance (B, 82), and advance as the
-        choice of kind weighs it (B, 1)."""
-        terms = prior[rows, acts].to(weights.dtype)  # (M, 9)
+        choice of kind weighs it (B, 1). ``prior_rows``: see ``forward``."""
+        terms = prior[rows if prior_rows is None else prior_rows[rows], acts].to(weights.dtype)  # (M, 9)
         buy = (terms * _gather_rows(weights, rows)).sum(-1)
         kind = buy if kind_weights is None else (terms * _gather_rows(kind_weights, rows)).sum(-1)
-        tail = prior[:, NUM_BUY:].to(weights.dtype)
+        tail = (prior[:, NUM_BUY:] if prior_rows is None else prior[prior_rows, NUM_BUY:]).to(weights.dtype)
         rest = torch.einsum("bak,bk->ba", tail, weights)
         if kind_weights is None:
             return buy, kind, rest, rest[:, -1:]
@@ -317,13 +318,19 @@ class PatchworkNet(nn.Module):
         return self.config.prior_scale > 0
 
     def forward(
-        self, obs: torch.Tensor, mask: torch.Tensor | None = None, prior: torch.Tensor | None = None
+        self,
+        obs: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        prior: torch.Tensor | None = None,
+        prior_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits (B, 2026) and values (B,). With a bool ``mask`` illegal logits are
         ``MASK_VALUE`` and buy logits are computed for legal buys only; without one, every buy
         logit is computed (off-board buys get a meaningless but finite value). ``prior`` (B, 2026, 9):
         required exactly when the net was built with ``prior_scale > 0`` (see ``NetConfig``); float32
-        or float16 (as the rollout stores it: only the entries used are converted)."""
+        or float16 (as the rollout stores it: only the entries used are converted). ``prior_rows``
+        (B,): the batch's rows of a larger ``prior`` (N, 2026, 9), so that a minibatch reads its
+        prior where the rollout stored it instead of copying it (``agents.ppo``)."""
         b = obs.shape[0]
         cfg = self.config
         if self.uses_prior != (prior is not None):
@@ -333,8 +340,14 @@ class PatchworkNet(nn.Module):
                 if self.uses_prior
                 else "this network has no greedy prior (prior_scale = 0): do not pass prior"
             )
-        if prior is not None and prior.shape != (b, NUM_ACTIONS, NUM_FEATURES):
-            raise ValueError(f"prior must have shape ({b}, {NUM_ACTIONS}, {NUM_FEATURES}), got {tuple(prior.shape)}")
+        if prior_rows is not None and (prior is None or prior_rows.shape != (b,)):
+            raise ValueError(f"prior_rows must be given with prior and have shape ({b},)")
+        rows_of_prior = b if prior_rows is None or prior is None else prior.shape[0]
+        if prior is not None and (prior.shape[1:] != (NUM_ACTIONS, NUM_FEATURES) or prior.shape[0] != rows_of_prior):
+            expected = (
+                f"({b}, {NUM_ACTIONS}, {NUM_FEATURES})" if prior_rows is None else f"(N, {NUM_ACTIONS}, {NUM_FEATURES})"
+            )
+            raise ValueError(f"prior must have shape {expected}, got {tuple(prior.shape)}")
         emb, trunk, pooled = self._body(obs)
         value = self.value(pooled).squeeze(-1)
         weights = None  # (B, 9): the state-dependent weighting of greedy's value terms
@@ -355,9 +368,11 @@ class PatchworkNet(nn.Module):
             rows, acts = mask[:, :NUM_BUY].nonzero(as_tuple=True)
         slot = acts // rules.SLOT_ACTIONS
         orientation = acts % rules.SLOT_ACTIONS // CELLS
-        anchor = acts % CELLS
         patch = self.patch_ids(obs)[rows, slot]
-        cells = self.placement_cells[patch, orientation, anchor]  # (M, 20)
+        # (M, 20): row ``patch * SLOT_ACTIONS + orientation * CELLS + anchor`` of the flat table
+        cells = self.placement_cells.view(-1, self.placement_cells.shape[-1]).index_select(
+            0, patch * rules.SLOT_ACTIONS + acts % rules.SLOT_ACTIONS
+        )
         feats = self.project(trunk).flatten(2).transpose(1, 2)  # (B, 81, F)
         table = torch.cat([feats, feats.new_zeros(b, 1, cfg.head_features), self.edge.expand(b, 1, -1)], dim=1)
         flat = table.reshape(b * (CELLS + 2), cfg.head_features)
@@ -388,7 +403,9 @@ class PatchworkNet(nn.Module):
         if prior is not None and weights is not None:
             # with the prior: placement logit + prior logit inside the slot, and the slot's logit +
             # log-sum-exp of its prior logits, so a zero residual gives logit = prior logit
-            buy_prior, kind_prior, rest_prior, advance = self._prior_logits(prior, rows, acts, weights, kind_weights)
+            buy_prior, kind_prior, rest_prior, advance = self._prior_logits(
+                prior, rows, acts, weights, kind_weights, prior_rows
+            )
             place = place + buy_prior
             slot_prior = _group_logsumexp(kind_prior, group, b * rules.MARKET_SIZE)
             if kind_scale is not None:
