@@ -26,8 +26,10 @@ from patchwork_env.core import rules
 from patchwork_env.players.checkpoint import read_checkpoint, save_checkpoint
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
+from results import render
 from tests.cli import error_lines
 from train import exit as exit_trainer
+from train import exit_results
 from train.cli import from_dict
 from train.config import ExItConfig
 
@@ -271,3 +273,38 @@ def test_command_line_errors_are_one_line_and_write_nothing(
     lines = error_lines(err)
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
     assert not run_dir.exists()
+
+
+def test_exit_results_measure_finished_runs_on_the_same_fresh_deals(tmp_path: Path) -> None:
+    """``python -m train.exit_results``: per run its start and final networks against greedy, the
+    final one against pretrained, its minute checkpoints; the results file has the provenance, a
+    row per seed, the mean and the raw counts, and the results page renders it."""
+    runs = []
+    for seed in (0, 1):
+        cfg = _config(tmp_path / f"s{seed}", seed=seed, iterations=1, checkpoint_minutes=[1e-9], final_eval_pairs=0)
+        runs.append(str(exit_trainer.main(cfg)["run_folder"]))
+    out = tmp_path / "exit.json"
+    assert exit_results.main([*runs, "--pairs", "2", "--curve-pairs", "1", "--results", str(out)]) == 0
+    data = json.loads(out.read_text())
+    for key in ("command", "commit", "date", "machine"):
+        assert data[key], key
+    assert data["kind"] == "training" and data["seeds"] == [0, 1] and [r["seed"] for r in data["runs"]] == [0, 1]
+    assert "vs greedy at 1e-09 min" in data["columns"] and len(data["summary"]["mean"]) == len(data["columns"])
+    for seed in ("0", "1"):
+        raw = data["raw"][seed]
+        for key in ("final_vs_greedy", "start_vs_greedy", "final_vs_pretrained"):
+            assert raw[key]["games"] == 4 and raw[key]["wins"] + raw[key]["losses"] <= 4, key
+        assert raw["curve_vs_greedy"]["1e-09"]["games"] == 2 and raw["iterations"] == 1
+    page = render.training("exit", data)
+    assert any(line.startswith("| mean |") for line in page)
+
+
+def test_exit_results_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, message in (
+        ([str(tmp_path)], "is not a run folder of train.exit"),
+        ([str(tmp_path), "--pairs", "0"], "--pairs must be in 1..10000"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            exit_results.main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and error_lines(err) == [error_lines(err)[0]] and message in err, err

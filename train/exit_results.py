@@ -1,0 +1,157 @@
+"""Expert iteration over seeds, measured: finished runs of ``train.exit`` (one per seed), their
+networks on fresh deals, written as one results file.
+
+    python -m train.exit_results runs/exit-s0 runs/exit-s1 runs/exit-s2 --results results/exit.json
+    python -m train.exit_results runs/exit-s0 --pairs 5 --curve-pairs 2        # a try
+
+Per run: its final network and its start against greedy on the same paired deals (``--pairs``,
+``--eval-seed``), the final network against ``pretrained`` on them, and the curve: each
+``checkpoints/minute-<m>.pt`` the run kept against greedy (``--curve-pairs``). The deals are the
+same for every run and none of them was played during training (the runs' own evaluations use
+other seeds). ``--results`` writes the per-seed rows, the mean and the least, and the raw counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from patchwork_env.cli.common import Parser, fail
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="python -m train.exit_results", description=__doc__.splitlines()[0])
+    p.add_argument("runs", type=Path, nargs="+", help="run folders of train.exit (one per seed)")
+    p.add_argument("--pairs", type=int, default=200, help="paired deals of each final figure (two games each)")
+    p.add_argument("--curve-pairs", type=int, default=100, help="paired deals per point of the curve")
+    p.add_argument("--eval-seed", type=int, default=5050, help="the deals of every evaluation")
+    p.add_argument("--workers", type=int, default=1, help="processes playing the games")
+    p.add_argument("--results", type=Path, default=None, help="write the results file here")
+    return p
+
+
+def counts(a: str, b: str, pairs: int, args: argparse.Namespace) -> dict[str, Any]:
+    """``a`` against ``b`` on ``pairs`` paired deals: the raw counts and the win rate of ``a``."""
+    from patchwork_env.evaluation.arena import play_pairs
+
+    r = play_pairs(a, b, pairs, seed=args.eval_seed, workers=args.workers)
+    print(f"  {a} vs {b}: {100 * r.win_rate_a:.1f}% of {r.games}", flush=True)
+    return {"games": r.games, "wins": r.wins_a, "losses": r.wins_b, "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}
+
+
+def measure(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One run's figures (raw counts) and what it was (seed, iterations, gates kept, minutes)."""
+    checkpoints = folder / "checkpoints"
+    for name in ("start.pt", "final.pt"):
+        if not (checkpoints / name).is_file():
+            fail(f"{checkpoints / name} is missing: is {folder} a finished run of train.exit?")
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    history = json.loads((folder / "exit_history.json").read_text())
+    final, start = f"ppo:{checkpoints / 'final.pt'}", f"ppo:{checkpoints / 'start.pt'}"
+    minutes = sorted(checkpoints.glob("minute-*.pt"), key=lambda p: float(re.sub(r"^minute-|\.pt$", "", p.name)))
+    return {
+        "seed": config["seed"],
+        "iterations": len(history) - 1,
+        "kept": sum(bool(row.get("kept_new")) for row in history[1:]),
+        "minutes": round(history[-1]["minutes"], 1),
+        "final_vs_greedy": counts(final, "greedy", args.pairs, args),
+        "start_vs_greedy": counts(start, "greedy", args.pairs, args),
+        "final_vs_pretrained": counts(final, "pretrained", args.pairs, args),
+        "curve_vs_greedy": {
+            p.name.removeprefix("minute-").removesuffix(".pt"): counts(f"ppo:{p}", "greedy", args.curve_pairs, args)
+            for p in minutes
+        },
+    }
+
+
+def summarize(runs: list[dict[str, Any]], args: argparse.Namespace, command: str) -> dict[str, Any]:
+    from patchwork_env.evaluation.provenance import provenance
+    from patchwork_env.evaluation.stats import format_win_rate
+
+    marks = sorted({m for run in runs for m in run["curve_vs_greedy"]}, key=float)
+    columns = ["start vs greedy", "final vs greedy", "gain vs greedy", "final vs pretrained"]
+    columns += [f"vs greedy at {m} min" for m in marks] + ["iterations (kept)", "minutes"]
+
+    def cells(run: dict[str, Any]) -> dict[str, str]:
+        gain = 100 * (run["final_vs_greedy"]["win_rate"] - run["start_vs_greedy"]["win_rate"])
+        out = {key: format_win_rate(run[k]["win_rate"], run[k]["ci95"]) for key, k in (
+            ("start vs greedy", "start_vs_greedy"), ("final vs greedy", "final_vs_greedy"),
+            ("final vs pretrained", "final_vs_pretrained"))}  # fmt: skip
+        out["gain vs greedy"] = f"{gain:+.1f} points"
+        for m in marks:
+            r = run["curve_vs_greedy"].get(m)
+            out[f"vs greedy at {m} min"] = format_win_rate(r["win_rate"], r["ci95"]) if r else "-"
+        out["iterations (kept)"] = f"{run['iterations']} ({run['kept']})"
+        out["minutes"] = f"{run['minutes']:.0f}"
+        return out
+
+    def stat(fn: Any, key: str) -> str:
+        return f"{100 * fn(run[key]['win_rate'] for run in runs):.1f}%"
+
+    mean_final = stat(statistics.mean, "final_vs_greedy")
+    blank = [""] * (len(marks) + 2)
+    return {
+        **provenance(command, [run["seed"] for run in runs]),
+        "kind": "training",
+        "title": "Expert iteration (train.exit): the network alone, on several seeds",
+        "description": "Each seed one run of `python -m train.exit --config configs/exit.yaml` (from the shipped "
+        "network; the run folders' config.yaml has every setting), then its start and final networks on "
+        f"{args.pairs} fresh paired deals (seed {args.eval_seed}) against greedy, the final one against "
+        f"`pretrained` on the same deals, and its minute checkpoints against greedy on {args.curve_pairs} of "
+        "them. Raw counts in `raw`.",
+        "columns": columns,
+        "runs": [{"seed": run["seed"], "cells": cells(run)} for run in runs],
+        "summary": {
+            "mean": [
+                stat(statistics.mean, "start_vs_greedy"),
+                mean_final,
+                "",
+                stat(statistics.mean, "final_vs_pretrained"),
+                *blank,
+            ],
+            "least": [
+                stat(min, "start_vs_greedy"),
+                stat(min, "final_vs_greedy"),
+                "",
+                stat(min, "final_vs_pretrained"),
+                *blank,
+            ],
+        },
+        "headline": [[f"Expert iteration: the network alone against greedy (mean of {len(runs)} seeds)", mean_final]],
+        "raw": {str(run["seed"]): run for run in runs},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    for name in ("pairs", "curve_pairs"):
+        if not 1 <= getattr(args, name) <= 10_000:
+            fail(f"--{name.replace('_', '-')} must be in 1..10000, got {getattr(args, name)}")
+    if not 1 <= args.workers <= 64:
+        fail(f"--workers must be in 1..64, got {args.workers}")
+    if args.results is not None and not args.results.resolve().parent.is_dir():
+        fail(f"--results: the directory {args.results.resolve().parent} does not exist")
+    for folder in args.runs:
+        if not (folder / "exit_history.json").is_file() or not (folder / "config.yaml").is_file():
+            fail(f"{folder} is not a run folder of train.exit (no exit_history.json or config.yaml)")
+    runs = []
+    for folder in args.runs:
+        print(f"{folder}:", flush=True)
+        runs.append(measure(folder, args))
+    if args.results is not None:
+        data = summarize(runs, args, " ".join(["python -m train.exit_results", *argv]))
+        args.results.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
