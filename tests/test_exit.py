@@ -235,6 +235,21 @@ def test_a_fresh_network_does_not_depend_on_the_threads_the_process_had(tmp_path
     assert all(torch.equal(starts[0][k], starts[1][k]) for k in starts[0])
 
 
+def test_the_search_with_the_network_is_evaluated_when_asked(tmp_path: Path) -> None:
+    """``search_eval_opponents``: at each evaluation the az search with the current network plays
+    them (its row in exit_history.json); none by default."""
+    cfg = _config(tmp_path / "on", iterations=1, final_eval_pairs=0, search_eval_opponents={"random": 1},
+                  search_eval_sims=3)  # fmt: skip
+    history = json.loads((Path(exit_trainer.main(cfg)["run_folder"]) / "exit_history.json").read_text())
+    r = history[1]["search_eval"]["random"]
+    assert r["games"] == 2 and 0 <= r["wins"] <= 2 and len(r["ci95"]) == 2
+    off = _config(tmp_path / "off", iterations=1, final_eval_pairs=0)
+    assert (
+        "search_eval"
+        not in json.loads((Path(exit_trainer.main(off)["run_folder"]) / "exit_history.json").read_text())[1]
+    )
+
+
 def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path) -> None:
     summary = exit_trainer.main(
         _config(tmp_path, iterations=5, time_limit_minutes=1e-6, checkpoint_minutes=[1e-6], final_eval_pairs=0)
@@ -262,6 +277,8 @@ def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path)
         (["--itarations", "3"], "did you mean --iterations?"),
         (["--label-backend", "dask"], "label_backend must be one of"),
         (["--address", "auto"], "address needs label_backend=ray"),
+        (["--search-eval-opponents", "nosuch", "3"], "search_eval_opponents: unknown agent 'nosuch'"),
+        (["--search-eval-opponents", "greedy", "0"], "search_eval_opponents['greedy'] must be in 1..100000 pairs"),
     ],
 )
 def test_command_line_errors_are_one_line_and_write_nothing(

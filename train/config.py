@@ -389,6 +389,12 @@ class ExItConfig(CommonConfig):
     """The fitted network is kept only if its gate win rate is above this; else the old weights come back."""
     eval_every: int = 1
     """Iterations between evaluations of the network alone (and one at the end); 0: only the final one."""
+    search_eval_opponents: dict[str, int] = field(default_factory=dict)
+    """At each evaluation, also the ``az`` search with the current network (``search_eval_sims``
+    simulations, the agent's other defaults) against these specs, paired deals each, e.g.
+    ``{"mcts:sims=100": 20}``; empty: none. Costly: each az move is a search."""
+    search_eval_sims: int = 300
+    """Simulations per move of the ``az`` search in ``search_eval_opponents`` (the ``az`` agent's default)."""
 
     def memory_bytes(self) -> int:
         """The window's labelled positions and their network inputs in a training pass, and one
@@ -438,6 +444,14 @@ class ExItConfig(CommonConfig):
         between(self, "eval_every", 0, LIMITS["period"])
         between(self, "time_limit_minutes", 0.0, math.inf)
         check_minutes(self, "checkpoint_minutes")
+        between(self, "search_eval_sims", 1, LIMITS["sims"])
+        for spec, pairs in self.search_eval_opponents.items():
+            if not spec.strip():
+                raise ConfigError("search_eval_opponents: an agent spec must not be empty")
+            if not 1 <= pairs <= LIMITS["eval_pairs"]:
+                raise ConfigError(
+                    f"search_eval_opponents[{spec!r}] must be in 1..{LIMITS['eval_pairs']} pairs, got {pairs}"
+                )
 
 
 @dataclass

@@ -20,7 +20,8 @@ Steps, in order (``main`` reads the same way):
    network against the one before on ``gate_pairs`` paired deals, kept only if it wins more than
    ``gate_threshold``, else the old weights come back.
 3. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone against
-   ``eval_opponents`` (the same deals every time) and ``checkpoints/iter_<k>.pt``;
+   ``eval_opponents`` (the same deals every time), and with ``search_eval_opponents`` the ``az``
+   search with it (``search_eval`` : the expert, e.g. against ``mcts:sims=100``) and ``checkpoints/iter_<k>.pt``;
    ``latest.pt`` every iteration, ``minute-<m>.pt`` for ``checkpoint_minutes``; stop at
    ``time_limit_minutes``.
 4. **Finish**: the final evaluation of the network and of its start on the same fresh deals.
@@ -35,7 +36,7 @@ from __future__ import annotations
 import sys
 
 from train.cli import parse_or_exit, run_trainer, train_or_report
-from train.config import ExItConfig
+from train.config import ConfigError, ExItConfig
 
 if __name__ == "__main__":
     COMMAND_LINE = parse_or_exit(ExItConfig, __doc__)
@@ -58,9 +59,14 @@ from agents.exit import (
     label_loss,
     search_labels,
 )
+from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.evaluation.backend import Backend, open_backend
+from patchwork_env.players.az import EXPAND, AZAgent
+from patchwork_env.players.az_search import SearchConfig
+from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.network import PatchworkNet, count_parameters
-from train.run import Run, frozen_copy, load_network, preflight
+from patchwork_env.players.registry import make_agent
+from train.run import Run, eval_tag, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_seed
 
 # the per-iteration numbers also drawn in TensorBoard (``exit/<name>``)
@@ -80,6 +86,11 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``) with the iterations' gate decisions."""
     cfg.validate()
     preflight(cfg)
+    for spec in cfg.search_eval_opponents:  # an opponent that does not build stops the run here
+        try:
+            make_agent(spec)
+        except AgentSpecError as exc:
+            raise ConfigError(f"search_eval_opponents: {exc}") from None
     # 1. start ---------------------------------------------------------------------------------------
     torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
     net = load_network(cfg.init_checkpoint, "init_checkpoint") if cfg.init_checkpoint else PatchworkNet(cfg.net)
@@ -104,6 +115,8 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
             if cfg.eval_every and cfg.eval_opponents and (iteration % cfg.eval_every == 0 or last):
                 run.checkpoint(net, f"iter_{iteration}.pt", {"iteration": iteration})
                 row["eval"] = run.evaluate(net, iteration)
+                if cfg.search_eval_opponents:
+                    row["search_eval"] = search_eval(cfg, run, net, iteration)
             run.checkpoint(net, "latest.pt", {"iteration": iteration})
             rows.append({**row, "minutes": run.minutes()})
             (run.folder / "exit_history.json").write_text(json.dumps(rows, indent=1))
@@ -167,6 +180,19 @@ def iterate(
         f"[{row['gate_ci'][0]:.3f}, {row['gate_ci'][1]:.3f}]: {'new' if decision.keep_new else 'previous'} kept"
     )
     return row
+
+
+def search_eval(cfg: ExItConfig, run: Run, net: PatchworkNet, it: int) -> dict[str, dict[str, Any]]:
+    """The ``az`` search with (a frozen copy of) ``net`` against ``search_eval_opponents`` on
+    paired deals, the same at every evaluation (and not the network-alone evaluation's)."""
+    agent = AZAgent(frozen_copy(net), SearchConfig(sims=cfg.search_eval_sims, expand=EXPAND), name="az")
+    out = {}
+    for spec, pairs in cfg.search_eval_opponents.items():
+        r = play_pairs(agent, spec, pairs, seed=stream_seed(cfg.seed, Stream.EVAL, 1), workers=cfg.eval_workers)
+        out[spec] = {"games": r.games, "wins": r.wins_a, "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}
+        run.writer.add_scalar(f"exit/az_win_rate_vs_{eval_tag(spec)}", r.win_rate_a, it)
+        run.log(f"iteration {it}: az ({cfg.search_eval_sims} sims) vs {spec} {100 * r.win_rate_a:.1f}% of {r.games}")
+    return out
 
 
 def search_settings(cfg: ExItConfig) -> SearchSettings:
