@@ -312,6 +312,7 @@ def test_exit_results_measure_finished_runs_on_the_same_fresh_deals(tmp_path: Pa
         for key in ("final_vs_greedy", "start_vs_greedy", "final_vs_pretrained"):
             assert raw[key]["games"] == 4 and raw[key]["wins"] + raw[key]["losses"] <= 4, key
         assert raw["curve_vs_greedy"]["1e-09"]["games"] == 2 and raw["iterations"] == 1
+        assert raw["config"]["seed"] == int(seed) and raw["config"]["checkpoint_minutes"] == [1e-9]
     page = render.training("exit", data)
     assert any(line.startswith("| mean |") for line in page)
 

@@ -58,6 +58,7 @@ def measure(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
     minutes = sorted(checkpoints.glob("minute-*.pt"), key=lambda p: float(re.sub(r"^minute-|\.pt$", "", p.name)))
     return {
         "seed": config["seed"],
+        "config": config,  # the run's every setting (time limit, iterations, checkpoint minutes...)
         "iterations": len(history) - 1,
         "kept": sum(bool(row.get("kept_new")) for row in history[1:]),
         "minutes": round(history[-1]["minutes"], 1),
@@ -102,7 +103,7 @@ def summarize(runs: list[dict[str, Any]], args: argparse.Namespace, command: str
         "kind": "training",
         "title": "Expert iteration (train.exit): the network alone, on several seeds",
         "description": "Each seed one run of `python -m train.exit --config configs/exit.yaml` (from the shipped "
-        "network; the run folders' config.yaml has every setting), then its start and final networks on "
+        "network; each run's settings are its `config` in `raw`), then its start and final networks on "
         f"{args.pairs} fresh paired deals (seed {args.eval_seed}) against greedy, the final one against "
         f"`pretrained` on the same deals, and its minute checkpoints against greedy on {args.curve_pairs} of "
         "them. Raw counts in `raw`.",
