@@ -158,6 +158,10 @@ def test_gather_sum_is_advanced_indexing(threads: int) -> None:
         torch.set_num_threads(before)
     torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
     assert torch.equal(g_fast, g_slow)
+    with pytest.raises(IndexError, match="outside the table"):  # compiled, but never reads past the table
+        _gather_sum(table, torch.tensor([[0, 5 * 83]]))
+    with pytest.raises(IndexError, match="outside the table"):
+        _gather_sum(table, torch.tensor([[-1, 0]]))
     rows = torch.tensor([3, 3, 0, 7])  # ``_gather_rows``: plain row indexing of any trailing shape
     cube = torch.randn(9, 2, 3, generator=gen)
     assert torch.equal(_gather_rows(cube, rows), cube[rows])
@@ -203,6 +207,15 @@ def test_ppo_agent_act_and_act_batch_agree(batch: tuple[torch.Tensor, torch.Tens
         while not state.is_terminal:
             state = state.step(int(state.legal_actions()[-1]))  # advance, or the last leather cell
         agent.act(state, rng)
+
+
+def test_a_mask_of_another_shape_is_an_error(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+    obs, masks, _ = batch
+    net = PatchworkNet(SMALL)
+    with pytest.raises(ValueError, match="mask must have shape"):
+        net(obs[:2], masks[:3])
+    with pytest.raises(ValueError, match="mask must have shape"):
+        net(obs[:2], masks[:2, :100])
 
 
 def test_net_config_errors() -> None:

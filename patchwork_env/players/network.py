@@ -340,6 +340,8 @@ class PatchworkNet(nn.Module):
                 if self.uses_prior
                 else "this network has no greedy prior (prior_scale = 0): do not pass prior"
             )
+        if mask is not None and tuple(mask.shape) != (b, NUM_ACTIONS):
+            raise ValueError(f"mask must have shape ({b}, {NUM_ACTIONS}), got {tuple(mask.shape)}")
         if prior_rows is not None and (prior is None or prior_rows.shape != (b,)):
             raise ValueError(f"prior_rows must be given with prior and have shape ({b},)")
         rows_of_prior = b if prior_rows is None or prior is None else prior.shape[0]
@@ -430,12 +432,16 @@ class PatchworkNet(nn.Module):
 
 @jit
 def gather_rows_sum(table: npt.NDArray[Any], index: npt.NDArray[np.int64], out: npt.NDArray[Any]) -> None:
-    """``out[m] = sum_k table[index[m, k]]``, the rows added in the order of ``k``."""
+    """``out[m] = sum_k table[index[m, k]]``, the rows added in the order of ``k``. An index outside
+    ``table`` raises IndexError (the loops are compiled without bounds checks otherwise)."""
+    n = table.shape[0]
     for m in range(index.shape[0]):
         for j in range(table.shape[1]):
             out[m, j] = 0.0
         for k in range(index.shape[1]):
             r = index[m, k]
+            if r < 0 or r >= n:
+                raise IndexError("gather_rows_sum: an index is outside the table")
             for j in range(table.shape[1]):
                 out[m, j] += table[r, j]
 
@@ -443,10 +449,13 @@ def gather_rows_sum(table: npt.NDArray[Any], index: npt.NDArray[np.int64], out: 
 @jit
 def scatter_rows_add(grad: npt.NDArray[Any], index: npt.NDArray[np.int64], out: npt.NDArray[Any]) -> None:
     """``out[index[m, k]] += grad[m]`` for every ``m`` and ``k``, in that order (the transpose of
-    ``gather_rows_sum``: its backward)."""
+    ``gather_rows_sum``: its backward). An index outside ``out`` raises IndexError."""
+    n = out.shape[0]
     for m in range(index.shape[0]):
         for k in range(index.shape[1]):
             r = index[m, k]
+            if r < 0 or r >= n:
+                raise IndexError("scatter_rows_add: an index is outside the table")
             for j in range(grad.shape[1]):
                 out[r, j] += grad[m, j]
 
