@@ -16,13 +16,13 @@ Steps, in order (``main`` reads the same way):
    ``target``; in this process, or with ``--label-backend ray [--address HOST:PORT]`` each batch
    of ``search_batch`` positions a Ray task, the same labels); ``epochs`` passes of the choice
    of kind over the newest ``window`` iterations of labels (10% of each iteration's positions
-   held out, never trained on); the gate: the fitted
-   network against the one before on ``gate_pairs`` paired deals, kept only if it wins more than
-   ``gate_threshold``, else the old weights come back.
+   held out, never trained on); the gate: the fitted network against the one before on
+   ``gate_pairs`` paired deals, kept only if it wins more than ``gate_threshold``, else the old
+   weights come back.
 3. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone against
-   ``eval_opponents`` (the same deals every time), and with ``search_eval_opponents`` the ``az``
-   search with it (``search_eval`` : the expert, e.g. against ``mcts:sims=100``) and ``checkpoints/iter_<k>.pt``;
-   ``latest.pt`` every iteration, ``minute-<m>.pt`` for ``checkpoint_minutes``; stop at
+   ``eval_opponents`` (the same deals every time), with ``search_eval_opponents`` also the expert
+   (``search_eval``: the ``az`` search with the network, e.g. against ``mcts:sims=100``), and
+   ``checkpoints/iter_<k>.pt``; ``latest.pt`` every iteration, ``minute-<m>.pt`` for ``checkpoint_minutes``; stop at
    ``time_limit_minutes``.
 4. **Finish**: the final evaluation of the network and of its start on the same fresh deals.
 
