@@ -318,7 +318,18 @@ def test_exit_results_measure_finished_runs_on_the_same_fresh_deals(tmp_path: Pa
 
 
 def test_exit_results_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken"  # a run folder whose history is cut short and whose start does not load
+    (broken / "checkpoints").mkdir(parents=True)
+    (broken / "config.yaml").write_text("seed: 0\n")
+    (broken / "exit_history.json").write_text('[{"minutes": 1.0}]')
+    (broken / "checkpoints" / "start.pt").write_text("junk")
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "config.yaml").write_text("seed: 0\n")
+    (cut / "exit_history.json").write_text("[{")
     for argv, message in (
+        ([str(broken)], "start.pt is not a PPO checkpoint"),
+        ([str(cut)], "is not a run folder of train.exit (config.yaml, exit_history.json: Expecting"),
         ([str(tmp_path)], "is not a run folder of train.exit"),
         ([str(tmp_path), "--pairs", "0"], "--pairs must be in 1..10000"),
     ):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = train_seed(args, seed)
         runs[seed] = evaluate_marks(args, folder)
     if args.results is not None:
-        data = summarize(args, runs, " ".join(["python -m train.baselines", *argv]))
+        data = summarize(args, runs, shlex.join(["python", "-m", "train.baselines", *argv]))
         args.results.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {args.results}")
     return 0

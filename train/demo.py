@@ -449,7 +449,9 @@ def main(argv: list[str] | None = None, parsed: tuple[argparse.Namespace, list[s
         plan = make_plan(args, rest, argv, seed)
         runs.append(run_once(plan))
     if args.results is not None:
-        args.results.write_text(json.dumps(summarize(runs, " ".join(["python -m train.demo", *argv])), indent=1) + "\n")
+        args.results.write_text(
+            json.dumps(summarize(runs, shlex.join(["python", "-m", "train.demo", *argv])), indent=1) + "\n"
+        )
         print(f"wrote {args.results}")
     return plan.folder / "report.md"
 

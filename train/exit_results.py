@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -46,16 +46,45 @@ def counts(a: str, b: str, pairs: int, args: argparse.Namespace) -> dict[str, An
     return {"games": r.games, "wins": r.wins_a, "losses": r.wins_b, "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}
 
 
-def measure(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+def load_run(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A finished run of train.exit: its config and history, its checkpoints loadable (else one
+    ``error:`` line naming what is wrong)."""
+    from patchwork_env.players.registry import make_agent
+
+    try:
+        config = yaml.safe_load((folder / "config.yaml").read_text())
+        history = json.loads((folder / "exit_history.json").read_text())
+        seed, _ = config["seed"], history[-1]["minutes"]
+    except (OSError, ValueError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
+        fail(f"{folder} is not a run folder of train.exit (config.yaml, exit_history.json: {exc})")
+    if not isinstance(seed, int):
+        fail(f"{folder}/config.yaml: seed must be an integer, got {seed!r}")
+    for path in (folder / "checkpoints" / "start.pt", folder / "checkpoints" / "final.pt", *minute_checkpoints(folder)):
+        try:
+            make_agent(f"ppo:{path}")
+        except Exception as exc:  # a missing or corrupt checkpoint: the registry says what
+            fail(exc)
+    return config, history
+
+
+def minute_checkpoints(folder: Path) -> list[Path]:
+    """``checkpoints/minute-<m>.pt`` of a run, by ``m`` (other names are not the curve's)."""
+    marks = {}
+    for path in (folder / "checkpoints").glob("minute-*.pt"):
+        try:
+            marks[float(path.name.removeprefix("minute-").removesuffix(".pt"))] = path
+        except ValueError:
+            continue
+    return [marks[m] for m in sorted(marks)]
+
+
+def measure(
+    folder: Path, config: dict[str, Any], history: list[dict[str, Any]], args: argparse.Namespace
+) -> dict[str, Any]:
     """One run's figures (raw counts) and what it was (seed, iterations, gates kept, minutes)."""
     checkpoints = folder / "checkpoints"
-    for name in ("start.pt", "final.pt"):
-        if not (checkpoints / name).is_file():
-            fail(f"{checkpoints / name} is missing: is {folder} a finished run of train.exit?")
-    config = yaml.safe_load((folder / "config.yaml").read_text())
-    history = json.loads((folder / "exit_history.json").read_text())
     final, start = f"ppo:{checkpoints / 'final.pt'}", f"ppo:{checkpoints / 'start.pt'}"
-    minutes = sorted(checkpoints.glob("minute-*.pt"), key=lambda p: float(re.sub(r"^minute-|\.pt$", "", p.name)))
+    minutes = minute_checkpoints(folder)
     return {
         "seed": config["seed"],
         "config": config,  # the run's every setting (time limit, iterations, checkpoint minutes...)
@@ -140,15 +169,13 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--workers must be in 1..64, got {args.workers}")
     if args.results is not None and not args.results.resolve().parent.is_dir():
         fail(f"--results: the directory {args.results.resolve().parent} does not exist")
-    for folder in args.runs:
-        if not (folder / "exit_history.json").is_file() or not (folder / "config.yaml").is_file():
-            fail(f"{folder} is not a run folder of train.exit (no exit_history.json or config.yaml)")
-    runs = []
-    for folder in args.runs:
+    runs = [load_run(folder) for folder in args.runs]  # every folder checked before a game is played
+    measured = []
+    for folder, (config, history) in zip(args.runs, runs, strict=True):
         print(f"{folder}:", flush=True)
-        runs.append(measure(folder, args))
+        measured.append(measure(folder, config, history, args))
     if args.results is not None:
-        data = summarize(runs, args, " ".join(["python -m train.exit_results", *argv]))
+        data = summarize(measured, args, shlex.join(["python", "-m", "train.exit_results", *argv]))
         args.results.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {args.results}")
     return 0
