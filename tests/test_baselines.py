@@ -22,6 +22,8 @@ def test_the_baselines_write_a_results_file_with_raw_counts(tmp_path: Path) -> N
     for key in ("command", "commit", "date", "machine", "seeds"):
         assert data[key], key
     assert data["kind"] == "training" and data["seeds"] == [3]
+    assert "minutes of the run's CPU time" in data["description"]
+    assert yaml.safe_load((tmp_path / "runs" / "ppo-scratch-s3" / "config.yaml").read_text())["clock"] == "process"
     assert data["columns"] == ["vs random at 1e-09 min", "vs greedy at 1e-09 min", "vs random at 2e-09 min",
                                "vs greedy at 2e-09 min"]  # fmt: skip
     raw = data["raw"]["3"]
@@ -36,3 +38,24 @@ def test_a_mark_out_of_range_is_an_error_line(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit) as exc:
         baselines.main(["--minutes", "0"])
     assert exc.value.code == 2 and capsys.readouterr().err.startswith("error: --minutes must be in (0, 10000]")
+
+
+def test_seeds_run_at_once_give_each_seed_its_own_run(tmp_path: Path) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({"net": TINY_NET, "num_games": 8, "rollout_steps": 24, "num_minibatches": 2}))
+    out = tmp_path / "scratch.json"
+    argv = ["--seeds", "1", "2", "--jobs", "2", "--minutes", "1e-9", "--pairs", "1", "--config", str(config)]
+    assert baselines.main([*argv, "--runs", str(tmp_path / "runs"), "--results", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["seeds"] == [1, 2] and sorted(data["raw"]) == ["1", "2"]
+    for seed in (1, 2):
+        assert data["raw"][str(seed)]["1e-09"]["greedy"]["games"] == 2
+        assert yaml.safe_load((tmp_path / "runs" / f"ppo-scratch-s{seed}" / "config.yaml").read_text())["seed"] == seed
+
+
+@pytest.mark.parametrize("jobs", ["0", "3"])
+def test_more_jobs_than_seeds_is_an_error_line(jobs: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        baselines.main(["--seeds", "0", "1", "--jobs", jobs])
+    expected = f"error: --jobs must be in 1..2 (the number of seeds), got {jobs}"
+    assert exc.value.code == 2 and capsys.readouterr().err.startswith(expected)

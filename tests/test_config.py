@@ -117,6 +117,7 @@ def test_a_file_with_wrong_keys_or_types_names_them(data: dict[str, object], mes
         ({"checkpoint_minutes": [10, -1]}, r"checkpoint_minutes must be at most 100 numbers in \(0, 1e6\]"),
         ({"run_dir": "a\\b"}, r"run_dir may hold letters, digits and \._-/"),
         ({"run_dir": "../up"}, r"no '\.\.'"),
+        ({"clock": "cpu"}, r"clock must be one of wall, process, got 'cpu'"),
         ({"net": {"blocks": 100_000}}, r"net\.blocks must be an integer in \[1, 32\]"),
         ({"net": {"channels": 4096}}, r"net\.channels must be an integer in \[1, 512\]"),
     ],

@@ -3,6 +3,7 @@ of the trainer, and the checkpoint save / load / resume round trip."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from patchwork_env.players.policy import load_ppo_agent
 from train import selfplay
 from train.cli import from_dict
 from train.config import ConfigError, SelfPlayConfig
-from train.run import evaluate, frozen_copy
+from train.run import Run, evaluate, frozen_copy
 from train.seeds import Stream, stream_seed
 
 TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
@@ -138,6 +139,13 @@ def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
     }
     data.update(extra)
     return from_dict(SelfPlayConfig, data, "test")
+
+
+def test_a_process_clock_counts_compute_not_waiting(tmp_path: Path) -> None:
+    wall = Run(_tiny_config(tmp_path / "wall"), "t", "update")
+    process = Run(_tiny_config(tmp_path / "process", clock="process"), "t", "update")
+    time.sleep(0.6)  # no CPU time: the process clock hardly moves, the wall clock moves 0.01 minutes
+    assert wall.minutes() >= 0.6 / 60 and process.minutes() < 0.3 / 60
 
 
 def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:

@@ -1,12 +1,14 @@
 """Reference baselines from scratch: self-play PPO from a random network (``configs/selfplay_scratch.yaml``),
 its strength after fixed minutes of training, on several seeds, for researchers to compare with.
 
-    python -m train.baselines --seeds 0 1 2 --minutes 10 30 60 --results results/ppo-scratch.json
+    python -m train.baselines --seeds 0 1 2 --minutes 10 30 60 --jobs 3 --results results/ppo-scratch.json
     python -m train.baselines --seeds 0 --minutes 1 --pairs 5      # a try
 
-Per seed: one run of ``train.selfplay`` (no periodic evaluation, so the minutes are training) that keeps
-``checkpoints/minute-<m>.pt`` at each mark; then each of those networks plays ``--pairs`` paired deals
-against random and greedy on fresh deals (``--eval-seed``, the same for every seed and mark).
+Per seed: one run of ``train.selfplay`` (no periodic evaluation, so the minutes are training; by
+default minutes of the run's CPU time, so that ``--jobs`` runs sharing the cores are not slowed
+in the count) that keeps ``checkpoints/minute-<m>.pt`` at each mark; then each of those networks
+plays ``--pairs`` paired deals against random and greedy on fresh deals (``--eval-seed``, the same
+for every seed and mark).
 ``--results`` writes the results file (per seed and mark, the win rates with their raw counts).
 """
 
@@ -14,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import shlex
 import statistics
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ from patchwork_env.cli.common import Parser, fail
 
 CONFIG = "configs/selfplay_scratch.yaml"
 OPPONENTS = ("random", "greedy")
+CLOCK_WORDS = {"process": "the run's CPU time", "wall": "elapsed time"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", default=CONFIG, help="the trainer's config")
     p.add_argument("--runs", type=Path, default=Path("runs/baselines"), help="folder of the run folders")
     p.add_argument("--results", type=Path, default=None, help="write the results file here")
+    p.add_argument(
+        "--clock", choices=("process", "wall"), default="process",
+        help="what a minute of training is: the run's CPU time (fair when runs share cores) or elapsed time",
+    )  # fmt: skip
+    p.add_argument("--jobs", type=int, default=1, help="seeds trained and evaluated at once (processes)")
     return p
 
 
@@ -45,7 +55,7 @@ def train_seed(args: argparse.Namespace, seed: int) -> Path:
     folder: Path = args.runs / f"ppo-scratch-s{seed}"
     options = [
         "--config", args.config, "--seed", str(seed), "--run-dir", str(folder),
-        "--time-limit-minutes", str(max(args.minutes)), "--total-updates", "100000",
+        "--time-limit-minutes", str(max(args.minutes)), "--total-updates", "100000", "--clock", args.clock,
         "--checkpoint-minutes", *[f"{m:g}" for m in args.minutes],
         "--eval-every", "0", "--final-eval-pairs", "0", "--no-progress",
     ]  # fmt: skip
@@ -70,6 +80,11 @@ def evaluate_marks(args: argparse.Namespace, folder: Path) -> dict[str, dict[str
                                    "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}  # fmt: skip
             print(f"  {path}: vs {spec} {100 * r.win_rate_a:.1f}% of {r.games}", flush=True)
     return out
+
+
+def train_and_evaluate(args: argparse.Namespace, seed: int) -> dict[str, dict[str, Any]]:
+    """One seed: its run, then its marks' raw counts."""
+    return evaluate_marks(args, train_seed(args, seed))
 
 
 def summarize(args: argparse.Namespace, runs: dict[int, dict[str, dict[str, Any]]], command: str) -> dict[str, Any]:
@@ -99,8 +114,9 @@ def summarize(args: argparse.Namespace, runs: dict[int, dict[str, dict[str, Any]
         "kind": "training",
         "title": "Self-play PPO from scratch: strength over minutes of training",
         "description": f"`python -m train.selfplay --config {args.config}` from a random network on each seed (one "
-        f"core, no periodic evaluation), its network at each mark against random and greedy: {args.pairs} paired "
-        f"deals each on fresh deals (seed {args.eval_seed}). Raw counts in `raw`.",
+        f"thread, no periodic evaluation; minutes of {CLOCK_WORDS[args.clock]}), its network at each mark against "
+        f"random and greedy: {args.pairs} paired deals each on fresh deals (seed {args.eval_seed}). "
+        "Raw counts in `raw`.",
         "columns": columns,
         "runs": rows,
         "summary": {"mean": means},
@@ -117,10 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--minutes must be in (0, 10000], got {args.minutes}")
     if args.results is not None and not args.results.resolve().parent.is_dir():
         fail(f"--results: the directory {args.results.resolve().parent} does not exist")
-    runs = {}
-    for seed in args.seeds:
-        folder = train_seed(args, seed)
-        runs[seed] = evaluate_marks(args, folder)
+    if not 1 <= args.jobs <= len(args.seeds):
+        fail(f"--jobs must be in 1..{len(args.seeds)} (the number of seeds), got {args.jobs}")
+    if args.jobs == 1:
+        runs = {seed: train_and_evaluate(args, seed) for seed in args.seeds}
+    else:
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {seed: pool.submit(train_and_evaluate, args, seed) for seed in args.seeds}
+            runs = {seed: future.result() for seed, future in futures.items()}
     if args.results is not None:
         data = summarize(args, runs, shlex.join(["python", "-m", "train.baselines", *argv]))
         args.results.write_text(json.dumps(data, indent=1) + "\n")

@@ -63,6 +63,7 @@ LIMITS: dict[str, int] = {
     "window": 1_000,
 }
 BACKENDS = ("local", "ray")
+CLOCKS = ("wall", "process")
 # the engine's sizes, for memory estimates without loading it (tests/test_config.py checks them)
 OBS_DIM, NUM_ACTIONS, STATE_LEN, PRIOR_FEATURES = 1452, 2026, 129, 9
 RUN_DIR = re.compile(r"^[A-Za-z0-9._/\-]*$")
@@ -80,6 +81,10 @@ class CommonConfig:
     """Threads torch may use. 1 leaves the other core to the game engine."""
     progress: bool = True
     """Show progress (bars, one line per evaluation)."""
+    clock: str = "wall"
+    """What a minute of training is (time limits, minute checkpoints, the curve's x axis): ``wall``
+    (elapsed time) or ``process`` (this process's CPU time, so that runs sharing the cores get the
+    same compute per minute; work done by Ray workers does not count)."""
     net: NetConfig = field(default_factory=NetConfig)
     """The network's sizes (``patchwork_env.players.net_config``)."""
     eval_opponents: dict[str, int] = field(default_factory=lambda: {"random": 20, "greedy": 50})
@@ -109,6 +114,8 @@ class CommonConfig:
         if not RUN_DIR.match(self.run_dir) or ".." in self.run_dir.split("/"):
             raise ConfigError(f"run_dir may hold letters, digits and ._-/ (no '..'), got {self.run_dir!r}")
         between(self, "seed", 0, MAX_SEED)
+        if self.clock not in CLOCKS:
+            raise ConfigError(f"clock must be one of {', '.join(CLOCKS)}, got {self.clock!r}")
         between(self, "torch_threads", 1, LIMITS["torch_threads"])
         between(self, "eval_workers", 1, LIMITS["eval_workers"])
         between(self, "final_eval_pairs", 0, LIMITS["final_eval_pairs"])

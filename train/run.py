@@ -66,12 +66,13 @@ class Run:
         self.history: list[dict[str, Any]] = list(history or [])
         self.latest: Results = {}
         self.minutes_before = minutes_before
-        self.started = time.time()
+        self.clock = time.process_time if cfg.clock == "process" else time.time
+        self.started = self.clock()
         set_threads(cfg.torch_threads)
 
     def minutes(self) -> float:
         """Minutes of training, a resumed run's earlier ones included."""
-        return self.minutes_before + (time.time() - self.started) / 60
+        return self.minutes_before + (self.clock() - self.started) / 60
 
     def log(self, text: str) -> None:
         if self.cfg.progress:
