@@ -31,7 +31,7 @@ torch thread).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,9 @@ def exit_positions(net: PatchworkNet, num: int, seed: int, greedy_share: float =
 @dataclass(frozen=True)
 class SearchSettings:
     """The expert: the ``az`` agent's search (``patchwork_env.players.az``'s defaults but for the
-    simulations), ``batch`` positions searched together, and what its label is (``TARGETS``)."""
+    simulations), ``batch`` positions searched together, and what its label is (``TARGETS``).
+    With ``unsure_sims`` (0: off), positions whose label's two largest kinds of move are within
+    ``unsure_margin`` of each other are searched again with that many simulations (``unsure``)."""
 
     sims: int = 100
     rollouts: int = 4
@@ -87,12 +89,19 @@ class SearchSettings:
     c_puct: float = 1.25
     target: str = "policy"
     batch: int = 64
+    unsure_sims: int = 0
+    unsure_margin: float = 0.2
 
     def search_config(self) -> SearchConfig:
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
         if self.rollouts < 1 or self.batch < 1:
             raise ValueError(f"rollouts and batch must be >= 1, got {self.rollouts}, {self.batch}")
+        if self.unsure_sims and (self.unsure_sims <= self.sims or not 0.0 < self.unsure_margin <= 1.0):
+            raise ValueError(
+                f"unsure_sims must be 0 or above sims ({self.sims}) with unsure_margin in (0, 1]; "
+                f"got {self.unsure_sims}, {self.unsure_margin}"
+            )
         config = SearchConfig(sims=self.sims, expand=self.expand, considered=self.considered, c_puct=self.c_puct)
         config.validate()
         return config
@@ -107,6 +116,8 @@ class Labels:
     policies: npt.NDArray[np.float32]
     actions: IntArray
     root_values: FloatArray
+    searched_again: BoolArray
+    """The positions whose label comes from the deeper search (``SearchSettings.unsure_sims``)."""
 
 
 def search_labels(
@@ -114,21 +125,39 @@ def search_labels(
 ) -> Labels:
     """The ``az`` search with ``net`` on every position, ``settings.batch`` at a time (``label_batch``):
     in this process, or each batch as a task of ``backend`` (``patchwork_env.evaluation.backend``:
-    Ray, on this machine or a cluster). Deterministic for a seed and batch size, the same labels
-    on either (no root noise; each position's generator and each batch's rollouts come from
+    Ray, on this machine or a cluster); then, with ``unsure_sims``, the unsure positions again with
+    that many simulations, their labels replaced. Deterministic for a seed and batch size, the same
+    labels on either (no root noise; each position's generator and each batch's rollouts come from
     ``seed``; with one torch thread)."""
     settings.search_config()  # bad settings fail here, before any work is sent
     states = np.ascontiguousarray(states, dtype=np.int64)
+    policies, actions, values = _search(net, states, settings, seed, backend)
+    again = unsure(policies, settings.unsure_margin) if settings.unsure_sims else np.zeros(len(states), dtype=bool)
+    if again.any():
+        deeper = replace(settings, sims=settings.unsure_sims, unsure_sims=0)
+        deep_seed = int(np.random.SeedSequence(seed, spawn_key=(2**32,)).generate_state(1)[0])
+        policies[again], actions[again], values[again] = _search(net, states[again], deeper, deep_seed, backend)
+    return Labels(states, policies, actions, values, again)
+
+
+def _search(
+    net: PatchworkNet, states: IntArray, settings: SearchSettings, seed: int, backend: Backend | None
+) -> tuple[npt.NDArray[np.float32], IntArray, FloatArray]:
+    """(policies, moves, root values) of every position: ``label_batch`` over batches."""
+    if len(states) == 0:
+        return np.zeros((0, rules.NUM_ACTIONS), dtype=np.float32), np.zeros(0, dtype=np.int64), np.zeros(0)
     shared = (net.eval(), states, settings, seed)
     starts = list(range(0, len(states), settings.batch))
     parts = (label_batch(shared, lo) for lo in starts) if backend is None else backend.map(label_batch, shared, starts)
-    policies, actions, values = zip(*parts, strict=True) if starts else ((), (), ())
-    return Labels(
-        states,
-        np.concatenate(policies) if starts else np.zeros((0, rules.NUM_ACTIONS), dtype=np.float32),
-        np.concatenate(actions).astype(np.int64) if starts else np.zeros(0, dtype=np.int64),
-        np.concatenate(values) if starts else np.zeros(0),
-    )
+    policies, actions, values = zip(*parts, strict=True)
+    return np.concatenate(policies), np.concatenate(actions).astype(np.int64), np.concatenate(values)
+
+
+def unsure(policies: npt.NDArray[Any], margin: float) -> BoolArray:
+    """Labels whose two largest kinds of move (``group_targets``) are within ``margin``."""
+    kinds = np.sort(group_targets(policies), axis=1)
+    close: BoolArray = kinds[:, -1] - kinds[:, -2] < margin
+    return close
 
 
 def label_batch(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from agents.exit import (
     group_targets,
     label_loss,
     search_labels,
+    unsure,
 )
 from patchwork_env.core import rules
 from patchwork_env.players.checkpoint import read_checkpoint, save_checkpoint
@@ -106,11 +108,33 @@ class SequentialBackend:
         return (fn(pickle.loads(pickle.dumps(shared)), item) for item in items)
 
 
+def test_unsure_positions_are_searched_again_with_more_simulations(positions: np.ndarray) -> None:
+    states, settings = positions[:16], SearchSettings(sims=8, batch=4)
+    first = search_labels(_net(), states, settings, seed=2)
+    assert not first.searched_again.any()
+    kinds = np.sort(group_targets(first.policies), axis=1)
+    margin = float(np.median(kinds[:, -1] - kinds[:, -2]))  # about half the labels are unsure
+    deeper = replace(settings, unsure_sims=40, unsure_margin=margin)
+    labels = search_labels(_net(), states, deeper, seed=2)
+    again = labels.searched_again
+    assert np.array_equal(again, unsure(first.policies, margin)) and 0 < again.sum() < len(states)
+    sure = ~again
+    assert np.array_equal(labels.policies[sure], first.policies[sure])  # the sure labels are the first search's
+    assert np.array_equal(labels.actions[sure], first.actions[sure])
+    assert not np.array_equal(labels.policies[again], first.policies[again])
+    np.testing.assert_allclose(labels.policies.sum(1), 1.0, atol=1e-5)
+    assert not labels.policies[~_masks(states)].any()
+    remote = search_labels(_net(), states, deeper, seed=2, backend=SequentialBackend())
+    assert np.array_equal(remote.policies, labels.policies) and np.array_equal(remote.searched_again, again)
+
+
 def test_bad_search_settings_fail() -> None:
     with pytest.raises(ValueError, match="target"):
         SearchSettings(target="best").search_config()
     with pytest.raises(ValueError, match=">= 1"):
         SearchSettings(sims=0).search_config()
+    with pytest.raises(ValueError, match=r"unsure_sims must be 0 or above sims \(100\)"):
+        SearchSettings(unsure_sims=100).search_config()
 
 
 def test_positions_come_from_the_networks_games_and_offer_a_choice() -> None:
@@ -279,6 +303,8 @@ def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path)
         (["--address", "auto"], "address needs label_backend=ray"),
         (["--search-eval-opponents", "nosuch", "3"], "search_eval_opponents: unknown agent 'nosuch'"),
         (["--search-eval-opponents", "greedy", "0"], "search_eval_opponents['greedy'] must be in 1..100000 pairs"),
+        (["--unsure-sims", "50"], "unsure_sims must be in [101, 100000], got 50"),
+        (["--unsure-sims", "400", "--unsure-margin", "0"], "unsure_margin must be > 0.0, got 0.0"),
     ],
 )
 def test_command_line_errors_are_one_line_and_write_nothing(

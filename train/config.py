@@ -375,6 +375,11 @@ class ExItConfig(CommonConfig):
     target: str = "policy"
     """The label: ``policy``, the search's improved policy (Gumbel: softmax(logit + sigma(completed
     Q))), or ``visits``, its root visit shares."""
+    unsure_sims: int = 0
+    """Positions whose label is unsure (its two largest kinds of move within ``unsure_margin``) are
+    searched again with this many simulations (more than ``sims``), that label kept; 0: off."""
+    unsure_margin: float = 0.2
+    """With ``unsure_sims``: the gap between a label's two largest kinds of move below which it is unsure."""
     search_batch: int = 64
     """Positions searched together (one forward pass per simulation step for all of them)."""
     label_backend: str = "local"
@@ -439,6 +444,10 @@ class ExItConfig(CommonConfig):
         between(self, "c_puct", 0.0, math.inf)
         if self.target not in ("policy", "visits"):
             raise ConfigError(f"target must be 'policy' or 'visits', got {self.target!r}")
+        between(self, "unsure_margin", 0.0, 1.0)
+        if self.unsure_sims:
+            between(self, "unsure_sims", self.sims + 1, LIMITS["sims"])
+            above(self, "unsure_margin", 0.0)
         between(self, "search_batch", 1, LIMITS["search_batch"])
         check_backend(self, "label_backend")
         if self.address and self.label_backend != "ray":

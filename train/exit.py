@@ -72,6 +72,7 @@ from train.seeds import Stream, stream_seed
 # the per-iteration numbers also drawn in TensorBoard (``exit/<name>``)
 CHARTS = (
     "positions_per_second",
+    "searched_again_share",
     "new_labels_agreement",
     "held_out_loss_before",
     "held_out_loss_after",
@@ -157,6 +158,7 @@ def iterate(
         "positions": len(states),
         "window_positions": sum(len(part[0]) for part in window.parts),
         "positions_per_second": len(states) / max(t2 - t1, 1e-9),
+        "searched_again_share": float(labels.searched_again.mean()) if len(states) else 0.0,
         "new_labels_agreement": agreement,
         "held_out_loss_before": stats[0].val_loss,
         "held_out_loss_after": stats[-1].val_loss,
@@ -173,7 +175,8 @@ def iterate(
     for key in CHARTS:
         run.writer.add_scalar(f"exit/{key}", float(row[key]), it)
     run.log(
-        f"iteration {it}: {len(states)} positions labelled at {row['positions_per_second']:.1f}/s, "
+        f"iteration {it}: {len(states)} positions labelled at {row['positions_per_second']:.1f}/s "
+        f"({100 * row['searched_again_share']:.0f}% searched again), "
         f"agreement with them {agreement:.3f}; held-out loss {row['held_out_loss_before']:.3f} -> "
         f"{row['held_out_loss_after']:.3f}, agreement {row['held_out_agreement_before']:.3f} -> "
         f"{row['held_out_agreement_after']:.3f}; gate {decision.win_rate:.3f} "
@@ -196,7 +199,17 @@ def search_eval(cfg: ExItConfig, run: Run, net: PatchworkNet, it: int) -> dict[s
 
 
 def search_settings(cfg: ExItConfig) -> SearchSettings:
-    return SearchSettings(cfg.sims, cfg.rollouts, cfg.expand, cfg.considered, cfg.c_puct, cfg.target, cfg.search_batch)
+    return SearchSettings(
+        sims=cfg.sims,
+        rollouts=cfg.rollouts,
+        expand=cfg.expand,
+        considered=cfg.considered,
+        c_puct=cfg.c_puct,
+        target=cfg.target,
+        batch=cfg.search_batch,
+        unsure_sims=cfg.unsure_sims,
+        unsure_margin=cfg.unsure_margin,
+    )
 
 
 def cli(argv: list[str] | None = None) -> int:
