@@ -11,7 +11,7 @@ One iteration (``train.exit`` runs them):
    kind is kept (``stride`` times as many are played, so the kept ones come from more games).
 2. **Labels** (``search_labels``): the ``az`` search (``BatchedSearch`` with ``NetEvaluator``: the
    current network's policy over kinds of move as the prior, greedy rollouts as leaf values, a
-   Gumbel root without noise) on ``batch`` positions at a time, one forward pass per simulation
+   Gumbel root without noise) on ``search_batch`` positions at a time, one forward pass per simulation
    step for the batch. A label is a distribution over the position's legal actions: the search's
    improved policy (``target="policy"``: Gumbel AlphaZero's softmax(logit + sigma(completed Q)))
    or its root visit shares (``"visits"``). The search branches over kinds of move (each at the
@@ -78,7 +78,7 @@ def exit_positions(net: PatchworkNet, num: int, seed: int, greedy_share: float =
 @dataclass(frozen=True)
 class SearchSettings:
     """The expert: the ``az`` agent's search (``patchwork_env.players.az``'s defaults but for the
-    simulations), ``batch`` positions searched together, and what its label is (``TARGETS``).
+    simulations), ``search_batch`` positions searched together, and what its label is (``TARGETS``).
     With ``unsure_sims`` (0: off), positions whose label's two largest kinds of move are within
     ``unsure_margin`` of each other are searched again with that many simulations (``unsure``)."""
 
@@ -88,15 +88,15 @@ class SearchSettings:
     considered: int = 16
     c_puct: float = 1.25
     target: str = "policy"
-    batch: int = 64
+    search_batch: int = 64
     unsure_sims: int = 0
     unsure_margin: float = 0.2
 
     def search_config(self) -> SearchConfig:
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
-        if self.rollouts < 1 or self.batch < 1:
-            raise ValueError(f"rollouts and batch must be >= 1, got {self.rollouts}, {self.batch}")
+        if self.rollouts < 1 or self.search_batch < 1:
+            raise ValueError(f"rollouts and search_batch must be >= 1, got {self.rollouts}, {self.search_batch}")
         if self.unsure_sims and (self.unsure_sims <= self.sims or not 0.0 < self.unsure_margin <= 1.0):
             raise ValueError(
                 f"unsure_sims must be 0 or above sims ({self.sims}) with unsure_margin in (0, 1]; "
@@ -123,7 +123,7 @@ class Labels:
 def search_labels(
     net: PatchworkNet, states: IntArray, settings: SearchSettings, seed: int, backend: Backend | None = None
 ) -> Labels:
-    """The ``az`` search with ``net`` on every position, ``settings.batch`` at a time (``label_batch``):
+    """The ``az`` search with ``net`` on every position, ``settings.search_batch`` at a time (``label_batch``):
     in this process, or each batch as a task of ``backend`` (``patchwork_env.evaluation.backend``:
     Ray, on this machine or a cluster); then, with ``unsure_sims``, the unsure positions again with
     that many simulations, their labels replaced. Deterministic for a seed and batch size, the same
@@ -147,7 +147,7 @@ def _search(
     if len(states) == 0:
         return np.zeros((0, rules.NUM_ACTIONS), dtype=np.float32), np.zeros(0, dtype=np.int64), np.zeros(0)
     shared = (net.eval(), states, settings, seed)
-    starts = list(range(0, len(states), settings.batch))
+    starts = list(range(0, len(states), settings.search_batch))
     parts = (label_batch(shared, lo) for lo in starts) if backend is None else backend.map(label_batch, shared, starts)
     policies, actions, values = zip(*parts, strict=True)
     return np.concatenate(policies), np.concatenate(actions).astype(np.int64), np.concatenate(values)
@@ -166,7 +166,7 @@ def label_batch(
     """The labels of positions ``lo`` .. ``lo + batch`` of ``search_labels``: (policies, the
     search's moves, root values); a function of ``shared`` and ``lo`` alone (one work item)."""
     net, states, settings, seed = shared
-    hi = min(len(states), lo + settings.batch)
+    hi = min(len(states), lo + settings.search_batch)
     evaluator = NetEvaluator(net, kinds=True, rollouts=settings.rollouts, mix=1.0)
     evaluator.seed(int(np.random.SeedSequence(seed, spawn_key=(lo, 1)).generate_state(1)[0]))
     rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i,))) for i in range(lo, hi)]

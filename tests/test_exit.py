@@ -68,7 +68,7 @@ def _masks(states: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("target", ["policy", "visits"])
 def test_labels_are_distributions_over_legal_actions(positions: np.ndarray, target: str) -> None:
     states = positions[:10]
-    labels = search_labels(_net(), states, SearchSettings(sims=8, batch=4, target=target), seed=1)
+    labels = search_labels(_net(), states, SearchSettings(sims=8, search_batch=4, target=target), seed=1)
     masks = _masks(states)
     assert labels.policies.shape == (10, rules.NUM_ACTIONS)
     assert (labels.policies >= 0).all()
@@ -81,14 +81,14 @@ def test_labels_are_distributions_over_legal_actions(positions: np.ndarray, targ
     assert not groups[~legal_groups(states)].any()
     if target == "policy":  # the improved policy is soft: every legal kind keeps some mass
         assert ((groups > 0) == legal_groups(states)).all()
-    again = search_labels(_net(), states, SearchSettings(sims=8, batch=4, target=target), seed=1)
+    again = search_labels(_net(), states, SearchSettings(sims=8, search_batch=4, target=target), seed=1)
     assert np.array_equal(labels.policies, again.policies) and np.array_equal(labels.actions, again.actions)
 
 
 def test_labels_on_a_backend_equal_the_labels_in_this_process(positions: np.ndarray) -> None:
     """Each batch of ``search_batch`` positions a task (``label_batch``; the network and positions
     travel pickled, as to a Ray worker): the same labels, bit for bit, in the same order."""
-    states, settings = positions[:11], SearchSettings(sims=6, batch=4)
+    states, settings = positions[:11], SearchSettings(sims=6, search_batch=4)
     local = search_labels(_net(), states, settings, seed=3)
     backend = SequentialBackend()
     remote = search_labels(_net(), states, settings, seed=3, backend=backend)
@@ -109,7 +109,7 @@ class SequentialBackend:
 
 
 def test_unsure_positions_are_searched_again_with_more_simulations(positions: np.ndarray) -> None:
-    states, settings = positions[:16], SearchSettings(sims=8, batch=4)
+    states, settings = positions[:16], SearchSettings(sims=8, search_batch=4)
     first = search_labels(_net(), states, settings, seed=2)
     assert not first.searched_again.any()
     kinds = np.sort(group_targets(first.policies), axis=1)
@@ -159,7 +159,7 @@ def test_the_window_keeps_the_newest_iterations() -> None:
 
 def test_a_fit_lowers_the_loss_on_its_labels(positions: np.ndarray) -> None:
     net = _net()
-    targets = group_targets(search_labels(net, positions, SearchSettings(sims=8, batch=20), seed=2).policies)
+    targets = group_targets(search_labels(net, positions, SearchSettings(sims=8, search_batch=20), seed=2).policies)
     held = np.zeros(len(positions), dtype=np.bool_)
     held[:4] = True
     window = Window(1)

@@ -41,6 +41,7 @@ from train.config import ConfigError, ExItConfig
 if __name__ == "__main__":
     COMMAND_LINE = parse_or_exit(ExItConfig, __doc__)
 
+import dataclasses
 import json
 import time
 from typing import Any
@@ -199,17 +200,8 @@ def search_eval(cfg: ExItConfig, run: Run, net: PatchworkNet, it: int) -> dict[s
 
 
 def search_settings(cfg: ExItConfig) -> SearchSettings:
-    return SearchSettings(
-        sims=cfg.sims,
-        rollouts=cfg.rollouts,
-        expand=cfg.expand,
-        considered=cfg.considered,
-        c_puct=cfg.c_puct,
-        target=cfg.target,
-        batch=cfg.search_batch,
-        unsure_sims=cfg.unsure_sims,
-        unsure_margin=cfg.unsure_margin,
-    )
+    """The labelling search: the config's fields of the same names."""
+    return SearchSettings(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(SearchSettings)})
 
 
 def cli(argv: list[str] | None = None) -> int:
