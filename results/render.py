@@ -1,7 +1,7 @@
 """Render the published figures from their results files: ``docs/results.md`` and the headline table
 of ``README.md`` (between its ``results:headline`` markers).
 
-    python results/render.py            # rewrite both from results/*.json
+    python results/render.py            # rewrite both (and docs/figures/) from results/*.json
     python results/render.py --check    # exit 1 if a page is stale or a file lacks its provenance
 
 Every ``results/*.json`` is written by the command that measured it (``patchwork evaluate --json``,
@@ -14,7 +14,10 @@ drift apart.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 PAGE = ROOT / "docs" / "results.md"
+FIGURES = ROOT / "docs" / "figures"
 README = ROOT / "README.md"
 PROVENANCE = ("command", "commit", "date", "machine", "seeds")
 BEGIN, END = "<!-- results:headline -->", "<!-- /results:headline -->"
@@ -135,7 +139,8 @@ def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
 
 
 def training(name: str, data: Data) -> list[str]:
-    """A trainer's outcome over seeds: ``runs`` (one per seed) with named metrics (raw counts)."""
+    """A trainer's outcome over seeds: ``runs`` (one per seed) with named metrics (raw counts), and
+    its curves' figure when its raw counts are per mark (``mark_curves``)."""
     lines = [
         f"## {data['title']}",
         "",
@@ -143,6 +148,10 @@ def training(name: str, data: Data) -> list[str]:
         "",
         f"Measured by {where(data)}.",
         "",
+    ]
+    if mark_curves(data):
+        lines += [f"![{data['title']}](figures/{name}.svg)", ""]
+    lines += [
         "| seed | " + " | ".join(data["columns"]) + " |",
         "|---|" + "---|" * len(data["columns"]),
     ]
@@ -151,6 +160,65 @@ def training(name: str, data: Data) -> list[str]:
     for label, values in data.get("summary", {}).items():
         lines.append(f"| {label} | " + " | ".join(str(v) for v in values) + " |")
     return lines
+
+
+Curves = dict[str, dict[str, list[tuple[float, float, float, float]]]]
+MARK = re.compile(r"\d+(\.\d*)?(e-?\d+)?")  # a minute mark as train.baselines writes it: 10, 0.5, 1e-09
+
+
+def mark_curves(data: Data) -> Curves:
+    """Opponent -> seed -> points (minutes, win rate, 95% CI) of a training file whose ``raw`` holds
+    win rates per seed, mark and opponent (``train.baselines``); empty for any other file."""
+    curves: Curves = {}
+    raw = data.get("raw")
+    if data.get("kind") != "training" or not isinstance(raw, dict):
+        return {}
+    for seed, marks in raw.items():
+        if not isinstance(marks, dict) or not all(MARK.fullmatch(m) for m in marks):
+            return {}
+        for mark, opponents in sorted(marks.items(), key=lambda item: float(item[0])):
+            for spec, r in opponents.items():
+                if not isinstance(r, dict) or "win_rate" not in r or "ci95" not in r:
+                    return {}
+                point = (float(mark), r["win_rate"], *r["ci95"])
+                curves.setdefault(spec, {}).setdefault(seed, []).append(point)
+    return curves
+
+
+def figure(name: str, data: Data) -> str:
+    """The SVG of ``mark_curves``: per opponent each seed (thin, its 95% band) and their mean. It
+    names the hash of the points it draws (``--check`` compares that: the bytes of an SVG differ
+    between matplotlib versions)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = mark_curves(data)
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for k, (spec, seeds) in enumerate(curves.items()):
+        color = f"C{k}"
+        for points in seeds.values():
+            x, y, lo, hi = zip(*points, strict=True)
+            ax.plot(x, y, color=color, lw=0.8, alpha=0.5)
+            ax.fill_between(x, lo, hi, color=color, alpha=0.08, lw=0)
+        marks = [p[0] for p in next(iter(seeds.values()))]
+        mean = [sum(s[i][1] for s in seeds.values()) / len(seeds) for i in range(len(marks))]
+        ax.plot(marks, mean, color=color, lw=2.2, marker="o", label=f"vs {spec} (mean of {len(seeds)} seeds)")
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set(xlabel="minutes of training", ylabel="win rate", ylim=(0, 1), xlim=(0, None))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="center right", fontsize=8)
+    fig.tight_layout()
+    plt.rcParams["svg.hashsalt"] = name
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None, "Description": f"curves {curve_hash(curves)}"})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def curve_hash(curves: Curves) -> str:
+    return hashlib.sha256(json.dumps(curves, sort_keys=True).encode()).hexdigest()[:16]
 
 
 KINDS: list[tuple[Callable[[Data], bool], Callable[[str, Data], list[str]]]] = [
@@ -242,12 +310,20 @@ def main(argv: list[str] | None = None) -> int:
             for p, text in ((PAGE, new_page), (README, new_readme))
             if not p.is_file() or p.read_text() != text
         ]
+        for name, data in files.items():
+            path, curves = FIGURES / f"{name}.svg", mark_curves(data)
+            if curves and (not path.is_file() or f"curves {curve_hash(curves)}" not in path.read_text()):
+                stale.append(str(path.relative_to(ROOT)))
         if stale:
             print(f"stale: {', '.join(stale)} (run: python results/render.py)", file=sys.stderr)
             return 1
         return 0
     PAGE.write_text(new_page)
     README.write_text(new_readme)
+    for name, data in files.items():
+        if mark_curves(data):
+            FIGURES.mkdir(exist_ok=True)
+            (FIGURES / f"{name}.svg").write_text(figure(name, data))
     print(f"wrote {PAGE.relative_to(ROOT)} and the headline table of README.md from {len(files)} results files")
     return 0
 

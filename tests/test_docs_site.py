@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import shutil
 import subprocess
 import sys
@@ -75,3 +76,22 @@ def test_a_results_file_without_its_command_fails_the_check(tmp_path: Path) -> N
     proc = subprocess.run([sys.executable, str(copy / "results" / "render.py"), "--check"], capture_output=True,
                           text=True)  # fmt: skip
     assert proc.returncode != 0 and "bare.json lacks ['command', 'commit', 'date', 'machine', 'seeds']" in proc.stderr
+
+
+def test_a_curve_drawn_from_other_counts_than_its_file_is_stale(tmp_path: Path) -> None:
+    copy = tmp_path / "repo"
+    for name in ("results", "docs"):
+        shutil.copytree(ROOT / name, copy / name)
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    path = copy / "results" / "ppo-scratch.json"
+    data = json.loads(path.read_text())
+    seed = next(iter(data["raw"]))
+    mark = next(iter(data["raw"][seed]))
+    data["raw"][seed][mark]["greedy"]["win_rate"] += 0.01  # the page's cells stay; the figure's points move
+    path.write_text(json.dumps(data))
+    render = [sys.executable, str(copy / "results" / "render.py")]
+    proc = subprocess.run([*render, "--check"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "stale: docs/figures/ppo-scratch.svg" in proc.stderr, proc.stderr
+    assert subprocess.run(render, capture_output=True).returncode == 0
+    assert subprocess.run([*render, "--check"], capture_output=True).returncode == 0
+    assert "<svg" in (copy / "docs" / "figures" / "ppo-scratch.svg").read_text()
