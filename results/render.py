@@ -168,20 +168,35 @@ MARK = re.compile(r"\d+(\.\d*)?(e-?\d+)?")  # a minute mark as train.baselines w
 
 def mark_curves(data: Data) -> Curves:
     """Opponent -> seed -> points (minutes, win rate, 95% CI) of a training file whose ``raw`` holds
-    win rates per seed, mark and opponent (``train.baselines``); empty for any other file."""
+    win rates per seed and minute mark: per mark and opponent (``train.baselines``), or per
+    opponent as ``curve_vs_<opponent>`` with the run's start (minute 0) and end
+    (``start_vs_``/``final_vs_<opponent>`` at ``minutes``; ``train.exit_results``). Empty for any
+    other file."""
     curves: Curves = {}
     raw = data.get("raw")
     if data.get("kind") != "training" or not isinstance(raw, dict):
         return {}
-    for seed, marks in raw.items():
-        if not isinstance(marks, dict) or not all(MARK.fullmatch(m) for m in marks):
+    for seed, entry in raw.items():
+        if not isinstance(entry, dict):
             return {}
-        for mark, opponents in sorted(marks.items(), key=lambda item: float(item[0])):
-            for spec, r in opponents.items():
-                if not isinstance(r, dict) or "win_rate" not in r or "ci95" not in r:
-                    return {}
-                point = (float(mark), r["win_rate"], *r["ci95"])
-                curves.setdefault(spec, {}).setdefault(seed, []).append(point)
+        if entry and all(MARK.fullmatch(m) for m in entry):  # mark -> opponent -> counts
+            found = [(float(m), spec, r) for m, opponents in entry.items() for spec, r in opponents.items()]
+        else:  # curve_vs_<opponent> -> mark -> counts, with the start and the end
+            found = []
+            for key, marks in entry.items():
+                if key.startswith("curve_vs_") and isinstance(marks, dict):
+                    spec = key.removeprefix("curve_vs_")
+                    found += [(float(m), spec, r) for m, r in marks.items() if MARK.fullmatch(m)]
+                    if f"start_vs_{spec}" in entry:
+                        found.append((0.0, spec, entry[f"start_vs_{spec}"]))
+                    if f"final_vs_{spec}" in entry and "minutes" in entry:
+                        found.append((float(entry["minutes"]), spec, entry[f"final_vs_{spec}"]))
+            if not found:
+                return {}
+        for minutes, spec, r in sorted(found, key=lambda item: item[0]):
+            if not isinstance(r, dict) or "win_rate" not in r or "ci95" not in r:
+                return {}
+            curves.setdefault(spec, {}).setdefault(seed, []).append((minutes, r["win_rate"], *r["ci95"]))
     return curves
 
 
@@ -202,9 +217,13 @@ def figure(name: str, data: Data) -> str:
             x, y, lo, hi = zip(*points, strict=True)
             ax.plot(x, y, color=color, lw=0.8, alpha=0.5)
             ax.fill_between(x, lo, hi, color=color, alpha=0.08, lw=0)
-        marks = [p[0] for p in next(iter(seeds.values()))]
-        mean = [sum(s[i][1] for s in seeds.values()) / len(seeds) for i in range(len(marks))]
-        ax.plot(marks, mean, color=color, lw=2.2, marker="o", label=f"vs {spec} (mean of {len(seeds)} seeds)")
+        lengths = {len(points) for points in seeds.values()}
+        if len(lengths) == 1:  # the mean point by point (x too: a run's end is at its own minute)
+            points = [[sum(s[i][j] for s in seeds.values()) / len(seeds) for j in (0, 1)] for i in range(*lengths)]
+            x, y = zip(*points, strict=True)
+            ax.plot(x, y, color=color, lw=2.2, marker="o", label=f"vs {spec} (mean of {len(seeds)} seeds)")
+        else:
+            ax.plot([], [], color=color, lw=0.8, label=f"vs {spec} ({len(seeds)} seeds)")
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
     ax.set(xlabel="minutes of training", ylabel="win rate", ylim=(0, 1), xlim=(0, None))
     ax.grid(alpha=0.3)

@@ -340,7 +340,14 @@ def test_exit_results_measure_finished_runs_on_the_same_fresh_deals(tmp_path: Pa
         assert raw["curve_vs_greedy"]["1e-09"]["games"] == 2 and raw["iterations"] == 1
         assert raw["config"]["seed"] == int(seed) and raw["config"]["checkpoint_minutes"] == [1e-9]
     page = render.training("exit", data)
-    assert any(line.startswith("| mean |") for line in page)
+    assert any(line.startswith("| mean |") for line in page) and "![" in "".join(page)
+    for seed in ("0", "1"):  # the curve: the start at minute 0, the mark, the end at the run's minutes
+        raw = data["raw"][seed]
+        points = render.mark_curves(data)["greedy"][seed]
+        assert [p[0] for p in points] == [0.0, 1e-9, raw["minutes"]]
+        rates = [raw["start_vs_greedy"], raw["curve_vs_greedy"]["1e-09"], raw["final_vs_greedy"]]
+        assert [p[1] for p in points] == [r["win_rate"] for r in rates]
+    assert "<svg" in render.figure("exit", data)
 
 
 def test_exit_results_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
