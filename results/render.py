@@ -333,15 +333,21 @@ def main(argv: list[str] | None = None) -> int:
             path, curves = FIGURES / f"{name}.svg", mark_curves(data)
             if curves and (not path.is_file() or f"curves {curve_hash(curves)}" not in path.read_text()):
                 stale.append(str(path.relative_to(ROOT)))
+        drawn = {name for name, data in files.items() if mark_curves(data)}
+        orphans = [p for p in FIGURES.glob("*.svg") if p.stem not in drawn]
+        stale += [f"{p.relative_to(ROOT)} (no results file draws it)" for p in orphans]
         if stale:
             print(f"stale: {', '.join(stale)} (run: python results/render.py)", file=sys.stderr)
             return 1
         return 0
     PAGE.write_text(new_page)
     README.write_text(new_readme)
+    FIGURES.mkdir(exist_ok=True)
+    for path in FIGURES.glob("*.svg"):  # the figure of a results file that is gone
+        if path.stem not in files or not mark_curves(files[path.stem]):
+            path.unlink()
     for name, data in files.items():
         if mark_curves(data):
-            FIGURES.mkdir(exist_ok=True)
             (FIGURES / f"{name}.svg").write_text(figure(name, data))
     print(f"wrote {PAGE.relative_to(ROOT)} and the headline table of README.md from {len(files)} results files")
     return 0

@@ -95,3 +95,8 @@ def test_a_curve_drawn_from_other_counts_than_its_file_is_stale(tmp_path: Path) 
     assert subprocess.run(render, capture_output=True).returncode == 0
     assert subprocess.run([*render, "--check"], capture_output=True).returncode == 0
     assert "<svg" in (copy / "docs" / "figures" / "ppo-scratch.svg").read_text()
+    orphan = copy / "docs" / "figures" / "gone.svg"  # the figure of a results file since removed
+    orphan.write_text("<svg/>")
+    proc = subprocess.run([*render, "--check"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "docs/figures/gone.svg (no results file draws it)" in proc.stderr, proc.stderr
+    assert subprocess.run(render, capture_output=True).returncode == 0 and not orphan.exists()
