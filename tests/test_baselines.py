@@ -59,3 +59,9 @@ def test_more_jobs_than_seeds_is_an_error_line(jobs: str, capsys: pytest.Capture
         baselines.main(["--seeds", "0", "1", "--jobs", jobs])
     expected = f"error: --jobs must be in 1..2 (the number of seeds), got {jobs}"
     assert exc.value.code == 2 and capsys.readouterr().err.startswith(expected)
+
+
+def test_a_repeated_seed_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:  # two runs would share one folder
+        baselines.main(["--seeds", "0", "0", "--jobs", "2"])
+    assert exc.value.code == 2 and capsys.readouterr().err.startswith("error: --seeds must be distinct")

@@ -21,6 +21,7 @@ import shlex
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--minutes must be in (0, 10000], got {args.minutes}")
     if args.results is not None and not args.results.resolve().parent.is_dir():
         fail(f"--results: the directory {args.results.resolve().parent} does not exist")
+    if len(set(args.seeds)) != len(args.seeds):
+        fail(f"--seeds must be distinct (each seed is one run folder), got {args.seeds}")
     if not 1 <= args.jobs <= len(args.seeds):
         fail(f"--jobs must be in 1..{len(args.seeds)} (the number of seeds), got {args.jobs}")
     if args.jobs == 1:
@@ -140,7 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {seed: pool.submit(train_and_evaluate, args, seed) for seed in args.seeds}
-            runs = {seed: future.result() for seed, future in futures.items()}
+            try:
+                runs = {seed: future.result() for seed, future in futures.items()}
+            except BrokenProcessPool:
+                fail("a seed's process died before it finished (out of memory?); see the run folders in --runs")
     if args.results is not None:
         data = summarize(args, runs, shlex.join(["python", "-m", "train.baselines", *argv]))
         args.results.write_text(json.dumps(data, indent=1) + "\n")
