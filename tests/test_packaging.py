@@ -36,7 +36,7 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"patchwork_env"}
-    assert "patchwork_env/players/pretrained.pt" in names and "patchwork_env/data/patches.json" in names
+    assert "patchwork_env/players/pretrained-v1.pt" in names and "patchwork_env/data/patches.json" in names
     assert "patchwork_env/data/ladder-v1.json" in names  # the ladder's scale ships with the package
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "patchwork = patchwork_env.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

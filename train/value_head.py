@@ -1,6 +1,6 @@
 """Fit a checkpoint's value head to the results of its own games, for search (``agents.value_head``).
 
-    python -m train.value_head --checkpoint patchwork_env/players/pretrained.pt --out runs/value/pretrained.pt \\
+    python -m train.value_head --checkpoint patchwork_env/players/pretrained-v1.pt --out runs/value/pretrained.pt \\
         --games 2000 --epochs 10 --seed 0
 
 The network plays ``--games`` games (its most probable move against greedy, seats alternating,

@@ -26,6 +26,7 @@ from patchwork_env import __version__
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, UsageError, add_pairs_option, report, seed_in
 
 DEFAULT_PAIRS = 50
+LADDER_VERSIONS = ("v1", "v2")  # evaluation.ladder.VERSIONS (a test keeps them equal), oldest first
 BACKENDS = ("local", "ray")
 
 
@@ -97,10 +98,24 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
     p.add_argument("--address", default=None, help="with --backend ray: a Ray cluster (auto or HOST:PORT)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--ladder", choices=LADDER_VERSIONS, default=LADDER_VERSIONS[-1],
+                   help=f"the ladder version (default {LADDER_VERSIONS[-1]}; an old version never changes)")  # fmt: skip
+    p.add_argument("--journal", type=Path, default=None, metavar="FILE",
+                   help="keep every game in FILE as it ends; run again with the same FILE to continue an "
+                   "interrupted rating or build")  # fmt: skip
     p.add_argument("--table", action="store_true", help="print the ladder's reference ratings and exit")
     p.add_argument("--rebuild", type=Path, default=None, metavar="OUT",
-                   help="maintainers: play the reference round robin and write a new version file to OUT")  # fmt: skip
-    p.add_argument("--pairs", type=int, default=20, help="with --rebuild: paired deals per pair of references")
+                   help=f"maintainers: play the round robin of the newest version's rungs ({LADDER_VERSIONS[-1]}) "
+                   "and write its version file to OUT")  # fmt: skip
+    p.add_argument("--pairs", type=int, default=None,
+                   help="with --rebuild: paired deals of every pair of rungs before the neighbours' top-ups "
+                   "(default 10)")  # fmt: skip
+    p.add_argument(
+        "--precision",
+        type=float,
+        default=None,
+        help="with --rebuild: neighbouring rungs' differences to +- this many Elo, 95%% (default 50)",
+    )
 
 
 def build_parser() -> Parser:

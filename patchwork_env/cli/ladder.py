@@ -2,55 +2,96 @@
 
 patchwork ladder greedy --budget quick
 patchwork ladder ppo:runs/run/checkpoints/final.pt --budget standard --json rating.json
-patchwork ladder --table                      # the reference ratings of the ladder
+patchwork ladder my_agent.py:act --workers 2          # a function or agent of your own
+patchwork ladder sb3:model.zip                        # a Stable-Baselines3 / sb3-contrib model
+patchwork ladder --table [--ladder v1]                # the reference ratings of a version
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
+import resource
 import sys
 import time
 
 from patchwork_env.cli.common import UsageError
 from patchwork_env.cli.evaluate import write_pair_records
-from patchwork_env.evaluation.arena import PairResult
+from patchwork_env.core.files import check_output_path, write_atomic
+from patchwork_env.evaluation.arena import Journal, PairResult
 from patchwork_env.evaluation.backend import RayBackend, import_ray
-from patchwork_env.evaluation.ladder import build_scale, load_scale, rate, references
+from patchwork_env.evaluation.ladder import (
+    PRECISION,
+    build_scale,
+    check_scale,
+    load_scale,
+    play_spec,
+    rate,
+    references,
+)
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players.registry import make_agent
 
 MAX_NAME = 80  # characters of --name
+MAX_REBUILD_PAIRS = 2_000
+DEFAULT_REBUILD_PAIRS = 10
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Options that do not apply to what was asked are errors, not silently ignored."""
+    rating = {"--name": args.name, "--json": args.json, "--records": args.records}
+    if args.table:
+        given = [o for o, v in {"SPEC": args.spec, "--rebuild": args.rebuild, **rating}.items() if v is not None]
+        if given:
+            raise UsageError(f"--table prints the reference ratings: {', '.join(given)} do not go with it")
+        return
+    if args.rebuild is not None:
+        given = [o for o, v in {"SPEC": args.spec, "--name": args.name, "--records": args.records}.items() if v]
+        if given:
+            raise UsageError(f"--rebuild builds the reference scale: {', '.join(given)} do not go with it")
+        if args.json is not None:
+            raise UsageError("--rebuild writes the version file to its OUT: --json does not go with it")
+    else:
+        if not args.spec:
+            raise UsageError("give the agent to rate (e.g. patchwork ladder greedy), or --table")
+        for option, value in (("--pairs", args.pairs), ("--precision", args.precision)):
+            if value is not None:
+                raise UsageError(f"{option} goes with --rebuild (a rating's games are set by --budget)")
 
 
 def run(args: argparse.Namespace) -> None:
-    if args.name is not None and (args.table or args.rebuild is not None):
-        raise UsageError("--name names a rated agent: it goes with SPEC, not with --table or --rebuild")
+    _check_options(args)
     if args.table:
-        scale = load_scale()
+        scale = load_scale(version=args.ladder)
         print(f"Patchwork ladder {scale['ladder']} (random = 0; {scale['command']}):")
         for ref in reversed(references(scale)):
-            print(f"  {ref.spec:<16} {ref.elo:7.0f}  [{ref.low:6.0f}, {ref.high:6.0f}]")
+            shown = ref.spec if play_spec(ref.spec) == ref.spec else f"{ref.spec} (as {play_spec(ref.spec)})"
+            print(f"  {shown:<24} {ref.elo:7.0f}  [{ref.low:6.0f}, {ref.high:6.0f}]")
         return
-    if args.rebuild is None and not args.spec:
-        raise UsageError("give the agent to rate (e.g. patchwork ladder greedy), or --table")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     if args.address is not None and args.backend != "ray":
         raise UsageError("--address needs --backend ray")
     if args.backend == "ray":
         import_ray()
-    for option, path in (("--json", args.json), ("--rebuild", args.rebuild)):
-        if path is not None and not path.resolve().parent.is_dir():
-            raise UsageError(f"{option}: the directory {path.resolve().parent} does not exist")
+    for option, path in (("--json", args.json), ("--rebuild", args.rebuild), ("--journal", args.journal)):
+        if path is not None:
+            check_output_path(path, option)
     if args.records is not None and args.records.exists() and not args.records.is_dir():
         raise UsageError(f"--records: {args.records} exists and is not a folder")
-    if args.name is not None and not (0 < len(args.name) <= MAX_NAME and args.name.isprintable()):
-        raise UsageError(f"--name must be 1..{MAX_NAME} printable characters, got {args.name!r}")
-    if args.spec:
+    if args.name is not None and not (0 < len(args.name.strip()) <= MAX_NAME and args.name.isprintable()):
+        raise UsageError(f"--name must be 1..{MAX_NAME} printable characters, not blank, got {args.name!r}")
+    if args.rebuild is not None:
+        pairs = DEFAULT_REBUILD_PAIRS if args.pairs is None else args.pairs
+        precision = PRECISION if args.precision is None else args.precision
+        if not 1 <= pairs <= MAX_REBUILD_PAIRS:
+            raise UsageError(f"--pairs must be in 1..{MAX_REBUILD_PAIRS}, got {pairs}")
+        if not 5.0 <= precision <= 1000.0:
+            raise UsageError(f"--precision must be in 5..1000 Elo, got {precision}")
+    else:
         make_agent(args.spec)  # a spec that does not build is an error line before any game
+    journal = Journal(args.journal) if args.journal is not None else None
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
@@ -59,21 +100,25 @@ def run(args: argparse.Namespace) -> None:
         if backend is not None:
             backend.start()
         if args.rebuild is not None:
-            if not 1 <= args.pairs <= 10_000:
-                raise UsageError(f"--pairs must be in 1..10000, got {args.pairs}")
-            data = build_scale(args.pairs, args.workers, backend, progress=not args.no_progress)
-            data = {**provenance(args.command_line, [data["seed"]]), **data, "seconds": time.perf_counter() - started}
-            args.rebuild.write_text(json.dumps(data, indent=1) + "\n")
-            print(f"wrote {args.rebuild}")
+            _rebuild(args, pairs, precision, backend, journal, started)
             return
-        scale = load_scale()
-        pairs: list[PairResult] = []
-        result = rate(args.spec.strip(), args.budget, args.workers, backend, not args.no_progress, scale, pairs)
+        scale = load_scale(version=args.ladder)
+        played: list[PairResult] = []
+        result = rate(
+            args.spec.strip(),
+            args.budget,
+            args.workers,
+            backend,
+            not args.no_progress,
+            scale,
+            played,
+            name=args.name.strip() if args.name else None,
+            journal=journal,
+            command=args.command_line,
+        )
     finally:
         if backend is not None:
             backend.close()
-    if args.name is not None:
-        result = dataclasses.replace(result, agent=args.name)
     print(f"{result.agent}: {result.summary()}")
     print(
         f"  {result.games} games ({args.budget}), {result.illegal_actions} lost by an illegal action, "
@@ -81,16 +126,35 @@ def run(args: argparse.Namespace) -> None:
     )
     for row in result.per_opponent:
         rate_text = format_win_rate(row["win_rate"], tuple(row["ci95"]))
-        print(f"  vs {row['opponent']:<16} ({row['opponent_elo']:5.0f})  {rate_text:<22} {row['games']} games")
+        print(f"  vs {row['opponent']:<18} ({row['opponent_elo']:5.0f})  {rate_text:<22} {row['games']} games")
     if args.json is not None:
-        out = {
-            **provenance(args.command_line, [scale["seed"]]),
-            **result.to_dict(),
-            "spec": args.spec.strip(),
-            "budget": args.budget,
-        }
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+        write_atomic(args.json, json.dumps({**result.to_dict(), "spec": args.spec.strip()}, indent=1) + "\n")
         print(f"wrote {args.json}")
     if args.records is not None:
-        for path in write_pair_records(pairs, args.records):
+        for path in write_pair_records(played, args.records):
             print(f"wrote {path}")
+
+
+def _rebuild(
+    args: argparse.Namespace,
+    pairs: int,
+    precision: float,
+    backend: RayBackend | None,
+    journal: Journal | None,
+    started: float,
+) -> None:
+    data = build_scale(
+        pairs, args.workers, backend, not args.no_progress, precision=precision, journal=journal, log=print
+    )
+    usage = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    compute = {
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": sum(u.ru_utime + u.ru_stime for u in usage),
+        "games": sum(p["games"] for p in data["pairs"]),
+        "workers": args.workers,
+    }
+    out = {**provenance(args.command_line, [data["seed"]]), **data, "compute": compute}
+    write_atomic(args.rebuild, json.dumps(out, indent=1) + "\n")
+    print(f"wrote {args.rebuild}")
+    for problem in check_scale(out, precision=precision):
+        print(f"  not met: {problem}")

@@ -9,8 +9,8 @@ the seed and the agents, never on the number of workers or the order games finis
 a time budget are the exception: how far they search depends on the machine). In a round robin
 every pair plays the same deals.
 
-Workers. Games run in a ``multiprocessing`` pool (spawn start method; ``workers=None`` uses every
-core), one deal per task. Agents travel to each worker once, as spec strings or pickled objects;
+Workers. Games run in a pool of spawned processes (``evaluation.workers``: a dead worker or an
+agent's ``SystemExit`` is an error, never a hang; ``workers=None`` uses every core), one deal per task. Agents travel to each worker once, as spec strings or pickled objects;
 an agent object that cannot be pickled makes the arena play in-process. A worker limits torch to
 one thread (the processes already share out the cores). With ``backend=`` (``patchwork_env.evaluation.backend``)
 the same deals run as that backend's tasks instead (Ray: on a cluster), with identical results.
@@ -23,7 +23,7 @@ maximum-likelihood Elo ladder anchored at ``random`` = 0 (``patchwork_env.evalua
 
 from __future__ import annotations
 
-import multiprocessing
+import json
 import os
 import pickle
 import sys
@@ -40,6 +40,7 @@ from patchwork_env.envs.agent import Agent, resolve_opponent
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.stats import Rating, fit_elo, wilson_interval
+from patchwork_env.evaluation.workers import check_spawn_safe, in_worker, run_unordered
 from patchwork_env.players.registry import make_agent
 
 AgentLike = str | Agent | Callable[[GameState], Any]
@@ -317,6 +318,14 @@ def _backend_task(refs: list[_Ref | None], job: Job) -> tuple[int, list[GameReco
     return _task(job)
 
 
+def _defined_in_interactive_main(agent: object) -> bool:
+    """True for an agent (or the function behind it) defined in a ``__main__`` that a spawned
+    worker cannot import (Jupyter, the REPL): pickled by reference, it would not load there."""
+    target = getattr(agent, "fn", agent)
+    module = getattr(target, "__module__", None) or getattr(type(target), "__module__", None)
+    return module == "__main__" and getattr(sys.modules.get("__main__"), "__file__", None) is None
+
+
 def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
     """How to send ``agent`` to a worker (None if it cannot travel), the local object, its name."""
     if isinstance(agent, str):
@@ -331,62 +340,149 @@ def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
             )
         agent = resolve_opponent(agent)
     warm_up(agent)
+    load_path = getattr(agent, "load_path", None)  # an agent loaded from FILE.py:NAME / MODULE:NAME
+    if isinstance(load_path, str):
+        return ("spec", load_path), agent, agent.name
+    if _defined_in_interactive_main(agent):
+        return None, agent, agent.name
     try:
         return ("pickle", pickle.dumps(agent)), agent, agent.name
     except (pickle.PicklingError, TypeError, AttributeError):
         return None, agent, agent.name
 
 
+MAX_PAIRS = 1_000_000  # deals per matchup: a run of the largest already takes days
+
+
 def resolve_workers(workers: int | None, jobs: int) -> int:
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise ValueError(f"workers must be a positive integer or None (all cores), got {workers!r}")
+    if in_worker():
+        return 1  # a worker of a pool already: no pool of its own
     return max(1, min(workers or os.cpu_count() or 1, jobs))
+
+
+def _check_pairs(num_pairs: int) -> None:
+    if not isinstance(num_pairs, int) or isinstance(num_pairs, bool) or not 1 <= num_pairs <= MAX_PAIRS:
+        raise ValueError(
+            f"num_pairs (deals, each played twice) must be an integer in 1..{MAX_PAIRS}, got {num_pairs!r}"
+        )
 
 
 def _run(
     agents: Sequence[AgentLike],
     matchups: list[tuple[int, int]],
-    num_pairs: int,
+    num_pairs: int | Sequence[range],
     seed: int,
     workers: int | None,
     progress: bool,
     backend: Backend | None = None,
     forfeit: bool = False,
+    journal: Journal | None = None,
 ) -> tuple[list[str], list[list[GameRecord]]]:
-    """Play ``num_pairs`` deals for each matchup (indices into ``agents``); returns the agents'
-    names and each matchup's records ordered by deal (A in seat 0 first)."""
-    if not isinstance(num_pairs, int) or isinstance(num_pairs, bool) or num_pairs < 1:
-        raise ValueError(f"num_pairs (deals, each played twice) must be a positive integer, got {num_pairs!r}")
+    """Play the deals of each matchup (indices into ``agents``): ``num_pairs`` deals each, or
+    ``num_pairs[m]`` (a range of deal indices) for matchup ``m``. Returns the agents' names and each
+    matchup's records ordered by deal (A in seat 0 first). ``journal``: deals it holds are not
+    played again, and every deal played is added to it as soon as it ends."""
+    if isinstance(num_pairs, int):
+        _check_pairs(num_pairs)
+        deals: list[range] = [range(num_pairs)] * len(matchups)
+    else:
+        deals = list(num_pairs)
+        if len(deals) != len(matchups):
+            raise ValueError(f"one range of deals per matchup: {len(matchups)} matchups, {len(deals)} ranges")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     resolved = [_ref(a) for a in agents]
     names = [name for _, _, name in resolved]
-    jobs: list[Job] = [(m, i, j, seed, d, forfeit) for m, (i, j) in enumerate(matchups) for d in range(num_pairs)]
-    n_workers = resolve_workers(workers, len(jobs))
+    by_matchup: list[dict[int, list[GameRecord]]] = [{} for _ in matchups]
+    if journal is not None:
+        for m, (i, j) in enumerate(matchups):
+            by_matchup[m] = journal.played(names[i], names[j], seed, forfeit, deals[m])
+    jobs = (
+        (m, i, j, seed, d, forfeit) for m, (i, j) in enumerate(matchups) for d in deals[m] if d not in by_matchup[m]
+    )
+    todo = sum(len(r) - len(done) for r, done in zip(deals, by_matchup, strict=True))
+    n_workers = resolve_workers(workers, todo)
     refs = [ref for ref, _, _ in resolved]
     if backend is not None and None in refs:
         raise ValueError("every agent must be a spec string or picklable to play on a backend's workers")
     in_process = backend is None and (n_workers == 1 or None in refs)
-    by_matchup: list[dict[int, list[GameRecord]]] = [{} for _ in matchups]
-    bar = _progress_bar(2 * len(jobs), progress)
+    if not in_process and backend is None:
+        check_spawn_safe("workers")
+    bar = _progress_bar(2 * todo, progress)
+
+    def finished(m: int, recs: list[GameRecord]) -> None:
+        by_matchup[m][recs[0].deal] = recs
+        if journal is not None:
+            i, j = matchups[m]
+            journal.add(names[i], names[j], seed, forfeit, recs)
+        bar(2)
+
     try:
         if in_process:
             for m, i, j, _, d, _ in jobs:
-                by_matchup[m][d] = play_deal(resolved[i][1], resolved[j][1], seed, d, forfeit)
-                bar(2)
+                finished(m, play_deal(resolved[i][1], resolved[j][1], seed, d, forfeit))
         elif backend is not None:
-            for m, recs in backend.map(_backend_task, refs, jobs):
-                by_matchup[m][recs[0].deal] = recs
-                bar(2)
+            for m, recs in backend.map(_backend_task, refs, list(jobs)):
+                finished(m, recs)
         else:
-            ctx = multiprocessing.get_context("spawn")
-            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(refs,)) as pool:
-                for m, recs in pool.imap_unordered(_task, jobs):
-                    by_matchup[m][recs[0].deal] = recs
-                    bar(2)
+
+            def describe(job: Job) -> str:
+                m, i, j, _, d, _ = job
+                return f"{names[i]} vs {names[j]}, deal {d} (games {2 * d} and {2 * d + 1})"
+
+            for _, (m, recs) in run_unordered(_task, jobs, n_workers, _init_worker, (refs,), describe):
+                finished(m, recs)
     finally:
         bar(0, close=True)
     return names, [[r for d in sorted(recs) for r in recs[d]] for recs in by_matchup]
+
+
+class Journal:
+    """Finished deals on disk, one JSON line each, appended (and flushed) as each deal ends, so
+    that an interrupted run keeps its games and a rerun with the same journal continues from them.
+    A deal is known by its agents' names, the seed, the forfeit mode and its index."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._known: dict[tuple[str, str, int, bool, int], list[GameRecord]] = {}
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if not line.endswith("\n"):
+                        break  # the last line of a killed run: written in part, played again
+                    try:
+                        entry = json.loads(line)
+                        key = (entry["a"], entry["b"], entry["seed"], entry["forfeit"], entry["deal"])
+                        games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
+                    except (ValueError, KeyError, TypeError) as exc:
+                        raise ValueError(
+                            f"{self.path}, line {number}: not a journal entry of the arena ({exc})"
+                        ) from None
+                    self._known[key] = games
+
+    def played(self, a: str, b: str, seed: int, forfeit: bool, deals: range) -> dict[int, list[GameRecord]]:
+        return {d: recs for d in deals if (recs := self._known.get((a, b, seed, forfeit, d))) is not None}
+
+    def add(self, a: str, b: str, seed: int, forfeit: bool, records: list[GameRecord]) -> None:
+        deal_index = records[0].deal
+        self._known[(a, b, seed, forfeit, deal_index)] = records
+        entry = {
+            "a": a,
+            "b": b,
+            "seed": seed,
+            "forfeit": forfeit,
+            "deal": deal_index,
+            "games": [asdict(r) for r in records],
+        }
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 def _progress_bar(total: int, enabled: bool) -> Callable[..., None]:
@@ -414,12 +510,35 @@ def play_pairs(
     progress: bool = False,
     backend: Backend | None = None,
     forfeit: bool = False,
+    journal: Journal | None = None,
 ) -> PairResult:
     """``num_pairs`` deals, each played twice with the seats swapped (``2 * num_pairs`` games);
     ``backend``: play them as its tasks (e.g. ``backend.RayBackend``) instead of ``workers``;
-    ``forfeit``: an illegal action of A loses the game instead of raising (see ``play_deal``)."""
-    names, (records,) = _run([agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend, forfeit)
+    ``forfeit``: an illegal action of A loses the game instead of raising (see ``play_deal``);
+    ``journal``: deals it holds are not played again, and each deal played is added (``Journal``)."""
+    names, (records,) = _run(
+        [agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend, forfeit, journal
+    )
     return PairResult.from_records(names[0], names[1], seed, records)
+
+
+def play_matchups(
+    agents: Sequence[AgentLike],
+    matchups: Sequence[tuple[int, int]],
+    deals: Sequence[range],
+    seed: int = 0,
+    workers: int | None = None,
+    progress: bool = False,
+    backend: Backend | None = None,
+    journal: Journal | None = None,
+) -> list[PairResult]:
+    """Each matchup ``(i, j)`` (indices into ``agents``) plays the deals of its range in
+    ``deals`` (each twice, seats swapped), all in one pool: how a ladder version is built, the
+    matchups of neighbouring rungs playing more deals than the others."""
+    names, records = _run(agents, list(matchups), deals, seed, workers, progress, backend, journal=journal)
+    return [
+        PairResult.from_records(names[i], names[j], seed, recs) for (i, j), recs in zip(matchups, records, strict=True)
+    ]
 
 
 def round_robin(
@@ -430,6 +549,7 @@ def round_robin(
     progress: bool = False,
     anchor: str = "random",
     backend: Backend | None = None,
+    journal: Journal | None = None,
 ) -> TournamentResult:
     """Every pair of agents plays ``num_pairs`` deals (twice each, the same deals for every pair);
     the Elo ladder is anchored at the agent named ``anchor`` (else the first agent)."""
@@ -440,7 +560,7 @@ def round_robin(
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"agent names must be distinct in a round robin, repeated: {dupes}")
-    names, records = _run(specs, matchups, num_pairs, seed, workers, progress, backend)
+    names, records = _run(specs, matchups, num_pairs, seed, workers, progress, backend, journal=journal)
     pairs = [
         PairResult.from_records(names[i], names[j], seed, recs) for (i, j), recs in zip(matchups, records, strict=True)
     ]

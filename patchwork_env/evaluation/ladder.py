@@ -38,21 +38,44 @@ import numpy as np
 
 from patchwork_env.core.state import GameState
 from patchwork_env.envs.agent import Agent, resolve_opponent
-from patchwork_env.evaluation.arena import PairResult, play_pairs, round_robin
+from patchwork_env.evaluation.arena import Journal, PairResult, play_matchups, play_pairs
 from patchwork_env.evaluation.backend import Backend
-from patchwork_env.evaluation.stats import ELO_SCALE, Z95
+from patchwork_env.evaluation.provenance import provenance
+from patchwork_env.evaluation.stats import ELO_SCALE, Z95, fit_elo, fit_elo_covariance
 
-VERSION = "v1"
-PANEL: tuple[str, ...] = (
+VERSIONS = ("v1", "v2")
+VERSION = "v2"  # the default scale (a new version becomes the default; the old ones stay selectable)
+PANEL: tuple[str, ...] = (  # the rungs of the newest version, weakest first
     "random",
+    "greedy:temp=8",
+    "greedy:temp=2",
     "greedy",
     "mcts:sims=10",
+    "pretrained:net=v1",
+    "mcts:sims=50",
     "mcts:sims=100",
     "mcts:sims=300",
+    "az:net=v1",
     "mcts:sims=1000",
-    "pretrained",
-    "az",
 )
+#: how each rung is played: every parameter spelled out with its value when the version was built,
+#: so that a later change of a player's default or of the newest shipped network moves no rung
+PINNED: dict[str, str] = {
+    "random": "random",
+    "greedy": "greedy:temp=0",
+    "greedy:temp=8": "greedy:temp=8",
+    "greedy:temp=2": "greedy:temp=2",
+    "pretrained": "pretrained:net=v1",
+    "pretrained:net=v1": "pretrained:net=v1",
+    "az": "az:net=v1,sims=300,kinds=1,rollouts=4,mix=1,reuse=1,root=gumbel,considered=16,c_puct=1.25,"
+    "expand=4,leaves=1,fast=1",
+    "az:net=v1": "az:net=v1,sims=300,kinds=1,rollouts=4,mix=1,reuse=1,root=gumbel,considered=16,c_puct=1.25,"
+    "expand=4,leaves=1,fast=1",
+    **{
+        f"mcts:sims={n}": f"mcts:sims={n},rollout=greedy,c=0.4,width=1,rtemp=2,rcands=16,reuse=1"
+        for n in (10, 50, 100, 300, 1000)
+    },
+}
 LADDER_SEED = 20261201  # the ladder's deals: arena.deal(LADDER_SEED, i)
 Budget = Literal["quick", "standard"]
 BUDGETS: dict[str, tuple[int, int, int]] = {  # probe pairs vs greedy, opponents, pairs per opponent
@@ -61,6 +84,8 @@ BUDGETS: dict[str, tuple[int, int, int]] = {  # probe pairs vs greedy, opponents
 }
 PROBE = "greedy"
 VIRTUAL_DRAWS = 1.0  # per opponent: a perfect score stays finite (as the arena's Elo fit)
+MAX_GAP = 250.0  # a version's neighbouring rungs are at most this far apart (Elo) ...
+PRECISION = 50.0  # ... and each difference of neighbours is known to +- this (95%)
 
 
 @dataclass(frozen=True)
@@ -73,20 +98,56 @@ class Reference:
     high: float
 
 
-def load_scale(path: str | Path | None = None) -> dict[str, Any]:
-    """The ladder's version file (default: the one shipped with the package)."""
-    shipped = resources.files("patchwork_env").joinpath(f"data/ladder-{VERSION}.json")
+def load_scale(path: str | Path | None = None, version: str = VERSION) -> dict[str, Any]:
+    """A ladder version's file: the one shipped with the package for ``version``, or ``path``."""
+    if version not in VERSIONS:
+        raise ValueError(f"no ladder {version!r}; the versions are {', '.join(VERSIONS)}")
+    shipped = resources.files("patchwork_env").joinpath(f"data/ladder-{version}.json")
+    where = path or f"patchwork_env/data/ladder-{version}.json"
     try:
         text = Path(path).read_text() if path else shipped.read_text()
+        data: dict[str, Any] = json.loads(text)
     except FileNotFoundError:
-        where = path or f"patchwork_env/data/ladder-{VERSION}.json"
         raise FileNotFoundError(
-            f"no ladder {VERSION} scale file at {where} (patchwork ladder --rebuild OUT writes one)"
+            f"no ladder {version} scale file at {where} (patchwork ladder --rebuild OUT writes one)"
         ) from None
-    data: dict[str, Any] = json.loads(text)
-    if data.get("ladder") != VERSION:
-        raise ValueError(f"not a ladder {VERSION} file: ladder={data.get('ladder')!r}")
+    except ValueError as exc:
+        raise ValueError(f"{where}: not a ladder file ({exc})") from None
+    if not isinstance(data, dict) or data.get("ladder") not in VERSIONS:
+        raise ValueError(
+            f"{where}: not a ladder file (ladder={data.get('ladder') if isinstance(data, dict) else None!r})"
+        )
+    if path is None and data["ladder"] != version:
+        raise ValueError(f"{where}: holds ladder {data['ladder']}, not {version}")
     return data
+
+
+def play_spec(spec: str) -> str:
+    """How the rung ``spec`` of a ladder file is played (``PINNED``; other specs as written)."""
+    return PINNED.get(spec, spec)
+
+
+def scale_covariance(scale: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """The covariance (Elo squared) of the rungs' ratings, refitted from the scale's own games."""
+    names = [r["spec"] for r in scale["ratings"]]
+    index = {n: i for i, n in enumerate(names)}
+    results = [(index[p["a"]], index[p["b"]], p["wins_a"], p["wins_b"]) for p in scale["pairs"]]
+    _, cov = fit_elo_covariance(names, results, anchor=index.get("random", 0))
+    return {(a, b): float(cov[index[a], index[b]]) for a in names for b in names}
+
+
+def neighbours(scale: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each pair of neighbouring rungs: their difference in Elo and its 95% interval (from the
+    covariance of the scale's own fit)."""
+    refs = references(scale)
+    cov = scale_covariance(scale)
+    out = []
+    for lo, hi in zip(refs, refs[1:]):
+        var = cov[lo.spec, lo.spec] + cov[hi.spec, hi.spec] - 2 * cov[lo.spec, hi.spec]
+        half = Z95 * math.sqrt(max(var, 0.0))
+        diff = hi.elo - lo.elo
+        out.append({"low": lo.spec, "high": hi.spec, "difference": diff, "ci95": [diff - half, diff + half]})
+    return out
 
 
 def references(scale: dict[str, Any]) -> list[Reference]:
@@ -98,7 +159,9 @@ def references(scale: dict[str, Any]) -> list[Reference]:
 @dataclass
 class LadderResult:
     """A rating on the ladder: ``elo`` with its 95% interval, or a bound when ``scale`` is
-    ``"above"`` (beyond the strongest reference) or ``"below"`` (below random)."""
+    ``"above"`` (beyond the strongest reference) or ``"below"`` (below random). The interval holds
+    both the agent's own games and the uncertainty of the references' ratings it was fitted against
+    (``ci95_games``: the games alone). ``provenance``: how and where the rating was made."""
 
     agent: str
     elo: float
@@ -108,11 +171,18 @@ class LadderResult:
     illegal_actions: int
     per_opponent: list[dict[str, Any]] = field(default_factory=list)
     ladder: str = VERSION
+    ci95_games: tuple[float, float] = (math.nan, math.nan)
+    budget: str = "quick"
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The provenance fields first (command, commit, version, date, machine, seeds), then the
+        rating: the same fields as ``patchwork ladder --json``."""
         out = asdict(self)
+        del out["provenance"]
         out["ci95"] = list(self.ci95)
-        return out
+        out["ci95_games"] = list(self.ci95_games)
+        return {**self.provenance, **out}
 
     def summary(self) -> str:
         if self.scale == "above":
@@ -126,6 +196,13 @@ def fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float]
     """The maximum-likelihood Elo of one agent against opponents of fixed ratings: ``results``
     holds (opponent rating, wins, losses); one virtual draw per opponent. Returns (elo, its
     standard error from the Fisher information)."""
+    elo, se, _ = _fit_rating(results)
+    return elo, se
+
+
+def _fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float, np.ndarray]:
+    """``fit_rating`` and the derivative of the rating with respect to each opponent's rating
+    (the opponents' Fisher-information shares: how their own errors carry into this rating)."""
     ratings = np.array([r for r, _, _ in results], dtype=np.float64) / ELO_SCALE
     wins = np.array([w for _, w, _ in results], dtype=np.float64) + VIRTUAL_DRAWS / 2
     games = wins + np.array([n for _, _, n in results], dtype=np.float64) + VIRTUAL_DRAWS / 2
@@ -138,11 +215,18 @@ def fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float]
         if abs(step) < 1e-10:
             break
     p = 1.0 / (1.0 + np.exp(ratings - x))
-    info = float((games * p * (1 - p)).sum())
-    return x * ELO_SCALE, ELO_SCALE / math.sqrt(info)
+    shares = games * p * (1 - p)
+    info = float(shares.sum())
+    return x * ELO_SCALE, ELO_SCALE / math.sqrt(info), shares / info
 
 
 AgentInput = str | Agent | Callable[[GameState], Any]
+
+
+def _call_text(agent: AgentInput, name: str | None, budget: str, workers: int | None, ladder: str) -> str:
+    what = repr(agent) if isinstance(agent, str) else getattr(agent, "__qualname__", type(agent).__qualname__)
+    named = f", name={name!r}" if name is not None else ""
+    return f"patchwork_env.rate({what}{named}, budget={budget!r}, workers={workers!r}, ladder={ladder!r})"
 
 
 def rate(
@@ -153,28 +237,40 @@ def rate(
     progress: bool = False,
     scale: dict[str, Any] | None = None,
     records: list[PairResult] | None = None,
+    *,
+    name: str | None = None,
+    ladder: str = VERSION,
+    journal: Journal | None = None,
+    command: str | None = None,
 ) -> LadderResult:
-    """Rate ``agent`` (a spec string, an agent object, or a callable ``GameState -> action``) on the
-    ladder; ``records``, if a list, receives every pair's result (with its games)."""
+    """Rate ``agent`` (a spec string, an agent object, or a callable ``GameState -> action``) on
+    ladder version ``ladder`` (or on ``scale``, a version file already loaded); ``name`` labels it
+    (default: its spec or its ``name``). ``records``, if a list, receives every pair's result (with
+    its games); ``journal`` keeps the games as they end (``arena.Journal``); ``command``: the
+    provenance's command line (default: this call, written out)."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {', '.join(BUDGETS)}, got {budget!r}")
-    scale = scale or load_scale()
+    if name is not None and (not isinstance(name, str) or not name.strip() or not name.isprintable()):
+        raise ValueError(f"name must be a non-blank printable string, got {name!r}")
+    scale = scale or load_scale(version=ladder)
     refs = references(scale)
+    cov = scale_covariance(scale)
     rated = agent if isinstance(agent, str) else resolve_opponent(agent)
-    name = rated if isinstance(rated, str) else rated.name
+    label = name or (rated if isinstance(rated, str) else rated.name)
     probe_pairs, opponents, pairs = BUDGETS[budget]
     by_spec = {r.spec: r for r in refs}
 
     def play(spec: str, num_pairs: int) -> PairResult:
         result = play_pairs(
             rated,
-            spec,
+            play_spec(spec),
             num_pairs,
             seed=scale["seed"],
             workers=workers,
             progress=progress,
             backend=backend,
             forfeit=True,
+            journal=journal,
         )
         if records is not None:
             records.append(result)
@@ -187,8 +283,10 @@ def rate(
     played = {probe_spec: probe}
     for ref in nearest:  # the probe's deals are the first of these: a replay of greedy replaces it
         played[ref.spec] = play(ref.spec, pairs)
-    elo, se = fit_rating([(by_spec[s].elo, p.wins_a, p.wins_b) for s, p in played.items()])
-    low, high = elo - Z95 * se, elo + Z95 * se
+    specs = list(played)
+    elo, se, weights = _fit_rating([(by_spec[s].elo, played[s].wins_a, played[s].wins_b) for s in specs])
+    ref_var = sum(weights[i] * weights[j] * cov[a, b] for i, a in enumerate(specs) for j, b in enumerate(specs))
+    total = math.sqrt(se**2 + max(ref_var, 0.0))
     status: Literal["on", "above", "below"] = "on"
     if elo > refs[-1].elo:
         status = "above"
@@ -207,16 +305,25 @@ def rate(
         }
         for s, p in sorted(played.items(), key=lambda kv: by_spec[kv[0]].elo)
     ]
+    header = provenance(command or _call_text(agent, name, budget, workers, scale["ladder"]), [scale["seed"]])
     return LadderResult(
-        name,
+        label,
         elo,
-        (low, high),
+        (elo - Z95 * total, elo + Z95 * total),
         status,
         sum(p.games for p in played.values()),
         sum(p.illegal_a for p in played.values()),
         per_opponent,
         scale["ladder"],
+        (elo - Z95 * se, elo + Z95 * se),
+        budget,
+        header,
     )
+
+
+# --- building a version ---------------------------------------------------------------------------
+MAX_BUILD_PAIRS = 2_000  # deals of one matchup in a build
+MAX_ROUNDS = 12
 
 
 def build_scale(
@@ -226,17 +333,92 @@ def build_scale(
     progress: bool = False,
     panel: Sequence[str] = PANEL,
     seed: int = LADDER_SEED,
+    precision: float = PRECISION,
+    journal: Journal | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The round robin that defines a ladder version: every reference against every other on the
-    ladder's deals, Elo anchored at random = 0 (the caller adds the provenance)."""
-    result = round_robin(
-        list(panel), pairs, seed=seed, workers=workers, progress=progress, anchor="random", backend=backend
-    )
-    ratings = [{"spec": s, "elo": r.elo, "ci95": [r.low, r.high]} for s, r in result.elo.items()]
-    return {
-        "ladder": VERSION,
-        "seed": seed,
-        "pairs_per_matchup": pairs,
-        "ratings": ratings,
-        "pairs": [p.to_dict() for p in result.pairs],
+    """The round robin that defines a ladder version, anchored at random = 0 (the caller adds the
+    provenance). Every pair of rungs plays ``pairs`` deals; then, round after round, the matchups
+    of neighbouring rungs (by the current fit) whose difference is not yet known to +-``precision``
+    Elo (95%) play more deals, as many as the current interval says are needed, until every
+    neighbouring difference is that precise (or ``MAX_ROUNDS``). Games go to ``journal`` as they end,
+    so an interrupted build continues where it stopped."""
+    if not isinstance(pairs, int) or not 1 <= pairs <= MAX_BUILD_PAIRS:
+        raise ValueError(f"pairs must be an integer in 1..{MAX_BUILD_PAIRS}, got {pairs!r}")
+    names = list(panel)
+    if len(set(names)) != len(names) or len(names) < 2:
+        raise ValueError(f"a ladder needs two or more distinct rungs, got {names}")
+    matchups = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+    deals = {m: pairs for m in matchups}
+    say = log or (lambda text: None)
+    rounds: list[dict[str, Any]] = []
+    for round_index in range(MAX_ROUNDS + 1):
+        results = play_matchups(
+            [play_spec(n) for n in names],
+            matchups,
+            [range(deals[m]) for m in matchups],
+            seed=seed,
+            workers=workers,
+            progress=progress,
+            backend=backend,
+            journal=journal,
+        )
+        scale = _scale_file(names, matchups, results, seed)
+        gaps = neighbours(scale)
+        short = [g for g in gaps if (g["ci95"][1] - g["ci95"][0]) / 2 > precision]
+        games = sum(r.games for r in results)
+        rounds.append({"round": round_index, "games": games, "imprecise_neighbours": len(short)})
+        say(
+            f"round {round_index}: {games} games; neighbours: "
+            + ", ".join(
+                f"{g['low']}->{g['high']} {g['difference']:.0f}+-{(g['ci95'][1] - g['ci95'][0]) / 2:.0f}" for g in gaps
+            )
+        )
+        if not short or round_index == MAX_ROUNDS:
+            break
+        index = {n: i for i, n in enumerate(names)}
+        for g in short:
+            m = tuple(sorted((index[g["low"]], index[g["high"]])))
+            half = (g["ci95"][1] - g["ci95"][0]) / 2
+            more = math.ceil(deals[m] * ((half / precision) ** 2 - 1) * 1.1)  # type: ignore[index]
+            deals[m] = min(MAX_BUILD_PAIRS, deals[m] + max(10, min(more, 400)))  # type: ignore[index]
+    scale["neighbours"] = neighbours(scale)
+    scale["design"] = {
+        "initial_pairs": pairs,
+        "precision": precision,
+        "max_gap": MAX_GAP,
+        "rounds": rounds,
+        "played_as": {n: play_spec(n) for n in names},
     }
+    return scale
+
+
+def _scale_file(
+    names: list[str], matchups: list[tuple[int, int]], results: list[PairResult], seed: int
+) -> dict[str, Any]:
+    """A version file's games and ratings: ``pairs`` by the rungs' names, ratings refitted."""
+    pairs = []
+    for (i, j), result in zip(matchups, results, strict=True):
+        d = result.to_dict()
+        d["a"], d["b"] = names[i], names[j]
+        pairs.append(d)
+    fitted = fit_elo(
+        names,
+        [(i, j, r.wins_a, r.wins_b) for (i, j), r in zip(matchups, results, strict=True)],
+        anchor=names.index("random") if "random" in names else 0,
+    )
+    ratings = [{"spec": n, "elo": fitted[n].elo, "ci95": [fitted[n].low, fitted[n].high]} for n in names]
+    return {"ladder": VERSION, "seed": seed, "ratings": ratings, "pairs": pairs}
+
+
+def check_scale(scale: dict[str, Any], max_gap: float = MAX_GAP, precision: float = PRECISION) -> list[str]:
+    """What a version file fails of the ladder's standards, refitted from its own games: neighbouring
+    rungs further apart than ``max_gap`` or known less precisely than +-``precision`` (95%)."""
+    problems = []
+    for g in neighbours(scale):
+        half = (g["ci95"][1] - g["ci95"][0]) / 2
+        if g["difference"] > max_gap:
+            problems.append(f"{g['low']} -> {g['high']}: {g['difference']:.0f} Elo apart (at most {max_gap:.0f})")
+        if half > precision:
+            problems.append(f"{g['low']} -> {g['high']}: +-{half:.0f} Elo (at most +-{precision:.0f})")
+    return problems

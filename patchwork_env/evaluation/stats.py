@@ -65,6 +65,22 @@ def fit_elo(
     """Maximum-likelihood Elo ratings. ``results`` holds ``(i, j, wins_i, wins_j)`` per pair of
     players (indices into ``names``); ``anchor`` is fixed at 0. Raises ValueError when some
     player is not connected to the anchor by games."""
+    elo, cov = fit_elo_covariance(names, results, anchor, virtual_draws)
+    half = Z95 * np.sqrt(np.diag(cov))
+    return {
+        names[i]: Rating(float(elo[i]), float(elo[i] - half[i]), float(elo[i] + half[i])) for i in range(len(names))
+    }
+
+
+def fit_elo_covariance(
+    names: Sequence[str],
+    results: Sequence[tuple[int, int, float, float]],
+    anchor: int = 0,
+    virtual_draws: float = VIRTUAL_DRAWS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``fit_elo``'s ratings as an array (Elo, anchor = 0) and their covariance matrix (Elo
+    squared; the anchor's row and column are 0): the variance of a difference ``r_i - r_j`` is
+    ``cov[i, i] + cov[j, j] - 2 cov[i, j]``."""
     k = len(names)
     if not 0 <= anchor < k:
         raise ValueError(f"anchor must index one of the {k} players, got {anchor}")
@@ -93,12 +109,9 @@ def fit_elo(
     p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
     info = games * p * (1 - p)
     hess = np.diag(info.sum(axis=1)) - info
-    cov = np.linalg.inv(hess[np.ix_(free, free)])
-    se = np.zeros(k)
-    se[free] = np.sqrt(np.diag(cov))
-    elo = theta * ELO_SCALE
-    half = Z95 * se * ELO_SCALE
-    return {names[i]: Rating(float(elo[i]), float(elo[i] - half[i]), float(elo[i] + half[i])) for i in range(k)}
+    cov = np.zeros((k, k))
+    cov[np.ix_(free, free)] = np.linalg.inv(hess[np.ix_(free, free)])
+    return theta * ELO_SCALE, cov * ELO_SCALE**2
 
 
 def _check_connected(names: Sequence[str], games: np.ndarray, anchor: int) -> None:

@@ -46,9 +46,10 @@ from patchwork_env.players.heuristic import (
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
 from patchwork_env.players.policy import PPOAgent, kind_policy, one_thread_in_workers
+from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS, network_path
 from patchwork_env.players.tree import find_below
 
-PRETRAINED_PATH = Path(__file__).parent / "pretrained.pt"
+PRETRAINED_PATH = SHIPPED_NETWORKS[NEWEST_NETWORK]
 
 IntArray = npt.NDArray[np.int64]
 MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
@@ -268,6 +269,7 @@ class AZAgent:
 
 def make_az_agent(
     path: str = "",
+    net: str = "",
     time: float | None = None,
     kinds: bool = True,
     rollouts: int = 4,
@@ -278,20 +280,21 @@ def make_az_agent(
     fast: bool = True,
     **search: Any,
 ) -> AZAgent:
-    """``az:...``: the network at ``path`` (default: ``PRETRAINED_PATH``) with a ``SearchConfig``;
+    """``az:...``: the network at ``path`` (default: the shipped network ``net``, the newest unless given) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
     values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
     ``reuse``: keep the subtree of the move played (``AZAgent``); ``fast``: evaluate through
     ``patchwork_env.players.inference`` (``NetEvaluator.fast``). ``sims`` unless given: ``SIMS``,
     or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
-    net = load_net(path or PRETRAINED_PATH)
+    network = load_net(network_path(path, net))
     if sims is None:
         sims = SIMS if time is None else FIRST_PLAN
     config = SearchConfig(sims=sims, expand=expand, **search)
     config.validate()
-    return AZAgent(net, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, fast=fast)
+    return AZAgent(network, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, fast=fast)
 
 
-def make_pretrained_agent(path: str = "") -> PPOAgent:
-    """``pretrained``: the shipped network alone, its most probable legal move."""
-    return PPOAgent(load_net(path or PRETRAINED_PATH), deterministic=True, name="pretrained")
+def make_pretrained_agent(path: str = "", net: str = "") -> PPOAgent:
+    """``pretrained``: a shipped network alone (version ``net``, default the newest), its most
+    probable legal move."""
+    return PPOAgent(load_net(network_path(path, net)), deterministic=True, name="pretrained")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchwork_env.players.errors import AgentSpecError, MissingExtraError
+from patchwork_env.players.shipped import SHIPPED_NETWORKS
 
 if TYPE_CHECKING:
     from patchwork_env.envs.agent import Agent
@@ -133,6 +134,7 @@ def _az(
     sims: int | None,
     time: float | None,
     path: str,
+    net: str,
     kinds: bool,
     rollouts: int,
     mix: float,
@@ -144,16 +146,25 @@ def _az(
     from patchwork_env.players.az import make_az_agent
 
     agent: Agent = make_az_agent(
-        path=path, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, sims=sims, fast=fast, **search
+        path=path,
+        net=net,
+        time=time,
+        kinds=kinds,
+        rollouts=rollouts,
+        mix=mix,
+        reuse=reuse,
+        sims=sims,
+        fast=fast,
+        **search,
     )
     return agent
 
 
-def _pretrained() -> Agent:
+def _pretrained(net: str) -> Agent:
     _needs_torch("pretrained")
     from patchwork_env.players.az import make_pretrained_agent
 
-    agent: Agent = make_pretrained_agent()
+    agent: Agent = make_pretrained_agent(net=net)
     return agent
 
 
@@ -164,9 +175,8 @@ MAX_TIME = (0.001, 3600.0)
 AZ_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (300 if time is not given either)", bounds=MAX_SIMS),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
-    Param(
-        "path", str, "", "checkpoint of the network (none: the shipped network, patchwork_env/players/pretrained.pt)"
-    ),
+    Param("path", str, "", "checkpoint of the network (none: the shipped network of version net)"),
+    Param("net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
     Param(
         "rollouts",
@@ -265,8 +275,12 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
     "pretrained": AgentSpec(
         "pretrained",
-        "the shipped pretrained network alone (trained by configs/dagger.yaml): its most probable legal move",
-        (),
+        "a shipped network alone (trained by configs/dagger.yaml): its most probable legal move",
+        (
+            Param(
+                "net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)
+            ),
+        ),
         _pretrained,
     ),
 }
