@@ -49,6 +49,7 @@ PANEL: tuple[str, ...] = (  # the rungs of the newest version, weakest first
     "random",
     "greedy:temp=8",
     "greedy:temp=2",
+    "greedy:temp=0.5",
     "greedy",
     "mcts:sims=10",
     "pretrained:net=v1",
