@@ -46,9 +46,11 @@ if TYPE_CHECKING:
     from patchwork_env.core.patches import PATCHES, Patch
     from patchwork_env.core.state import GameState, new_game
     from patchwork_env.envs.aec import env, raw_env
+    from patchwork_env.envs.observation import observation_and_mask
     from patchwork_env.envs.single_agent import SingleAgentEnv
     from patchwork_env.envs.vector import VectorGames
     from patchwork_env.envs.vector_env import PatchworkVectorEnv
+    from patchwork_env.evaluation.ladder import rate
 
 __version__ = "0.2.0"
 
@@ -63,6 +65,8 @@ _EXPORTS = {
     "patchwork_env.core.patches": ("PATCHES", "Patch"),
     "patchwork_env.core.state": ("GameState", "new_game"),
     "patchwork_env.envs.aec": ("env", "raw_env"),
+    "patchwork_env.envs.observation": ("observation_and_mask",),
+    "patchwork_env.evaluation.ladder": ("rate",),
     "patchwork_env.envs.single_agent": ("SingleAgentEnv",),
     "patchwork_env.envs.vector": ("VectorGames",),
     "patchwork_env.envs.vector_env": ("PatchworkVectorEnv",),
@@ -90,7 +94,9 @@ __all__ = [
     "encode_leather",
     "env",
     "new_game",
+    "observation_and_mask",
     "parse_action",
+    "rate",
     "raw_env",
 ]
 

@@ -60,6 +60,9 @@ def _evaluate(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--plot", type=Path, default=None, help="draw the Elo ladder into this image (png, svg, pdf)")
     p.add_argument("--records", type=Path, default=None, metavar="DIR",
                    help="write every game to DIR/<A>-vs-<B>.jsonl (patchwork replay shows one)")  # fmt: skip
+    p.add_argument("--journal", type=Path, default=None, metavar="FILE",
+                   help="keep every game in FILE as it ends; the same command with the same FILE continues an "
+                   "interrupted evaluation")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list", action="store_true", help="print the agent specs and exit")
 
@@ -99,7 +102,7 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--address", default=None, help="with --backend ray: a Ray cluster (auto or HOST:PORT)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--ladder", choices=LADDER_VERSIONS, default=LADDER_VERSIONS[-1],
-                   help=f"the ladder version (default {LADDER_VERSIONS[-1]}; an old version never changes)")  # fmt: skip
+                   help=f"the ladder version (default {LADDER_VERSIONS[-1]}; an old one never changes)")  # fmt: skip
     p.add_argument("--journal", type=Path, default=None, metavar="FILE",
                    help="keep every game in FILE as it ends; run again with the same FILE to continue an "
                    "interrupted rating or build")  # fmt: skip

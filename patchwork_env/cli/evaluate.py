@@ -13,6 +13,7 @@ the results are the same as with local processes.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import sys
@@ -21,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from patchwork_env.cli.common import UsageError
+from patchwork_env.core.files import check_output_path, write_atomic
 from patchwork_env.core.records import write_records
-from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_robin
+from patchwork_env.evaluation.arena import Journal, PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
-from patchwork_env.players.registry import describe_agents, make_agent
+from patchwork_env.players.registry import canonical_spec, describe_agents, make_agent
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -35,8 +37,13 @@ def check_args(args: argparse.Namespace) -> None:
     """Reject bad arguments with a message saying what is allowed, before any game is played."""
     if not args.agents or len(args.agents) < 2:
         raise UsageError("--agents needs at least two agent specs, e.g. --agents greedy random")
-    if len({a.strip() for a in args.agents}) != len(args.agents):
-        raise UsageError(f"--agents must be distinct, got {args.agents}")
+    canonical: dict[str, str] = {}
+    for spec in args.agents:
+        same = canonical.setdefault(canonical_spec(spec), spec)
+        if same is not spec:
+            raise UsageError(f"--agents names one agent twice: {same!r} and {spec!r}")
+    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise UsageError('--plot needs matplotlib, which is not installed: pip install "patchwork-env[plot]"')
     for spec in args.agents:  # built, not only parsed: bad values and checkpoints fail here
         make_agent(spec)
     if args.workers is not None and args.workers < 1:
@@ -45,9 +52,9 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError("--address needs --backend ray")
     if args.backend == "ray":
         import_ray()
-    for option, path in (("--json", args.json), ("--plot", args.plot)):
-        if path is not None and not path.resolve().parent.is_dir():
-            raise UsageError(f"{option}: the directory {path.resolve().parent} does not exist")
+    for option, path in (("--json", args.json), ("--plot", args.plot), ("--journal", args.journal)):
+        if path is not None:
+            check_output_path(path, option)
     if args.records is not None and args.records.exists() and not args.records.is_dir():
         raise UsageError(f"--records: {args.records} exists and is not a folder")
     if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:
@@ -84,7 +91,7 @@ def plot_elo(result: TournamentResult, path: Path) -> None:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ImportError("--plot needs matplotlib: pip install matplotlib") from None
+        raise ImportError('--plot needs matplotlib: pip install "patchwork-env[plot]"') from None
     ladder = sorted(result.elo.items(), key=lambda kv: kv[1].elo)
     names = [short_label(n) for n, _ in ladder]
     elo = [r.elo for _, r in ladder]
@@ -136,6 +143,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             workers=args.workers,
             progress=not args.no_progress,
             backend=backend,
+            journal=Journal(args.journal) if args.journal is not None else None,
         )
     finally:
         if backend is not None:
@@ -151,13 +159,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": seconds,
         **result.to_dict(),
     }
+    # in order of their value: the numbers, the games, then the picture
     if args.json is not None:
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        write_atomic(args.json, json.dumps(out, indent=2) + "\n")
         print(f"wrote {args.json}")
-    if args.plot is not None:
-        plot_elo(result, args.plot)
-        print(f"wrote {args.plot}")
     if args.records is not None:
         for path in write_game_records(result, args.records):
             print(f"wrote {path}")
+    if args.plot is not None:
+        plot_elo(result, args.plot)
+        print(f"wrote {args.plot}")
     return out

@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from patchwork_env.core.actions import as_action_id
 from patchwork_env.core.state import GameState
 from patchwork_env.envs.vector_kernels import sample_rows
 
@@ -88,14 +89,16 @@ def agent_factory() -> AgentFactory:
 
 
 class _CallableAgent:
-    """An agent around a function ``(GameState) -> action``."""
+    """An agent around a function ``(GameState) -> action``. What it returns is checked as
+    ``GameState.step`` checks an action (``as_action_id``: a Python or numpy integer in 0..2025):
+    anything else (a float, a string, None) is an ``IllegalActionError``, an illegal move."""
 
     def __init__(self, fn: Callable[[GameState], Any]) -> None:
         self.fn = fn
         self.name = getattr(fn, "__name__", type(fn).__name__)
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
-        return int(self.fn(state))
+        return as_action_id(self.fn(state))
 
 
 def is_random_spec(opponent: object) -> bool:

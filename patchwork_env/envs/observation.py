@@ -340,6 +340,25 @@ def observe(state: GameState, seat: int, out: FloatArray | None = None) -> Float
     return out
 
 
+def observation_and_mask(state: GameState, seat: int | None = None) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """What the environments give an agent in ``state``: the observation from ``seat``'s side
+    (default: the player to move), float32 ``(1452,)``, exactly as ``SingleAgentEnv`` and the AEC env
+    return it, and the legal-action mask, bool ``(2026,)`` (all False unless ``seat`` is to move).
+    Both are fresh writable arrays (``torch.from_numpy`` takes them as they are).
+
+    >>> from patchwork_env import new_game, observation_and_mask
+    >>> obs, mask = observation_and_mask(new_game(seed=0))
+    >>> obs.shape, obs.dtype, mask.shape, int(mask.sum())
+    ((1452,), dtype('float32'), (2026,), 705)
+    """
+    me = state.current_player if seat is None else seat
+    if isinstance(me, bool) or not isinstance(me, int | np.integer) or me not in (0, 1):
+        raise ValueError(f"seat must be 0, 1 or None (the player to move), got {seat!r}")
+    obs = observe(state, int(me))
+    mask = state.legal_action_mask().copy() if me == state.current_player else np.zeros(rules.NUM_ACTIONS, np.bool_)
+    return obs, mask
+
+
 # --- documentation ---------------------------------------------------------------------------
 def _num(x: float) -> str:
     return f"{x:g}"

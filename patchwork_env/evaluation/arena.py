@@ -10,8 +10,10 @@ a time budget are the exception: how far they search depends on the machine). In
 every pair plays the same deals.
 
 Workers. Games run in a pool of spawned processes (``evaluation.workers``: a dead worker or an
-agent's ``SystemExit`` is an error, never a hang; ``workers=None`` uses every core), one deal per task. Agents travel to each worker once, as spec strings or pickled objects;
-an agent object that cannot be pickled makes the arena play in-process. A worker limits torch to
+agent's ``SystemExit`` is an error, never a hang; ``workers=None`` uses every core), one deal per
+task. Agents travel to each worker once, as spec strings (your own agent by its ``FILE.py:NAME``)
+or pickled objects; an agent object that cannot be pickled, or that lives in a notebook's
+``__main__``, makes the arena play in-process. A worker limits torch to
 one thread (the processes already share out the cores). With ``backend=`` (``patchwork_env.evaluation.backend``)
 the same deals run as that backend's tasks instead (Ray: on a cluster), with identical results.
 
@@ -429,7 +431,7 @@ def _run(
         else:
 
             def describe(job: Job) -> str:
-                m, i, j, _, d, _ = job
+                _, i, j, _, d, _ = job
                 return f"{names[i]} vs {names[j]}, deal {d} (games {2 * d} and {2 * d + 1})"
 
             for _, (m, recs) in run_unordered(_task, jobs, n_workers, _init_worker, (refs,), describe):

@@ -26,6 +26,7 @@ rated agent loses that game (counted); an exception it raises stops the run with
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -143,7 +144,7 @@ def neighbours(scale: dict[str, Any]) -> list[dict[str, Any]]:
     refs = references(scale)
     cov = scale_covariance(scale)
     out = []
-    for lo, hi in zip(refs, refs[1:]):
+    for lo, hi in itertools.pairwise(refs):
         var = cov[lo.spec, lo.spec] + cov[hi.spec, hi.spec] - 2 * cov[lo.spec, hi.spec]
         half = Z95 * math.sqrt(max(var, 0.0))
         diff = hi.elo - lo.elo

@@ -23,20 +23,33 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def commit() -> str | None:
-    """The git commit of the working directory's checkout (``+dirty`` with uncommitted changes to
-    tracked files), or None outside a checkout."""
+UNKNOWN_COMMIT = "unknown (an installed package, not a git checkout)"
+
+
+def commit() -> str:
+    """The git commit of the checkout this package runs from (``+dirty`` with uncommitted changes
+    to tracked files), or ``UNKNOWN_COMMIT`` when it runs from an installed package: the commit is
+    the package's own, never that of the folder the command runs in."""
+    package = Path(__file__).resolve().parents[1]  # .../patchwork_env
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True)
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=package, capture_output=True, text=True, timeout=10, check=True
+        )
+        if Path(top.stdout.strip()).resolve() != package.parent:
+            return UNKNOWN_COMMIT  # installed into a folder that some other repository holds
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True, timeout=10, check=True
+        )
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=package,
             capture_output=True,
             text=True,
             timeout=10,
             check=True,
         )
     except (OSError, subprocess.SubprocessError):
-        return None
+        return UNKNOWN_COMMIT
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 

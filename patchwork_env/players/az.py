@@ -280,7 +280,8 @@ def make_az_agent(
     fast: bool = True,
     **search: Any,
 ) -> AZAgent:
-    """``az:...``: the network at ``path`` (default: the shipped network ``net``, the newest unless given) with a ``SearchConfig``;
+    """``az:...``: the network at ``path`` (default: the shipped network ``net``, the newest unless
+    given) with a ``SearchConfig``;
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
     values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
     ``reuse``: keep the subtree of the move played (``AZAgent``); ``fast``: evaluate through

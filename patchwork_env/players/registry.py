@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -128,6 +130,12 @@ def _ppo(path: str) -> Agent:
 
     agent: Agent = load_ppo_agent(path)
     return agent
+
+
+def _sb3(path: str, sample: bool) -> Agent:
+    from patchwork_env.players.sb3 import SB3Agent
+
+    return SB3Agent(path, sample=sample)
 
 
 def _az(
@@ -266,6 +274,17 @@ AGENT_SPECS: dict[str, AgentSpec] = {
         _ppo,
         positional="path",
     ),
+    "sb3": AgentSpec(
+        "sb3",
+        "a model saved by Stable-Baselines3 / sb3-contrib (MaskablePPO, PPO, A2C, DQN) on the single-agent env: "
+        "sb3:PATH or sb3:path=PATH,sample=1 (patchwork_env.players.sb3)",
+        (
+            Param("path", str, "", "the model's file (model.save)"),
+            Param("sample", bool, False, "sample from the policy instead of its most probable action"),
+        ),
+        _sb3,
+        positional="path",
+    ),
     "az": AgentSpec(
         "az",
         "AlphaZero search (players.az_search): PUCT / Gumbel root with a policy-value network; leaf values "
@@ -286,10 +305,36 @@ AGENT_SPECS: dict[str, AgentSpec] = {
 }
 
 
+def _user(spec: str) -> Agent:
+    from patchwork_env.players.user import load_user_agent
+
+    return load_user_agent(spec)
+
+
+def is_user_spec(spec: str, known: set[str]) -> bool:
+    """True for ``FILE.py:NAME`` and ``MODULE:NAME`` (``MODULE`` not an agent's name): your own agent."""
+    head, sep, name = spec.strip().rpartition(":")
+    dotted = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+    if not sep or not dotted.match(name.strip()):
+        return False
+    head = head.strip()
+    return head.endswith(".py") or (bool(dotted.match(head)) and head.lower() not in known)
+
+
+USER_AGENT = AgentSpec(
+    "FILE.py:NAME | MODULE:NAME",
+    "your own agent: NAME in a Python file or an importable module is an agent with act(state, rng), a "
+    "function (GameState) -> action, or a zero-argument factory of either (patchwork_env.players.user)",
+    (),
+    _user,
+)
+
+
 def describe_agents() -> str:
     """Help text: every agent spec with its parameters, types and defaults."""
     lines = ["agents (spec strings: name or name:key=value,key=value):"]
     lines += [spec.usage() for spec in AGENT_SPECS.values()]
+    lines += [f"  {USER_AGENT.name}\n      {USER_AGENT.help}"]
     return "\n".join(lines)
 
 
@@ -300,9 +345,11 @@ def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
         raise AgentSpecError(f"an agent spec must be a non-empty string, got {spec!r}\n\n{describe_agents()}")
     name, _, rest = spec.strip().partition(":")
     entry = AGENT_SPECS.get(name.strip().lower())
+    if entry is None and is_user_spec(spec, set(AGENT_SPECS)):
+        return USER_AGENT, {"spec": spec.strip()}
     if entry is None:
         raise AgentSpecError(f"unknown agent {name!r} in spec {spec!r}\n\n{describe_agents()}")
-    if entry.positional:
+    if entry.positional and not (entry.params and rest.strip().lower().startswith(f"{entry.positional}=")):
         if not rest.strip():
             raise AgentSpecError(f"{entry.name} needs {entry.usage().split()[0]}, got {spec!r}")
         return entry, {entry.positional: rest.strip()}
@@ -322,6 +369,20 @@ def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
             raise AgentSpecError(f"{spec!r}: parameter {key!r} given twice")
         kwargs[key] = by_name[key].parse(entry.name, value)
     return entry, kwargs
+
+
+def canonical_spec(spec: str) -> str:
+    """One spelling per agent: the name in lower case and every parameter with its value, defaults
+    filled in (``GREEDY`` and ``greedy:temp=0`` are one agent); your own agent by its file's
+    absolute path."""
+    entry, given = parse_spec(spec)
+    if entry is USER_AGENT:
+        head, _, name = given["spec"].rpartition(":")
+        return f"{os.path.abspath(head) if head.strip().endswith('.py') else head.strip()}:{name.strip()}"
+    values = {p.name: p.default for p in entry.params} | given
+    if entry.positional and entry.positional in given and entry.positional not in values:
+        values[entry.positional] = given[entry.positional]
+    return entry.name + ":" + ",".join(f"{k}={values[k]!r}" for k in sorted(values))
 
 
 def make_agent(spec: str) -> Agent:
