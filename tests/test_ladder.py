@@ -41,16 +41,21 @@ def test_fit_rating_recovers_the_rating_that_generated_the_results() -> None:
     assert math.isfinite(fit_rating([(0.0, 20, 0)])[0])  # a sweep stays finite (the virtual draw)
 
 
-def test_the_shipped_scale_is_the_round_robin_it_stores() -> None:
-    scale = load_scale()
-    assert scale["ladder"] == ladder.VERSION and scale["seed"] == ladder.LADDER_SEED
-    assert sorted(r["spec"] for r in scale["ratings"]) == sorted(PANEL)
+V1_PANEL = ("random", "greedy", "mcts:sims=10", "mcts:sims=100", "mcts:sims=300", "mcts:sims=1000", "pretrained", "az")
+
+
+@pytest.mark.parametrize(("version", "panel"), [("v1", V1_PANEL), ("v2", PANEL)])
+def test_a_shipped_scale_is_the_round_robin_it_stores(version: str, panel: tuple[str, ...]) -> None:
+    scale = load_scale(version=version)
+    assert scale["ladder"] == version and scale["seed"] == ladder.LADDER_SEED
+    assert sorted(r["spec"] for r in scale["ratings"]) == sorted(panel)
     for key in ("command", "commit", "date", "machine", "seeds"):
         assert scale[key], key
-    names = list(PANEL)
+    names = list(panel)
     games = [(names.index(p["a"]), names.index(p["b"]), p["wins_a"], p["wins_b"]) for p in scale["pairs"]]
-    assert len(games) == len(PANEL) * (len(PANEL) - 1) // 2
-    assert all(p["games"] == 2 * scale["pairs_per_matchup"] for p in scale["pairs"])
+    assert len(games) == len(panel) * (len(panel) - 1) // 2  # every pair of rungs played
+    if version == "v1":
+        assert all(p["games"] == 2 * scale["pairs_per_matchup"] for p in scale["pairs"])
     refit = fit_elo(names, games, anchor=names.index("random"))
     for r in scale["ratings"]:
         assert refit[r["spec"]].elo == pytest.approx(r["elo"], abs=1e-6)
@@ -61,11 +66,52 @@ def test_the_shipped_scale_is_the_round_robin_it_stores() -> None:
     assert by_spec["random"] < by_spec["greedy"] < by_spec["mcts:sims=1000"]
 
 
+def test_v2_meets_its_spacing_and_precision_when_refitted_from_its_own_games() -> None:
+    """The issue's standard: neighbouring rungs at most 250 Elo apart, each difference known to
+    +-50 Elo (95%), recomputed here from the stored games (not read from the file's summary)."""
+    scale = load_scale(version="v2")
+    assert ladder.check_scale(scale, max_gap=250.0, precision=50.0) == []
+    gaps = ladder.neighbours(scale)
+    assert len(gaps) == len(PANEL) - 1
+    assert gaps == pytest.approx(scale["neighbours"])
+    assert scale["compute"]["games"] == sum(p["games"] for p in scale["pairs"]) and scale["compute"]["cpu_seconds"] > 0
+    assert scale["command"].startswith("patchwork ladder --rebuild")
+
+
+def test_check_scale_names_a_gap_too_wide_and_a_difference_too_vague(small_scale: dict[str, Any]) -> None:
+    problems = ladder.check_scale(small_scale, max_gap=10.0, precision=1.0)
+    assert any("Elo apart (at most 10)" in p for p in problems)
+    assert any("(at most +-1)" in p for p in problems)
+    assert ladder.check_scale(small_scale, max_gap=10_000.0, precision=10_000.0) == []
+
+
+def test_every_rung_is_played_with_every_parameter_pinned() -> None:
+    """A later change of a player's default or of the newest shipped network moves no rung: each
+    rung of every version plays a spec that spells out all of its agent's parameters."""
+    from patchwork_env.players.registry import parse_spec
+
+    for rung in {*PANEL, *V1_PANEL}:
+        entry, given = parse_spec(ladder.play_spec(rung))
+        missing = {p.name for p in entry.params} - set(given) - {"path", "time"}  # path/time: unset on purpose
+        assert not missing, (rung, missing)
+        if entry.name in ("az", "pretrained"):
+            assert given["net"] == "v1"
+
+
+def test_a_ratings_interval_carries_the_references_uncertainty(small_scale: dict[str, Any]) -> None:
+    result = rate("greedy:temp=1", scale=small_scale)
+    own = result.ci95_games[1] - result.ci95_games[0]
+    total = result.ci95[1] - result.ci95[0]
+    assert total > own * 1.05  # the small scale's rungs are far from exact
+    assert result.ci95[0] < result.elo < result.ci95[1]
+
+
 def test_on_the_shipped_scale_greedy_lands_in_its_interval_and_a_weakened_greedy_below() -> None:
     """The issue's check on the real scale v1 (quick budget): greedy's rating lies inside greedy's
     stored interval; greedy that advances instead of buying on every other move rates below it."""
-    stored = {r.spec: r for r in references(load_scale())}["greedy"]
-    greedy_rating = rate("greedy", budget="quick")
+    stored = {r.spec: r for r in references(load_scale(version="v1"))}["greedy"]
+    greedy_rating = rate("greedy", budget="quick", ladder="v1")
+    assert round(greedy_rating.elo) == 431  # v1 never changes: the figure of its first release
     assert stored.low <= greedy_rating.elo <= stored.high
     greedy = make_agent("greedy")
     moves = [0]
@@ -76,7 +122,7 @@ def test_on_the_shipped_scale_greedy_lands_in_its_interval_and_a_weakened_greedy
             return ADVANCE
         return int(greedy.act(state, np.random.default_rng(0)))
 
-    weakened = rate(advances_every_other_move, budget="quick")
+    weakened = rate(advances_every_other_move, budget="quick", ladder="v1")
     assert weakened.elo < greedy_rating.elo
 
 
@@ -120,7 +166,7 @@ def test_illegal_actions_forfeit_and_are_counted(small_scale: dict[str, Any]) ->
 def test_the_command_writes_a_rating_with_its_provenance(
     small_scale: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("patchwork_env.cli.ladder.load_scale", lambda: small_scale)
+    monkeypatch.setattr("patchwork_env.cli.ladder.load_scale", lambda **kw: small_scale)
     out = tmp_path / "rating.json"
     assert patchwork("ladder", "greedy", "--json", str(out), "--no-progress", "--name", "my greedy") == 0
     data = json.loads(out.read_text())
@@ -140,6 +186,14 @@ def test_the_command_writes_a_rating_with_its_provenance(
         (["ladder", "--rebuild", "x.json", "--pairs", "0"], "--pairs"),
         (["ladder", "greedy", "--name", ""], "--name"),
         (["ladder", "--table", "--name", "x"], "--name"),
+        (["ladder", "--table", "greedy"], "SPEC do not go with it"),
+        (["ladder", "greedy", "--pairs", "5"], "--pairs goes with --rebuild"),
+        (["ladder", "greedy", "--precision", "20"], "--precision goes with --rebuild"),
+        (["ladder", "greedy", "--ladder", "v9"], "v9"),
+        (["ladder", "greedy", "--name", "   "], "--name"),
+        (["ladder", "greedy", "--json", "/"], "is a folder"),
+        (["ladder", "--rebuild", "/", "--pairs", "3"], "is a folder"),
+        (["ladder", "--rebuild", "x.json", "--precision", "1"], "--precision"),
     ],
 )
 def test_ladder_errors_are_one_line(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@ package named ``agents``, the optional torch extra, the layer contract, and cold
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -42,34 +43,58 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     assert "patchwork = patchwork_env.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
+def _venv(path: Path) -> Path:
+    subprocess.run([PYTHON, "-m", "venv", str(path)], check=True, timeout=300)
+    return path
+
+
+def _pip(env: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
+    return subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", *args],
+                          capture_output=True, text=True, timeout=900, env=environ)  # fmt: skip
+
+
+def _installed(proc: subprocess.CompletedProcess[str], what: str) -> None:
+    if proc.returncode and not os.environ.get("CI") and "No matching distribution" in proc.stderr:
+        pytest.skip(f"{what} could not be installed (no package index?): {proc.stderr[-300:]}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 @pytest.fixture(scope="module")
 def fresh_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new venv with the wheel and openai-agents (import name ``agents``), both without their
-    dependencies; the dependencies (numpy, numba, gymnasium, pettingzoo, torch) come from this
-    environment's site-packages, as a path entry after the venv's own."""
-    env = tmp_path_factory.mktemp("fresh") / "venv"
-    subprocess.run([PYTHON, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
-    python = env / "bin" / "python"
-    install = [PYTHON, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps"]
-    proc = subprocess.run([*install, str(wheel), "openai-agents"], capture_output=True, text=True, timeout=300)
-    if proc.returncode and "openai-agents" in proc.stderr and not os.environ.get("CI"):
-        pytest.skip(f"openai-agents could not be installed (no registry?): {proc.stderr[-300:]}")
-    assert proc.returncode == 0, proc.stderr
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
-    (site / "zz-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    """What a user gets from ``pip install patchwork-env``: a new venv with the wheel and its own
+    dependencies from the package index, nothing borrowed from this environment (no path entry,
+    no extras), and openai-agents (import name ``agents``) beside it without its dependencies."""
+    env = _venv(tmp_path_factory.mktemp("fresh") / "venv")
+    _installed(_pip(env, str(wheel)), "the wheel's dependencies")
+    _installed(_pip(env, "--no-deps", "openai-agents"), "openai-agents")
     return env
 
 
-def _run(env: Path, *argv: str, torch: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """A command of the fresh venv, run outside the repository (without torch if ``torch=False``)."""
+@pytest.fixture(scope="module")
+def extras_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new venv with the wheel and its ``torch`` and ``sb3`` extras (the pinned CPU torch first,
+    as the README says), nothing borrowed from this environment."""
+    env = _venv(tmp_path_factory.mktemp("extras") / "venv")
+    _installed(_pip(env, "torch==2.13.0"), "torch")
+    _installed(_pip(env, f"{wheel}[torch,sb3]", "-c", str(ROOT / "constraints.txt")), "the torch and sb3 extras")
+    return env
+
+
+def _run(env: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """A command of the venv ``env``, run outside the repository."""
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    if not torch:  # a package named torch that is not there: import torch fails as without the extra
-        blocker = env / "no-torch"
-        (blocker / "torch").mkdir(parents=True, exist_ok=True)
-        (blocker / "torch" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'torch'\")\n")
-        environ["PYTHONPATH"] = str(blocker)
-    return subprocess.run(list(argv), cwd=cwd or env, env=environ, capture_output=True, text=True, timeout=300)
+    return subprocess.run(list(argv), cwd=cwd or env, env=environ, capture_output=True, text=True, timeout=600)
+
+
+def test_the_fresh_env_borrows_nothing(fresh_env: Path) -> None:
+    code = "import sys, numpy, numba, patchwork_env; print('\\n'.join(sys.path)); print(numpy.__file__, numba.__file__)"
+    proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert str(ROOT) not in proc.stdout and sysconfig.get_path("purelib") not in proc.stdout
+    for missing in ("torch", "tqdm", "matplotlib", "stable_baselines3"):
+        proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", f"import {missing}")
+        assert proc.returncode == 1 and "ModuleNotFoundError" in proc.stderr, missing
 
 
 def test_next_to_openai_agents_the_env_plays_and_agents_stays_theirs(fresh_env: Path) -> None:
@@ -89,27 +114,59 @@ def test_next_to_openai_agents_the_env_plays_and_agents_stays_theirs(fresh_env: 
     assert "played" in proc.stdout
 
 
-def test_the_patchwork_command_evaluates_in_the_fresh_env(fresh_env: Path) -> None:
-    proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "evaluate", "--agents", "greedy", "random",
-                "--pairs", "2", "--workers", "1", "--no-progress")  # fmt: skip
+def test_without_extras_evaluate_and_ladder_run_with_their_progress_display(fresh_env: Path) -> None:
+    """The issue's crash: the progress display is on by default and tqdm is not a dependency."""
+    patchwork_cmd = str(fresh_env / "bin" / "patchwork")
+    proc = _run(fresh_env, patchwork_cmd, "evaluate", "--agents", "greedy", "random", "--pairs", "2", "--workers", "2")
     assert proc.returncode == 0, proc.stderr
-    assert "greedy" in proc.stdout and "Elo" in proc.stdout
+    assert "greedy" in proc.stdout and "Elo" in proc.stdout and "games 4/4 (100%)" in proc.stderr
+    proc = _run(fresh_env, patchwork_cmd, "ladder", "greedy", "--ladder", "v1", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("greedy: 431 Elo") and "games 20/20 (100%)" in proc.stderr
 
 
-def test_the_ladder_scale_ships_in_the_wheel(fresh_env: Path) -> None:
+def test_the_ladder_scales_ship_in_the_wheel(fresh_env: Path) -> None:
     proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "ladder", "--table")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("Patchwork ladder v1") and "mcts:sims=1000" in proc.stdout
+    assert proc.stdout.startswith("Patchwork ladder v2") and "greedy:temp=2" in proc.stdout
+    proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "ladder", "--table", "--ladder", "v1")
+    assert proc.returncode == 0 and proc.stdout.startswith("Patchwork ladder v1"), proc.stderr
 
 
-def test_pretrained_ships_in_the_wheel_and_plays(fresh_env: Path) -> None:
+def test_a_plot_without_matplotlib_is_refused_before_the_first_game(fresh_env: Path) -> None:
+    records = fresh_env / "recs"
+    proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "evaluate", "--agents", "greedy", "random",
+                "--pairs", "2", "--records", str(records), "--json", "e.json", "--plot", "elo.png")  # fmt: skip
+    assert proc.returncode == 2 and error_lines(proc.stderr) == [
+        'error: --plot needs matplotlib, which is not installed: pip install "patchwork-env[plot]"'
+    ]
+    assert not records.exists() and not (fresh_env / "e.json").exists()
+
+
+def test_rate_from_the_installed_package_names_its_provenance(fresh_env: Path) -> None:
     code = (
-        "from patchwork_env.players import make_agent; import patchwork_env as p, numpy as np\n"
-        "a = make_agent('pretrained'); s = p.new_game(seed=1)\n"
-        "assert s.is_legal(a.act(s, np.random.default_rng(0)))\n"
+        "import json, patchwork_env\n"
+        "def mine(state):\n"
+        "    return int(state.legal_actions()[0])\n"
+        "print(json.dumps(patchwork_env.rate(mine, name='mine', ladder='v1').to_dict()))\n"
     )
     proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", code)
     assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert data["agent"] == "mine" and data["version"] and data["machine"]["cores"]
+    assert data["commit"] == "unknown (an installed package, not a git checkout)"
+
+
+def test_gymnasium_makes_the_env_by_its_module_prefix_without_an_import(fresh_env: Path) -> None:
+    code = (
+        "import gymnasium\n"
+        "env = gymnasium.make('patchwork_env:patchwork/PatchworkSingleAgent-v0', opponent='random')\n"
+        "obs, info = env.reset(seed=0)\n"
+        "print(obs.shape)\n"
+    )
+    proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "(1452,)"
 
 
 def test_without_torch_a_network_agent_is_one_clear_error(fresh_env: Path) -> None:
@@ -122,16 +179,63 @@ def test_without_torch_a_network_agent_is_one_clear_error(fresh_env: Path) -> No
         "except MissingExtraError as exc:\n"
         "    print(exc)\n"
     )
-    proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", code, torch=False)
+    proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == 'pretrained needs PyTorch, which is not installed: pip install "patchwork-env[torch]"'
     for argv in (["play", "--opponent", "pretrained"], ["evaluate", "--agents", "az", "greedy"]):
-        proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), *argv, torch=False)
+        proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), *argv)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert error_lines(proc.stderr) == [
             f"error: {'pretrained' if argv[0] == 'play' else 'az'} needs PyTorch, which is not installed: "
             'pip install "patchwork-env[torch]"'
         ]
+    (fresh_env / "model.zip").write_bytes(b"")
+    proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "ladder", "sb3:model.zip")
+    assert proc.returncode == 2 and error_lines(proc.stderr) == [
+        'error: sb3:model.zip needs stable-baselines3, which is not installed: pip install "patchwork-env[sb3]"'
+    ]
+
+
+def test_pretrained_ships_in_the_wheel_and_plays(extras_env: Path) -> None:
+    code = (
+        "from patchwork_env.players import make_agent; import patchwork_env as p, numpy as np\n"
+        "a = make_agent('pretrained'); s = p.new_game(seed=1)\n"
+        "assert s.is_legal(a.act(s, np.random.default_rng(0)))\n"
+    )
+    proc = _run(extras_env, str(extras_env / "bin" / "python"), "-c", code)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_with_the_extras_a_maskable_model_and_a_scripts_function_rate_from_the_command_line(
+    extras_env: Path,
+) -> None:
+    """The issue's done-when, as a user runs it: a MaskablePPO model trained on the single-agent
+    env rates by ``patchwork ladder sb3:model.zip``; a function in a script without a main guard by
+    ``patchwork ladder myagent.py:act --workers 2``."""
+    train = (
+        "from sb3_contrib import MaskablePPO\n"
+        "from patchwork_env import SingleAgentEnv\n"
+        "model = MaskablePPO('MlpPolicy', SingleAgentEnv(opponent='random'), n_steps=64, batch_size=64, seed=0)\n"
+        "model.learn(64)\n"
+        "model.save('model.zip')\n"
+    )
+    proc = _run(extras_env, str(extras_env / "bin" / "python"), "-c", train)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    patchwork_cmd = str(extras_env / "bin" / "patchwork")
+    proc = _run(extras_env, patchwork_cmd, "ladder", "sb3:model.zip", "--workers", "2", "--json", "sb3.json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((extras_env / "sb3.json").read_text())["illegal_actions"] == 0
+    (extras_env / "myagent.py").write_text(
+        "import numpy as np\n"
+        "from patchwork_env import observation_and_mask\n"
+        "def act(state):\n"
+        "    obs, mask = observation_and_mask(state)\n"
+        "    return int(np.flatnonzero(mask)[-1])\n"
+        "print('loaded myagent')  # top-level code, no main guard\n"
+    )
+    proc = _run(extras_env, patchwork_cmd, "ladder", "myagent.py:act", "--workers", "2", "--json", "mine.json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((extras_env / "mine.json").read_text())["agent"] == "myagent.py:act"
 
 
 def test_the_layer_contract_fails_when_the_core_imports_an_env_module(tmp_path: Path) -> None:

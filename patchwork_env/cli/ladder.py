@@ -25,7 +25,6 @@ from patchwork_env.evaluation.ladder import (
     build_scale,
     check_scale,
     load_scale,
-    play_spec,
     rate,
     references,
 )
@@ -66,8 +65,8 @@ def run(args: argparse.Namespace) -> None:
         scale = load_scale(version=args.ladder)
         print(f"Patchwork ladder {scale['ladder']} (random = 0; {scale['command']}):")
         for ref in reversed(references(scale)):
-            shown = ref.spec if play_spec(ref.spec) == ref.spec else f"{ref.spec} (as {play_spec(ref.spec)})"
-            print(f"  {shown:<24} {ref.elo:7.0f}  [{ref.low:6.0f}, {ref.high:6.0f}]")
+            print(f"  {ref.spec:<18} {ref.elo:7.0f}  [{ref.low:6.0f}, {ref.high:6.0f}]")
+        print("(each rung plays with every parameter pinned: patchwork_env.evaluation.ladder.PINNED)")
         return
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")

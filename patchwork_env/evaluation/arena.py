@@ -449,20 +449,23 @@ class Journal:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._known: dict[tuple[str, str, int, bool, int], list[GameRecord]] = {}
-        if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as f:
-                for number, line in enumerate(f, 1):
-                    if not line.endswith("\n"):
-                        break  # the last line of a killed run: written in part, played again
-                    try:
-                        entry = json.loads(line)
-                        key = (entry["a"], entry["b"], entry["seed"], entry["forfeit"], entry["deal"])
-                        games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
-                    except (ValueError, KeyError, TypeError) as exc:
-                        raise ValueError(
-                            f"{self.path}, line {number}: not a journal entry of the arena ({exc})"
-                        ) from None
-                    self._known[key] = games
+        if not os.path.exists(self.path):
+            return
+        complete = 0  # bytes of whole lines: a last line cut by a kill is dropped (its deal is played again)
+        with open(self.path, "rb") as f:
+            for number, raw in enumerate(f, 1):
+                if not raw.endswith(b"\n"):
+                    break
+                try:
+                    entry = json.loads(raw)
+                    key = (entry["a"], entry["b"], entry["seed"], entry["forfeit"], entry["deal"])
+                    games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ValueError(f"{self.path}, line {number}: not a journal entry of the arena ({exc})") from None
+                self._known[key] = games
+                complete += len(raw)
+        if complete < os.path.getsize(self.path):
+            os.truncate(self.path, complete)
 
     def played(self, a: str, b: str, seed: int, forfeit: bool, deals: range) -> dict[int, list[GameRecord]]:
         return {d: recs for d in deals if (recs := self._known.get((a, b, seed, forfeit, d))) is not None}

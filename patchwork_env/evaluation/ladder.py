@@ -175,7 +175,7 @@ class LadderResult:
     ladder: str = VERSION
     ci95_games: tuple[float, float] = (math.nan, math.nan)
     budget: str = "quick"
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False)  # a rating equals itself whenever made
 
     def to_dict(self) -> dict[str, Any]:
         """The provenance fields first (command, commit, version, date, machine, seeds), then the
@@ -226,7 +226,10 @@ AgentInput = str | Agent | Callable[[GameState], Any]
 
 
 def _call_text(agent: AgentInput, name: str | None, budget: str, workers: int | None, ladder: str) -> str:
-    what = repr(agent) if isinstance(agent, str) else getattr(agent, "__qualname__", type(agent).__qualname__)
+    if isinstance(agent, str):
+        what = repr(agent)
+    else:  # a function by its name, an object by its class
+        what = getattr(agent, "__name__", None) or f"{type(agent).__name__}()"
     named = f", name={name!r}" if name is not None else ""
     return f"patchwork_env.rate({what}{named}, budget={budget!r}, workers={workers!r}, ladder={ladder!r})"
 

@@ -1,0 +1,70 @@
+"""What a newcomer trains first: sb3-contrib's MaskablePPO with its default ``MlpPolicy`` and
+hyperparameters on ``SingleAgentEnv`` (the path of the interop guide), saved at minute marks.
+
+    python -m train.sb3_newcomer --minutes 10 60 --seed 0 --out runs/sb3-newcomer-s0
+    patchwork ladder sb3:runs/sb3-newcomer-s0/minute-10.zip --budget standard
+
+Minutes are this process's CPU time (one torch thread), so runs that share the cores get the same
+compute per mark. At each mark the model is saved as ``minute-<m>.zip`` (``model.save``: what a
+user rates with ``sb3:PATH``); the run stops after the last mark. A reference for the results page
+(where a first agent lands on the ladder), not a recipe: the project's own trainers are
+``train.selfplay`` and ``train.sb3_maskable``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import tyro
+
+
+@dataclass
+class NewcomerArgs:
+    """Train MaskablePPO (MlpPolicy, sb3-contrib defaults) against an opponent, saving at minute marks."""
+
+    minutes: tuple[float, ...] = (10.0, 60.0)
+    """marks in CPU minutes of this process: a model is saved at each, the run stops at the last"""
+    seed: int = 0
+    """seed of the model and the env"""
+    opponent: str = "random"
+    """the single-agent env's opponent (a spec)"""
+    out: Path = Path("runs/sb3-newcomer")
+    """the run folder (refused if it holds models already)"""
+
+
+def main(args: NewcomerArgs) -> list[Path]:
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from patchwork_env import SingleAgentEnv
+
+    marks = sorted(args.minutes)
+    if not marks or marks[0] <= 0 or marks[-1] > 24 * 60:
+        raise SystemExit(f"error: --minutes must be in (0, 1440], got {args.minutes}")
+    if args.out.exists() and any(args.out.glob("minute-*.zip")):
+        raise SystemExit(f"error: {args.out} holds models of an earlier run; give a new --out")
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+    start = time.process_time()
+    saved: list[Path] = []
+
+    class SaveAtMarks(BaseCallback):  # type: ignore[misc]
+        def _on_step(self) -> bool:
+            minutes = (time.process_time() - start) / 60
+            while len(saved) < len(marks) and minutes >= marks[len(saved)]:
+                path = args.out / f"minute-{marks[len(saved)]:g}.zip"
+                self.model.save(path)
+                saved.append(path)
+                print(f"{minutes:.1f} CPU minutes, {self.num_timesteps} steps: saved {path}", flush=True)
+            return len(saved) < len(marks)
+
+    model = MaskablePPO("MlpPolicy", SingleAgentEnv(opponent=args.opponent), seed=args.seed, device="cpu")
+    model.learn(total_timesteps=10**9, callback=SaveAtMarks())
+    return saved
+
+
+if __name__ == "__main__":
+    main(tyro.cli(NewcomerArgs))
