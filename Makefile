@@ -1,16 +1,20 @@
 # `make demo` and `make test` do all the set-up on a fresh machine: .venv, CPU torch first, then the project.
 PYTHON ?= python3
 VENV ?= .venv
+DOCS_VENV ?= .venv-docs
+# where torch==2.13.0 comes from: empty = the default index (PyPI, or this machine's local build);
+# elsewhere, for the CPU build instead of CUDA: make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: setup test lint docs demo bench browser clean
+.PHONY: setup test lint docs site demo bench browser clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the pinned CPU build of torch must come first: anything else downloads gigabytes
-	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	# constraints.txt keeps that torch while the extras install (torchrl, tianshou ask for torch too)
 	$(PY) -m pip install --quiet -e ".[train,dev,interop,scale]" -c constraints.txt
 	# the research code (agents/, train/, benchmarks/) is not installed: a path entry for this
@@ -26,12 +30,22 @@ lint: setup
 	$(VENV)/bin/mypy patchwork_env agents train
 	$(VENV)/bin/lint-imports
 
-# the documentation site (mkdocs-material), warnings as errors; the results pages must be current
-docs: setup
-	$(PY) results/render.py --check
+# the documentation site alone, from a small venv of its own (the library and mkdocs: no torch, no Ray)
+$(DOCS_VENV)/.docs-stamp: pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet -e ".[docs]"
+	touch $@
+
+docs: $(DOCS_VENV)/.docs-stamp
+	$(MAKE) site VENV=$(DOCS_VENV)
+
+# the site (mkdocs-material) from the venv VENV names, warnings as errors; the results pages must be current
+site:
+	$(VENV)/bin/python results/render.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
-test: lint docs
+test: lint
+	$(MAKE) site
 	$(VENV)/bin/pytest --nbmake
 
 demo: setup
@@ -52,4 +66,4 @@ browser:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) $(DOCS_VENV) .pytest_cache .mypy_cache .ruff_cache site

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -51,8 +52,12 @@ def test_every_page_is_in_the_navigation() -> None:
     assert listed == {p.name for p in (ROOT / "docs").glob("*.md")}
 
 
+def _pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.glob("*.html") if p.name != "404.html")
+
+
 def test_every_page_loads_without_a_console_error(site: Path, server: str, browser: Any) -> None:  # noqa: F811
-    pages = sorted(p.relative_to(site) for p in site.rglob("index.html"))
+    pages = [p.relative_to(site) for p in _pages(site)]
     assert len(pages) >= 13, pages
     for page in pages:
         browser.get_log("browser")  # empty the log
@@ -100,3 +105,61 @@ def test_a_curve_drawn_from_other_counts_than_its_file_is_stale(tmp_path: Path) 
     proc = subprocess.run([*render, "--check"], capture_output=True, text=True)
     assert proc.returncode == 1 and "docs/figures/gone.svg (no results file draws it)" in proc.stderr, proc.stderr
     assert subprocess.run(render, capture_output=True).returncode == 0 and not orphan.exists()
+
+
+def test_the_site_opens_from_disk_every_link_a_file(site: Path, browser: Any) -> None:  # noqa: F811
+    """Opened as file:// (no server), a page's links must name files: a folder URL shows a listing."""
+    hrefs: set[str] = set()
+    for page in _pages(site):
+        for href in re.findall(r'href="([^"#]+)(?:#[^"]*)?"', page.read_text()):
+            if not re.match(r"^(https?:|mailto:|data:)", href) and not href.endswith((".css", ".js", ".svg", ".png")):
+                hrefs.add(str((page.parent / href).resolve()))
+    folders = sorted(h for h in hrefs if Path(h).is_dir() or h.endswith("/"))
+    assert not folders, folders
+    assert all(Path(h).is_file() for h in hrefs if h.endswith(".html")), [h for h in hrefs if not Path(h).is_file()]
+    browser.get((site / "index.html").as_uri())
+    link = browser.find_element("css selector", 'a.md-nav__link[href="own-agent.html"]')
+    browser.get(link.get_attribute("href"))
+    assert "Rate your own agent" in browser.title
+
+
+def test_no_page_shows_a_doctest_as_nested_block_quotes(site: Path) -> None:
+    """Markdown reads an unfenced ``>>>`` as three nested block quotes (the API reference's module
+    docstrings did): every example must reach the page as code."""
+    for page in _pages(site):
+        text = page.read_text()
+        assert "<blockquote>\n<blockquote>" not in text and "<blockquote><blockquote>" not in text, page.name
+    api = (site / "api.html").read_text()
+    assert api.count('<span class="gp">&gt;&gt;&gt; </span>') >= 20  # the docstrings' examples, highlighted
+
+
+def test_copying_a_doctest_copies_its_code_without_prompts_or_outputs(site: Path) -> None:
+    import html as html_module
+
+    blocks = 0
+    for page in _pages(site):
+        for pre in re.findall(r"<pre[^>]*>.*?</pre>", page.read_text(), flags=re.DOTALL):
+            if "&gt;&gt;&gt;" not in pre:
+                continue
+            blocks += 1
+            found = re.search(r'data-copy="([^"]*)"', pre)
+            assert found, (page.name, pre[:200])
+            code = html_module.unescape(found.group(1))
+            assert ">>>" not in code and "..." not in code.replace("...)", ""), (page.name, code)
+    assert blocks >= 20
+    own = (site / "own-agent.html").read_text()
+    found = re.search(r'data-copy="([^"]*)"', own)
+    assert found and html_module.unescape(found.group(1)).startswith("import numpy as np\nfrom patchwork_env import")
+
+
+def test_no_page_repeats_a_paragraph(site: Path) -> None:
+    for page in _pages(site):
+        paragraphs = [p for p in re.findall(r"<p>(.*?)</p>", page.read_text(), flags=re.DOTALL) if len(p) > 120]
+        repeated = {p[:80] for p in paragraphs if paragraphs.count(p) > 1}
+        assert not repeated, (page.name, repeated)
+
+
+def test_wide_tables_and_code_scroll_and_names_do_not_break_mid_word(site: Path) -> None:
+    css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
+    assert "overflow-x: auto" in css and "word-break: normal" in css and "overflow-wrap: normal" in css
+    assert 'href="stylesheets/extra.css"' in (site / "training.html").read_text()
