@@ -16,4 +16,4 @@ def patchwork(*argv: str) -> int:
 def error_lines(stderr: str) -> list[str]:
     """The non-empty lines of ``stderr`` other than the one-off compile notices of a first run
     (``compiling the rules kernels (first run only, ...)``, ``patchwork_env.core.jit``)."""
-    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("compiling ")]
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith(("compiling ", "compiled "))]

@@ -272,3 +272,21 @@ def test_help_loads_neither_torch_nor_numba(argv: list[str]) -> None:
     loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time")}
     assert "usage" in proc.stdout.lower()
     assert not {"torch", "numba"} & loaded
+
+
+def test_a_first_run_says_how_long_compiling_takes_and_when_it_is_done(tmp_path: Path) -> None:
+    """A fresh install compiles the kernels once: the command says so, with the time it takes on
+    this kind of machine, and says when it is done (an empty numba cache plays the fresh install)."""
+    environ = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    code = "from patchwork_env import new_game\ns = new_game(0)\nprint(s.step(s.legal_actions()[0]).ply)\n"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=environ, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == (
+        "compiling the rules kernels, first run only (about 10 s on 2 cores; later runs load them from disk)"
+    )
+    assert any(line.startswith("compiled the rules kernels in ") for line in lines[1:]), lines
+    again = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=environ, capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
+    assert again.returncode == 0 and "compil" not in again.stderr  # cached: nothing to say

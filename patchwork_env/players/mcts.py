@@ -104,7 +104,7 @@ class MCTSAgent:
                 f"mcts: need c >= 0, width >= 1, rtemp >= 0, rcands >= 1; got c={c}, width={width}, "
                 f"rtemp={rtemp}, rcands={rcands}"
             )
-        compile_notice("the greedy and search kernels", rollout, "5 s")
+        compile_notice("the greedy and search kernels", rollout, "10 s")
         self.sims = 400 if sims is None and time is None else sims
         self.time = time
         self.rollout = rollout
