@@ -195,7 +195,7 @@ def test_a_maskable_model_plays_what_sb3_predicts_with_the_mask(sb3_models: dict
     model = sb3_contrib.MaskablePPO.load(sb3_models["maskable"], device="cpu")
     agent = make_agent(f"sb3:{sb3_models['maskable']}")
     env = SingleAgentEnv(opponent="greedy", seat=None)
-    obs, info = env.reset(seed=5)
+    obs, _ = env.reset(seed=5)
     for _ in range(10):
         expected, _ = model.predict(obs, deterministic=True, action_masks=env.action_masks())
         assert agent.act(env.game_state, np.random.default_rng(0)) == int(expected)
