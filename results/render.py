@@ -96,7 +96,16 @@ def arena(name: str, data: Data) -> list[str]:
             f"| `{p['a']}` | `{p['b']}` | {p['games']} | {p['wins_a']} | {pct(p['win_rate_a'], p['ci95_a'])} "
             f"| {p['mean_margin_a']:+.1f} | {ms} |"
         )
-    lines += ["", f"| agent | Elo ({data['anchor']} = 0) | 95% CI |", "|---|---:|---|"]
+    lines += [
+        "",
+        f"Elo fitted from this table's games alone, `{data['anchor']}` = 0: its own scale, not the ladder's. A fit "
+        "depends on the agents and the number of games in it (a clean sweep is held finite by one virtual draw, "
+        "so the more games a sweep has, the larger the gap it shows): compare numbers within one table or on one "
+        "ladder version only.",
+        "",
+        f"| agent | Elo ({data['anchor']} = 0) | 95% CI |",
+        "|---|---:|---|",
+    ]
     for agent, elo in sorted(data["elo"].items(), key=lambda kv: -kv[1]):
         low, high = data["elo_ci95"][agent]
         lines.append(f"| `{agent}` | {elo:.0f} | [{low:.0f}, {high:.0f}] |")
@@ -104,37 +113,69 @@ def arena(name: str, data: Data) -> list[str]:
 
 
 def ladder_reference(name: str, data: Data) -> list[str]:
+    version = data["ladder"]
+    if "pairs_per_matchup" in data:
+        how = f"A round robin of {2 * data['pairs_per_matchup']} games per pair of rungs"
+    else:
+        design, games = data["design"], sum(p["games"] for p in data["pairs"])
+        how = (
+            f"A round robin of {2 * design['initial_pairs']} games per pair of rungs, then more games where "
+            f"neighbours meet until each neighbouring difference was known to +-{design['precision']:g} Elo "
+            f"({len(design['rounds'])} rounds, {games:,} games, {data['compute']['cpu_seconds'] / 3600:.1f} "
+            f"CPU-hours)"
+        )
     lines = [
-        f"## The Patchwork ladder {data['ladder']}: the reference panel",
+        f"## The Patchwork ladder {version}: the reference panel",
         "",
-        f"A round robin of {2 * data['pairs_per_matchup']} games per pair on the ladder's deals (seed "
-        f"{data['seed']}), random = 0; measured by {where(data)}. The package ships this file as "
-        f"`patchwork_env/data/ladder-{data['ladder']}.json`.",
+        f"{how} on the ladder's deals (seed {data['seed']}); measured by {where(data)}. The package ships this "
+        f"file as `patchwork_env/data/ladder-{version}.json`. Its zero is `random`, the uniform random player; "
+        f"a rating on {version} is a number on this scale only.",
         "",
-        "| reference | Elo | 95% CI |",
+        "| rung | Elo | 95% CI |",
         "|---|---:|---|",
     ]
     for r in sorted(data["ratings"], key=lambda r: -r["elo"]):
         lines.append(f"| `{r['spec']}` | {r['elo']:.0f} | [{r['ci95'][0]:.0f}, {r['ci95'][1]:.0f}] |")
+    if "neighbours" in data:
+        lines += [
+            "",
+            "Neighbouring rungs, refitted from the stored games (the file's `pairs`):",
+            "",
+            "| lower | higher | difference | 95% CI | games between them |",
+            "|---|---|---:|---|---:|",
+        ]
+        games = {frozenset((p["a"], p["b"])): p["games"] for p in data["pairs"]}
+        for g in data["neighbours"]:
+            between = games[frozenset((g["low"], g["high"]))]
+            lines.append(
+                f"| `{g['low']}` | `{g['high']}` | {g['difference']:.0f} | "
+                f"[{g['ci95'][0]:.0f}, {g['ci95'][1]:.0f}] | {between} |"
+            )
     return lines
 
 
 def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
-    lines = [
-        "## Ladder ratings",
-        "",
-        "Each agent rated on the ladder (`patchwork ladder SPEC --json`), the command in the last column.",
-        "",
-        "| agent | Elo (95% CI) | games | budget | measured by |",
-        "|---|---|---:|---|---|",
-    ]
-    for _, d in sorted(files, key=lambda nd: -nd[1]["elo"]):
-        rating = {
-            "on": f"{d['elo']:.0f} [{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}]",
-            "above": f"above the scale: >= {d['ci95'][0]:.0f}",
-            "below": f"below the scale: <= {d['ci95'][1]:.0f}",
-        }[d["scale"]]
-        lines.append(f"| `{d['agent']}` | {rating} | {d['games']} | {d['budget']} | {where(d)} |")
+    lines: list[str] = []
+    for version in sorted({d["ladder"] for _, d in files}, reverse=True):
+        lines += [
+            f"## Reference ratings on ladder {version}",
+            "",
+            f"Agents rated on ladder {version} (`patchwork ladder SPEC --json`), the command in the last column; "
+            f"zero is `random` on {version}'s scale. Each interval holds the agent's own games and the "
+            "uncertainty of the rungs it was fitted against"
+            + (" (files made before v2 hold the games alone)." if version == "v1" else "."),
+            "",
+            "| agent | Elo (95% CI) | games | budget | measured by |",
+            "|---|---|---:|---|---|",
+        ]
+        for _, d in sorted((f for f in files if f[1]["ladder"] == version), key=lambda nd: -nd[1]["elo"]):
+            rating = {
+                "on": f"{d['elo']:.0f} [{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}]",
+                "above": f"above the scale: >= {d['ci95'][0]:.0f}",
+                "below": f"below the scale: <= {d['ci95'][1]:.0f}",
+            }[d["scale"]]
+            lines.append(f"| `{d['agent']}` | {rating} | {d['games']} | {d['budget']} | {where(d)} |")
+        lines.append("")
     return lines
 
 
@@ -242,7 +283,7 @@ def curve_hash(curves: Curves) -> str:
 
 KINDS: list[tuple[Callable[[Data], bool], Callable[[str, Data], list[str]]]] = [
     (lambda d: d.get("kind") == "speed", speed),
-    (lambda d: "ratings" in d and "pairs_per_matchup" in d, ladder_reference),
+    (lambda d: "ratings" in d and "pairs" in d and "ladder" in d, ladder_reference),
     (lambda d: d.get("kind") == "training", training),
     (lambda d: "pairs" in d and "elo" in d and "agents" in d, arena),
 ]
@@ -274,13 +315,24 @@ def page(files: dict[str, Data]) -> str:
 
 # the README's picks: speed rows by name (the fastest N), arena pairs by (A, B) in either seat order
 SPEED_HEADLINE = ("engine: random play, mask + step", "vector engine self-play, masks+obs (parallel)")
-ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=100"))
+# each strength figure next to its equal-time counterpart where one was measured
+ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=100"), ("az:time=0.5", "mcts:time=0.5"))
+MAX_HEADLINE_ROWS = 9
+
+
+def _ships(rating: Data) -> bool:
+    """A rating of something the package ships (a spec that names no file of a run)."""
+    spec = str(rating.get("spec", rating["agent"]))
+    return not any(mark in spec for mark in ("/", ".pt", ".zip", ".py:"))
 
 
 def headline(files: dict[str, Data]) -> str:
-    """At most 8 rows for the README: the picks above, the rows a training file names as its
-    ``headline``, then the best ladder ratings."""
-    rows: list[str] = []
+    """At most ``MAX_HEADLINE_ROWS`` rows for the README: the speed picks, the arena pairs in
+    ``ARENA_HEADLINE`` order (a figure beside its equal-time counterpart), the rows a training file
+    names as its ``headline``, the newest ladder's precision, then ladder ratings of what ships."""
+    speed_rows: list[str] = []
+    arena_rows: dict[tuple[str, str], str] = {}
+    other_rows: list[str] = []
     for data in files.values():
         if data.get("kind") == "speed":
             for name in SPEED_HEADLINE:
@@ -288,23 +340,34 @@ def headline(files: dict[str, Data]) -> str:
                 if found:
                     best = max(found, key=lambda r: r["value"])
                     label = name if best.get("N") is None else f"{name} (N={best['N']})"
-                    rows.append(f"| {label} | {best['value']:,.0f} {best['unit']} |")
+                    speed_rows.append(f"| {label} | {best['value']:,.0f} {best['unit']} |")
         elif "pairs" in data and "agents" in data:
             for p in data["pairs"]:
                 rate, ci = p["win_rate_a"], p["ci95_a"]
                 if (p["b"], p["a"]) in ARENA_HEADLINE:  # the pair as the headline names it: B's view
                     p, rate, ci = {**p, "a": p["b"], "b": p["a"]}, 1 - rate, [1 - ci[1], 1 - ci[0]]
                 if (p["a"], p["b"]) in ARENA_HEADLINE:
-                    rows.append(f"| `{p['a']}` against `{p['b']}` | {pct(rate, ci)} of {p['games']} games |")
+                    arena_rows[p["a"], p["b"]] = (
+                        f"| `{p['a']}` against `{p['b']}` | {pct(rate, ci)} of {p['games']} games |"
+                    )
+        elif "neighbours" in data and "ratings" in data:
+            widest = max((g["ci95"][1] - g["ci95"][0]) / 2 for g in data["neighbours"])
+            furthest = max(g["difference"] for g in data["neighbours"])
+            top = max(r["elo"] for r in data["ratings"])
+            other_rows.append(
+                f"| Patchwork ladder {data['ladder']}: {len(data['ratings'])} rungs from random (0) to {top:.0f} Elo "
+                f"| neighbours <= {furthest:.0f} Elo apart, each known to +-{widest:.0f} (95%) |"
+            )
         for label, value in data.get("headline", []):
-            rows.append(f"| {label} | {value} |")
-    ratings = [d for d in files.values() if "per_opponent" in d and d["scale"] == "on"]
-    for d in sorted(ratings, key=lambda d: -d["elo"])[: max(0, 8 - len(rows))]:
+            other_rows.append(f"| {label} | {value} |")
+    rows = [*speed_rows, *(arena_rows[k] for k in ARENA_HEADLINE if k in arena_rows), *other_rows]
+    ratings = [d for d in files.values() if "per_opponent" in d and d["scale"] == "on" and _ships(d)]
+    for d in sorted(ratings, key=lambda d: -d["elo"])[: max(0, MAX_HEADLINE_ROWS - len(rows))]:
         rows.append(
             f"| `{d['agent']}` on the Patchwork ladder {d['ladder']} | {d['elo']:.0f} Elo "
             f"[{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}] |"
         )
-    return "\n".join(["| measure | result |", "|---|---|", *rows[:8]])
+    return "\n".join(["| measure | result |", "|---|---|", *rows[:MAX_HEADLINE_ROWS]])
 
 
 def readme_with(text: str, table: str) -> str:

@@ -163,3 +163,25 @@ def test_wide_tables_and_code_scroll_and_names_do_not_break_mid_word(site: Path)
     css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
     assert "overflow-x: auto" in css and "word-break: normal" in css and "overflow-wrap: normal" in css
     assert 'href="stylesheets/extra.css"' in (site / "training.html").read_text()
+
+
+def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships() -> None:
+    sys.path.insert(0, str(ROOT / "results"))
+    import render
+
+    table = render.headline(render.load())
+    rows = table.splitlines()
+    at_sims = next(i for i, r in enumerate(rows) if r.startswith("| `az` against `mcts:sims=100`"))
+    assert rows[at_sims + 1].startswith("| `az:time=0.5` against `mcts:time=0.5`")  # the equal-time figure beside it
+    assert "not shipped" not in table and ".pt" not in table and "runs/" not in table
+    assert len(rows) - 2 <= render.MAX_HEADLINE_ROWS
+
+
+def test_every_elo_table_of_the_results_page_says_what_its_zero_is() -> None:
+    page = (ROOT / "docs" / "results.md").read_text()
+    tables = 0
+    for section in re.split(r"\n## ", page):
+        if re.search(r"^\|[^\n]*\bElo\b", section, flags=re.MULTILINE):
+            tables += 1
+            assert re.search(r"` = 0: its own scale|zero is `random`|Its zero is `random`", section), section[:160]
+    assert tables >= 4
