@@ -6,7 +6,9 @@ Jupyter (an isolated iframe). ``patchwork replay RECORDS.jsonl --game K -o game.
 the command line.
 
 The page shows each position as ``render.render_svg`` draws it (both quilts, the time track, the
-market), step controls (first / back / forward / last, the arrow keys, Home / End, a slider), the
+market), step controls (first / back / forward / last, the arrow keys, Home / End, a slider), a link
+to each move (``game.html#ply=12`` opens the position after the 12th move; the address follows the
+position shown), the
 move list in the human notation with the mover (click a move to go there), a chart of both
 players' scores and buttons over the game, and the agent's extras of the move just played.
 
@@ -158,7 +160,15 @@ _SCRIPT = """
       }
     }
     cursor.setAttribute("x1", x(k)); cursor.setAttribute("x2", x(k));
+    if (location.hash !== "#ply=" + k) {
+      try { history.replaceState(null, "", "#ply=" + k); } catch (err) { /* a sandboxed frame */ }
+    }
   }
+  function fromHash() {
+    var m = /^#ply=([0-9]+)$/.exec(location.hash);
+    return m ? parseInt(m[1], 10) : 0;
+  }
+  window.addEventListener("hashchange", function () { show(fromHash()); });
   $("first").addEventListener("click", function () { show(0); });
   $("prev").addEventListener("click", function () { show(cur - 1); });
   $("next").addEventListener("click", function () { show(cur + 1); });
@@ -170,7 +180,7 @@ _SCRIPT = """
     e.preventDefault();
     show(to);
   });
-  show(0);
+  show(fromHash());
 })();
 """
 

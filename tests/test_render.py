@@ -124,3 +124,22 @@ def test_single_agent_render_modes(capsys: pytest.CaptureFixture[str]) -> None:
     e = SingleAgentEnv(render_mode="human")
     e.reset(seed=0)
     assert "P0: space" in capsys.readouterr().out
+
+
+def test_the_svg_draws_the_market_as_the_quilts_are_drawn() -> None:
+    """Each patch on offer as its cells in its own colour (with cost, time and income), the next
+    ones faded: not a line of text."""
+    from patchwork_env.core.patches import PATCHES
+    from patchwork_env.core.render import SHOWN_AHEAD, patch_color
+
+    s = GAME[len(GAME) // 2]
+    svg = render_svg(s)
+    root = ET.fromstring(svg)
+    rects = [e for e in root.iter() if e.tag.endswith("rect")]
+    for i, patch in enumerate(s.circle[: 3 + SHOWN_AHEAD]):
+        drawn = [r for r in rects if r.get("fill") == f"rgb{patch_color(patch)}" and r.get("width") == "8"]
+        assert len(drawn) == len(PATCHES[patch].cells), patch
+        assert all((r.get("opacity") is not None) == (i >= 3) for r in drawn)
+    for patch in s.market:
+        p = PATCHES[patch]
+        assert f"C{p.cost} T{p.time} +{p.buttons}" in svg

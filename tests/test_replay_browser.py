@@ -260,3 +260,17 @@ def test_jupyter_iframe_runs_the_same_page(browser: Any, tmp_path: Path) -> None
         assert current_move(browser).startswith(f"P{states[6].current_player} ")
     finally:
         browser.switch_to.default_content()
+
+
+def test_a_link_with_a_ply_opens_that_move_and_the_address_follows(browser: Any, tmp_path: Path) -> None:
+    rec = a_record(0)
+    page = write_replay(tmp_path / "game.html", rec)
+    driver_url = page.as_uri() + "#ply=12"
+    browser.get(driver_url)
+    expect_ply(browser, rec, 12)
+    click(browser, "next")
+    expect_ply(browser, rec, 13)
+    assert browser.execute_script("return location.hash") == "#ply=13"
+    browser.execute_script("location.hash = '#ply=5'")
+    expect_ply(browser, rec, 5)
+    assert browser.get_log("browser") == []

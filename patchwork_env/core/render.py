@@ -266,13 +266,21 @@ def render_rgb(state: Position, cell: int = 16) -> npt.NDArray[np.uint8]:
     return img
 
 
+MARKET_CELL = 8  # px of a patch cell in the SVG's market (5x5 box per patch)
+SHOWN_AHEAD = 3  # patches after the market drawn faded: what the next purchases will offer
+
+
 def render_svg(state: Position, cell: int = 18) -> str:
-    """An SVG drawing of both quilts, the time track and the market, for Jupyter."""
+    """An SVG drawing of both quilts, the time track and the market, for Jupyter and the replay
+    page. The market is drawn as the quilts are: each of the three patches on offer as its cells in
+    its own colour (the colour it has once sewn), with its cost, time and button income, then the
+    next ``SHOWN_AHEAD`` patches of the circle, faded."""
     quilt = 9 * cell
     width = 2 * quilt + 60
     top = 46  # three lines of words above each quilt
+    market_h = 5 * MARKET_CELL + 36
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + quilt + 92}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + quilt + 48 + market_h}" '
         'font-family="monospace" font-size="11">'
     ]
     to_move = None if state.is_terminal else state.current_player
@@ -306,8 +314,29 @@ def render_svg(state: Position, cell: int = 18) -> str:
         out.append(
             f'<circle cx="{10 + (state.positions[p] + 0.5) * step:.1f}" cy="{ty + 14 + 6 * p}" r="4" fill="{fill}"/>'
         )
-    out.append(f'<text x="10" y="{ty + 45}">market (patch: cost, time, button income):</text>')
-    market = "; ".join(f"#{p}: {PATCHES[p].cost}, {PATCHES[p].time}, {PATCHES[p].buttons}" for p in state.market)
-    out.append(f'<text x="10" y="{ty + 59}">{market}</text>')
+    out += _svg_market(state, ty + 36, width)
     out.append("</svg>")
     return "".join(out)
+
+
+def _svg_market(state: Position, y0: int, width: int) -> list[str]:
+    """The market row of ``render_svg``: patch shapes with their numbers, then the next ones faded."""
+    out = [f'<text x="10" y="{y0}">market (cost C, time T, income +B), then next</text>']
+    slot = max(5 * MARKET_CELL + 16, (width - 20) // (rules.MARKET_SIZE + SHOWN_AHEAD))
+    for i, patch in enumerate(state.circle[: rules.MARKET_SIZE + SHOWN_AHEAD]):
+        x0, top = 10 + i * slot, y0 + 8
+        faded = i >= rules.MARKET_SIZE
+        for r, c in PATCHES[patch].cells:
+            out.append(
+                f'<rect x="{x0 + c * MARKET_CELL}" y="{top + r * MARKET_CELL}" width="{MARKET_CELL}" '
+                f'height="{MARKET_CELL}" fill="rgb{patch_color(patch)}" stroke="#555"'
+                + (' opacity="0.35"/>' if faded else "/>")
+            )
+        info = PATCHES[patch]
+        fill = "#999" if faded else "#222"
+        out.append(f'<text x="{x0}" y="{top + 5 * MARKET_CELL + 12}" fill="{fill}">#{patch}</text>')
+        if not faded:
+            out.append(
+                f'<text x="{x0}" y="{top + 5 * MARKET_CELL + 25}" font-size="9">C{info.cost} T{info.time} +{info.buttons}</text>'
+            )
+    return out
