@@ -337,6 +337,7 @@ def _svg_market(state: Position, y0: int, width: int) -> list[str]:
         out.append(f'<text x="{x0}" y="{top + 5 * MARKET_CELL + 12}" fill="{fill}">#{patch}</text>')
         if not faded:
             out.append(
-                f'<text x="{x0}" y="{top + 5 * MARKET_CELL + 25}" font-size="9">C{info.cost} T{info.time} +{info.buttons}</text>'
+                f'<text x="{x0}" y="{top + 5 * MARKET_CELL + 25}" font-size="9">'
+                f"C{info.cost} T{info.time} +{info.buttons}</text>"
             )
     return out
