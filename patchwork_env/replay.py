@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from patchwork_env.core.actions import action_to_str
+from patchwork_env.core.files import write_atomic
 from patchwork_env.core.records import Record
 from patchwork_env.core.render import render_svg
 from patchwork_env.core.state import GameState
@@ -295,7 +296,7 @@ def replay_html(game: Record | Sequence[GameState], title: str | None = None) ->
 
 def write_replay(path: str | Path, game: Record | Sequence[GameState], title: str | None = None) -> Path:
     path = Path(path)
-    path.write_text(replay_html(game, title), encoding="utf-8")
+    write_atomic(path, replay_html(game, title))
     return path
 
 

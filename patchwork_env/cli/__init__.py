@@ -18,6 +18,7 @@ import argparse
 import importlib
 import os
 import shlex
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -140,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.command_line = shlex.join(["patchwork", *argv])  # quoted, so that it runs as written
     command = importlib.import_module(f"patchwork_env.cli.{args.command}")
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         command.run(args)
     except (UsageError, ValueError, OSError, ImportError) as exc:  # a spec, a file, a missing extra
@@ -149,7 +151,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+class Terminated(BaseException):
+    """SIGTERM, as an exception: the work stops through its ``finally`` blocks (the arena's worker
+    processes are ended, files are closed) instead of the process vanishing with workers alive."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def _closed_pipe() -> int:

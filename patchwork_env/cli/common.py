@@ -39,6 +39,9 @@ class Parser(argparse.ArgumentParser):
         fail(f"{message} (see {self.prog} --help)")
 
 
+MAX_PAIRS = 1_000_000  # = evaluation.arena.MAX_PAIRS (a test keeps them equal; the engine is not loaded here)
+
+
 def positive_int(text: str) -> int:
     """An argparse ``type``: a whole number >= 1."""
     try:
@@ -47,6 +50,14 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a positive integer (>= 1), got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def pairs_count(text: str) -> int:
+    """An argparse ``type``: paired deals, 1..``MAX_PAIRS``."""
+    value = positive_int(text)
+    if value > MAX_PAIRS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_PAIRS:,}, got {value:,}")
     return value
 
 
@@ -70,7 +81,7 @@ def add_pairs_option(parser: argparse.ArgumentParser, default: int, what: str) -
     of the project counts (trainers' ``final_eval_pairs``, the arena's ``num_pairs``)."""
     parser.add_argument(
         "--pairs",
-        type=positive_int,
+        type=pairs_count,
         default=default,
         metavar="PAIRS",
         help=f"paired deals {what}: each deal is played twice with the seats swapped, "

@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 
 from patchwork_env.cli.common import UsageError
+from patchwork_env.core.files import check_output_path
 from patchwork_env.core.records import read_record
 from patchwork_env.replay import write_replay
 
@@ -28,8 +29,7 @@ def run(args: argparse.Namespace) -> Path:
     out: Path = args.output or args.records.with_name(f"{args.records.stem}-game{args.game}.html")
     if out.exists() and out.is_dir():
         raise UsageError(f"-o: {out} is a folder; give a file name such as {out / 'game.html'}")
-    if not out.resolve().parent.is_dir():
-        raise UsageError(f"-o: the folder {out.resolve().parent} does not exist")
+    check_output_path(out, "-o")  # a FIFO, a device or a missing folder: refused before any work
     try:
         record = read_record(args.records, args.game)
         write_replay(out, record, args.title)

@@ -77,9 +77,22 @@ class Action:
         return f"buy s{self.slot} o{self.orientation} r{self.row}c{self.col}"
 
 
+def is_integer(value: object) -> bool:
+    """A Python or numpy integer, not a bool (``True`` is not a seat, ``1.0`` not a row)."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+
+
 def _check(name: str, value: int, limit: int) -> None:
-    if not 0 <= value < limit:
-        raise ValueError(f"{name} must be in 0..{limit - 1}, got {value}")
+    if not is_integer(value) or not 0 <= value < limit:
+        raise ValueError(f"{name} must be an integer in 0..{limit - 1}, got {value!r}")
+
+
+def as_player(value: object, name: str = "player") -> int:
+    """``value`` as a player index 0 or 1: an integer type only (``True`` and ``1.0`` are refused),
+    the one check of every seat and player argument."""
+    if not is_integer(value) or value not in (0, 1):
+        raise ValueError(f"{name} must be the integer 0 or 1, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
 
 
 def encode_buy(slot: int, orientation: int, row: int, col: int) -> int:

@@ -56,6 +56,7 @@ from typing import Any
 
 from patchwork_env.core import rules
 from patchwork_env.core.actions import action_to_str
+from patchwork_env.core.files import write_atomic
 from patchwork_env.core.state import GameState, IllegalActionError, new_game
 
 FORMAT = "patchwork-record"
@@ -342,10 +343,24 @@ def parse_record(text: str, line: int | None = None) -> Record:
     return record_from_dict(data, line)
 
 
+def _lines(f: Any) -> Iterator[tuple[int, str]]:
+    """(line number, text) of an open text file, never reading more than ``MAX_LINE_CHARS + 1``
+    characters of one line (a multi-gigabyte file without a newline is refused, not read whole)."""
+    number = 0
+    while True:
+        text = f.readline(MAX_LINE_CHARS + 1)
+        if not text:
+            return
+        number += 1
+        if len(text) > MAX_LINE_CHARS:
+            raise RecordError(f"the line has more than {MAX_LINE_CHARS} characters (the most allowed)", number)
+        yield number, text
+
+
 def iter_records(path: str | Path) -> Iterator[Record]:
     """The records of a JSON Lines file in order (blank lines skipped), each checked."""
     with open(path, encoding="utf-8") as f:
-        for number, text in enumerate(f, start=1):
+        for number, text in _lines(f):
             if text.strip():
                 yield parse_record(text, number)
 
@@ -360,7 +375,7 @@ def read_record(path: str | Path, index: int) -> Record:
         raise ValueError(f"a game index is an integer >= 0, got {index!r}")
     games = 0
     with open(path, encoding="utf-8") as f:
-        for number, text in enumerate(f, start=1):
+        for number, text in _lines(f):
             if not text.strip():
                 continue
             if games == index:
@@ -374,9 +389,13 @@ def read_record(path: str | Path, index: int) -> Record:
 
 
 def write_records(path: str | Path, records: Iterable[Record], append: bool = False) -> Path:
-    """Write (or append) one line per record; returns the path. The folder must exist."""
+    """Write (or append) one line per record; returns the path. The folder must exist. A new file
+    is written atomically (``core.files.write_atomic``: whole or not at all)."""
     path = Path(path)
-    with open(path, "a" if append else "w", encoding="utf-8") as f:
+    if not append:
+        write_atomic(path, "".join(rec.to_json() + "\n" for rec in records))
+        return path
+    with open(path, "a", encoding="utf-8") as f:
         for rec in records:
             f.write(rec.to_json() + "\n")
     return path

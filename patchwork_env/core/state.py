@@ -19,7 +19,14 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules, serialize
-from patchwork_env.core.actions import Action, GameOverError, IllegalActionError, as_action_id, decode_action
+from patchwork_env.core.actions import (
+    Action,
+    GameOverError,
+    IllegalActionError,
+    as_action_id,
+    as_player,
+    decode_action,
+)
 from patchwork_env.core.bitboard import ORIENT_CANON, PL_OFFSET, PL_START, popcount, words_to_board
 from patchwork_env.core.jit import compile_notice
 from patchwork_env.core.patches import NUM_PATCHES, PATCHES, STARTING_PATCH
@@ -201,8 +208,9 @@ class GameState:
         return out
 
     def array(self) -> IntArray:
-        """The read-only state array the compiled rules work on (layout in ``rules``)."""
-        return self._s
+        """The state array the compiled rules work on (layout in ``rules``): a read-only view that
+        cannot be made writable (a state's array is shared by everything derived from it)."""
+        return self._s.view()
 
     # --- identity, copying, serialisation ----------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -342,8 +350,8 @@ def new_game(
         arr = validate_circle(circle)
     if first_player is None:
         first_player = int(rng.integers(2))
-    elif first_player not in (0, 1):
-        raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
+    else:
+        first_player = as_player(first_player, "first_player")
     s = np.zeros(rules.STATE_LEN, dtype=np.int64)
     rules.new_state_into(
         s, arr, int(first_player), rules.LAYOUT_NAMES.index(leather_layout), rules.leather_mask(leather_layout)

@@ -43,7 +43,7 @@ import gymnasium
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env.core.actions import IllegalActionError
+from patchwork_env.core.actions import IllegalActionError, is_integer
 from patchwork_env.core.jit import jit
 from patchwork_env.core.render import render_rgb, render_text
 from patchwork_env.core.state import GameState
@@ -106,8 +106,8 @@ def check_render_mode(mode: object, allowed: tuple[str, ...] = RENDER_MODES) -> 
 def check_seat(seat: object, name: str = "seat", *, allow_none: bool = True) -> int | None:
     if seat is None and allow_none:
         return None
-    if isinstance(seat, bool) or seat not in (0, 1):
-        allowed = "0, 1 or None (drawn every episode)" if allow_none else "0 or 1"
+    if not is_integer(seat) or seat not in (0, 1):
+        allowed = "the integer 0 or 1, or None (drawn every episode)" if allow_none else "the integer 0 or 1"
         raise ValueError(f"{name} must be {allowed}, got {seat!r}")
     return int(seat)  # type: ignore[call-overload]
 

@@ -41,12 +41,14 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
-from patchwork_env.core.actions import as_action_ids
+from patchwork_env.core.actions import as_action_ids, is_integer
 from patchwork_env.core.jit import compile_notice
 from patchwork_env.core.state import GameState, IllegalActionError, reachable_array
 from patchwork_env.envs import vector_kernels
 from patchwork_env.envs.edge import check_seed
 from patchwork_env.envs.observation import OBS_DIM
+
+MAX_GAMES = 2**17  # games of one VectorGames: about 1.2 GB of states, masks and observations
 
 
 @dataclass
@@ -79,8 +81,11 @@ class VectorGames:
         auto_reset: bool = True,
         parallel: bool = False,
     ) -> None:
-        if isinstance(num_games, bool) or not isinstance(num_games, int | np.integer) or num_games < 1:
-            raise ValueError(f"num_games must be a positive integer, got {num_games!r}")
+        if not is_integer(num_games) or not 1 <= num_games <= MAX_GAMES:
+            raise ValueError(
+                f"num_games must be an integer in 1..{MAX_GAMES:,} (each game holds about 9 kB of arrays), "
+                f"got {num_games!r}"
+            )
         rules.check_leather_layout(leather_layout)
         compile_notice("the vector engine's kernels", vector_kernels.selfplay_step, "10 s")
         n = int(num_games)
@@ -168,7 +173,9 @@ class VectorGames:
         self._k.refresh(self._batch_fields, self._to_move, False)
 
     def game(self, i: int) -> GameState:
-        """Game ``i`` as an (immutable) ``GameState``."""
+        """Game ``i`` (an integer in 0..num_games-1; no negative indices) as an (immutable) ``GameState``."""
+        if not is_integer(i) or not 0 <= i < self.num_games:
+            raise IndexError(f"game index must be an integer in 0..{self.num_games - 1}, got {i!r}")
         return GameState._wrap(self.states[i].copy())
 
     def _refresh_row(self, i: int) -> None:
@@ -215,9 +222,10 @@ class VectorGames:
         if seats is None:
             seats = self._to_move
         else:
-            seats = np.asarray(seats, dtype=np.int64)
-            if seats.shape != (self.num_games,) or not np.isin(seats, (0, 1)).all():
-                raise ValueError(f"seats must be {self.num_games} values in {{0, 1}}, got {seats!r}")
+            given = np.asarray(seats)
+            if given.dtype.kind not in "iu" or given.shape != (self.num_games,) or not np.isin(given, (0, 1)).all():
+                raise ValueError(f"seats must be {self.num_games} integers in {{0, 1}}, got {seats!r}")
+            seats = given.astype(np.int64)
         self._k.observe(self._batch_fields, seats)
         return self.observations
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -53,6 +54,7 @@ def in_worker() -> bool:
 
 def _init(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
     os.environ[WORKER_ENV] = "1"
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent ends the workers
     if initializer is not None:
         initializer(*initargs)
 

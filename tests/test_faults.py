@@ -1,0 +1,183 @@
+"""Faults, round 3 (issue 39): each reproducer of the issue as a regression test. Output paths are
+checked before the work (a FIFO never blocks), sizes are bounded at parse time, a state's array
+cannot be made writable, seats and players are integers only, SIGTERM ends the arena's workers,
+and a huge records line is refused without being read whole."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from patchwork_env import PatchworkVectorEnv, SingleAgentEnv, VectorGames, encode_leather, new_game
+from patchwork_env.cli import common
+from patchwork_env.core.files import OutputPathError, check_output_path, write_atomic
+from patchwork_env.core.records import RecordError, read_record
+from patchwork_env.evaluation import arena
+from tests.cli import error_lines, patchwork
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "--agents", "greedy", "random", "--pairs", "1", "--json", "{fifo}"],
+        ["evaluate", "--agents", "greedy", "random", "--pairs", "1", "--journal", "{fifo}"],
+        ["ladder", "random", "--json", "{fifo}"],
+        ["ladder", "random", "--json", "{dir}"],
+        ["ladder", "random", "--json", "/dev/full"],
+        ["evaluate", "--agents", "greedy", "random", "--pairs", "1", "--json", "{dir}"],
+        ["evaluate", "--agents", "greedy", "random", "--pairs", "1", "--json", "{dir}/missing/out.json"],
+    ],
+)
+def test_an_output_path_that_cannot_take_a_file_is_refused_before_any_game(
+    argv: list[str], fifo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = time.monotonic()
+    args = [a.format(fifo=fifo, dir=tmp_path) for a in argv]
+    assert patchwork(*args) == 2
+    lines = error_lines(capsys.readouterr().err)
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert "games" not in capsys.readouterr().out
+    assert time.monotonic() - started < 30
+
+
+def test_replay_to_a_fifo_is_refused(fifo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = tmp_path / "games"
+    assert patchwork("evaluate", "--agents", "greedy", "random", "--pairs", "1", "--records", str(records),
+                     "--no-progress", "--workers", "1") == 0  # fmt: skip
+    (game,) = records.glob("*.jsonl")
+    capsys.readouterr()
+    assert patchwork("replay", str(game), "-o", str(fifo)) == 2
+    assert error_lines(capsys.readouterr().err) == [f"error: -o: {fifo} is a FIFO; give the path of a file"]
+
+
+def test_check_output_path_names_what_is_wrong(fifo: Path, tmp_path: Path) -> None:
+    with pytest.raises(OutputPathError, match="is a FIFO"):
+        check_output_path(fifo, "--json")
+    with pytest.raises(OutputPathError, match="is a folder"):
+        check_output_path(tmp_path, "--json")
+    with pytest.raises(OutputPathError, match="does not exist"):
+        check_output_path(tmp_path / "no" / "x.json", "--json")
+    regular = tmp_path / "file.txt"
+    regular.write_text("x")
+    with pytest.raises(OutputPathError, match="Not a directory|does not exist"):
+        check_output_path(regular / "under-a-file.json", "--run-dir")
+    assert check_output_path(tmp_path / "new.json") == tmp_path / "new.json"
+
+
+def test_write_atomic_leaves_the_old_file_or_the_new_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "out.json"
+    write_atomic(path, "old\n")
+
+    def killed(fd: int) -> None:  # the process is interrupted while the new file reaches the disk
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "fsync", killed)
+        with pytest.raises(KeyboardInterrupt):
+            write_atomic(path, "new, but never whole\n")
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left behind
+    write_atomic(path, "new\n")
+    assert path.read_text() == "new\n"
+
+
+def test_pairs_are_bounded_when_the_command_line_is_parsed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert common.MAX_PAIRS == arena.MAX_PAIRS
+    assert patchwork("evaluate", "--agents", "greedy", "random", "--pairs", "1000000000000") == 2
+    assert "must be at most 1,000,000" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="num_pairs"):
+        arena.play_pairs("greedy", "random", 10**12)
+
+
+def test_vector_engines_are_bounded() -> None:
+    with pytest.raises(ValueError, match="num_games must be an integer in 1..131,072"):
+        VectorGames(10**7)
+    with pytest.raises(ValueError, match="num_games must be an integer in 1..131,072"):
+        PatchworkVectorEnv(10**7)
+
+
+def test_a_states_array_cannot_be_made_writable() -> None:
+    state = new_game(seed=0)
+    a = state.array()
+    with pytest.raises(ValueError, match="WRITEABLE"):
+        a.setflags(write=True)
+    assert state.legal_actions().size > 0  # (the issue: a[NCIRCLE] = 10**6 then legal_actions() segfaulted)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: new_game(first_player=True),
+        lambda: new_game(first_player=1.0),
+        lambda: SingleAgentEnv(seat=1.0),
+        lambda: SingleAgentEnv().reset(options={"seat": 1.0}),
+        lambda: PatchworkVectorEnv(2, seat=1.0),
+        lambda: VectorGames(2).observe(np.array([0.0, 1.0])),
+        lambda: encode_leather(0.5, 0),  # type: ignore[arg-type]
+    ],
+)
+def test_seats_and_players_are_integers_only(call: object) -> None:
+    with pytest.raises(ValueError, match="integer"):
+        call()  # type: ignore[operator]
+
+
+def test_a_negative_game_index_is_refused() -> None:
+    games = VectorGames(2, seed=0)
+    with pytest.raises(IndexError, match="0..1"):
+        games.game(-1)
+    assert games.game(np.int64(1)) == games.game(1)
+
+
+def test_a_records_line_too_long_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
+    from patchwork_env.core import records
+
+    path = tmp_path / "huge.jsonl"
+    with path.open("w") as f:
+        f.write("x" * (records.MAX_LINE_CHARS + 10))  # no newline: the whole file is one line
+    with pytest.raises(RecordError, match="more than 8000000 characters"):
+        read_record(path, 0)
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def test_sigterm_ends_an_evaluation_and_its_workers_quietly(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "patchwork_env.cli", "evaluate", "--agents", "greedy", "mcts:sims=300",
+         "--pairs", "100", "--workers", "2", "--no-progress"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:  # the pool (and its tracker) is up
+        time.sleep(0.5)
+    workers = _children(proc.pid)
+    assert len(workers) >= 2
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert error_lines(err) == ["terminated"]
+    time.sleep(1)
+    alive = [
+        p for p in workers if Path(f"/proc/{p}").exists() and "zombie" not in Path(f"/proc/{p}/status").read_text()
+    ]
+    assert not alive, alive
