@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import re
 import sys
+import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,6 +55,7 @@ def from_dict(cls: type[C], data: Any, source: str) -> C:
     """``cls`` from a mapping of its fields (nested for ``net``); every value's type is checked."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a mapping of config keys to values, got {type(data).__name__}")
+    _no_bools_for_numbers(cls, data, source)
     try:
         return dacite.from_dict(cls, data, config=dacite.Config(strict=True, cast=[float]))
     except dacite.DaciteError as exc:
@@ -64,6 +67,9 @@ def parse_config(
 ) -> tuple[C, str]:
     """The config of a command line and its name (the ``--config`` file's stem, or the trainer's
     name for the defaults); with a ``--resume`` field, a checkpoint's config is the starting point."""
+    configs = [a for a in argv if a == "--config" or a.startswith("--config=")]
+    if len(configs) > 1:
+        raise ConfigError("--config is given twice: give one config file (options after it override its values)")
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--config")
     known, rest = pre.parse_known_args(list(argv))
@@ -73,8 +79,9 @@ def parse_config(
     twice = sorted({name for name in given if given.count(name) > 1})
     if twice:
         raise ConfigError(f"--{twice[0]} is given twice: give each option once")
-    if "--resume" in rest[:-1] and hasattr(cls, "resume"):
-        start = from_dict(cls, resumed_config(rest[rest.index("--resume") + 1]), "the resumed checkpoint")
+    resume = _resume_path(rest)
+    if resume and hasattr(cls, "resume"):
+        start = from_dict(cls, resumed_config(resume), "the resumed checkpoint")
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
@@ -85,6 +92,30 @@ def parse_config(
         raise
     cfg.validate()
     return cfg, name
+
+
+def _resume_path(args: Sequence[str]) -> str | None:
+    """The checkpoint of ``--resume PATH`` or ``--resume=PATH`` (the same thing, either spelling)."""
+    for i, arg in enumerate(args):
+        if arg.startswith("--resume="):
+            return arg.split("=", 1)[1]
+        if arg == "--resume" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def _no_bools_for_numbers(cls: type, data: dict[str, Any], source: str) -> None:
+    """YAML reads ``yes``/``no``/``on`` as booleans: a number field given one is an error (dacite's
+    cast to float would make ``learning_rate: yes`` 1.0)."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        value, hint = data.get(f.name), hints.get(f.name)
+        if isinstance(value, bool) and hint in (int, float, int | None, float | None):
+            raise ConfigError(
+                f"{source}: {f.name} must be a number, got {value!r} (YAML reads yes/no/on/off as booleans)"
+            )
+        if isinstance(value, dict) and dataclasses.is_dataclass(hint):
+            _no_bools_for_numbers(hint, value, source)  # type: ignore[arg-type]
 
 
 def resumed_config(path: str) -> dict[str, Any]:
@@ -132,6 +163,9 @@ def train_or_report(train: Callable[[C, str], object], cfg: C, name: str) -> int
         train(cfg, name)
     except INPUT_ERRORS as exc:
         return report(exc)
+    except KeyboardInterrupt:  # the trainer has said where its checkpoint is
+        print("interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

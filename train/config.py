@@ -74,7 +74,11 @@ class CommonConfig:
     """What every trainer shares: the run folder, seeds and threads, the network, the evaluations."""
 
     run_dir: str = ""
-    """Run folder (letters, digits, ``._-/``); empty: ``runs/<config name>-s<seed>-<date-time>``."""
+    """Run folder (letters, digits, ``._-/``); empty: ``runs/<config name>-s<seed>-<date-time>``. A
+    folder that holds another run is refused (a run folder belongs to one run) unless the run
+    resumes it or ``overwrite`` is set."""
+    overwrite: bool = False
+    """Start afresh in a ``run_dir`` that holds an earlier run: its files are removed first."""
     seed: int = 0
     """Seed of everything random in training (games, sampling, opponents, network init)."""
     torch_threads: int = 1

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ import torch
 import yaml
 from torch.utils.tensorboard import SummaryWriter
 
+from patchwork_env.core.files import write_atomic
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.evaluation.stats import format_win_rate
@@ -58,10 +61,8 @@ class Run:
     ) -> None:
         self.cfg, self.unit = cfg, unit
         self.folder = Path(cfg.run_dir or f"runs/{name}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
-        if self.folder.exists() and not self.folder.is_dir():
-            raise ConfigError(f"run_dir: {self.folder} exists and is not a folder")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        (self.folder / "config.yaml").write_text(to_yaml(cfg))
+        self._lock = claim_folder(self.folder, resumed=history is not None, overwrite=cfg.overwrite)
+        write_atomic(self.folder / "config.yaml", to_yaml(cfg))
         self.writer = SummaryWriter(str(self.folder))
         self.history: list[dict[str, Any]] = list(history or [])
         self.latest: Results = {}
@@ -124,7 +125,7 @@ class Run:
                 self.log(f"{self.unit} {step}: vs {spec} {format_win_rate(r['win_rate'], (r['ci_low'], r['ci_high']))}")
         if deterministic and not start:
             self.latest = results
-            (self.folder / "eval_history.json").write_text(json.dumps(self.history, indent=1))
+            write_atomic(self.folder / "eval_history.json", json.dumps(self.history, indent=1))
             plot_learning_curve(self.history, self.unit, self.folder / "learning_curve.png", self.folder.name)
         return results
 
@@ -158,7 +159,7 @@ class Run:
             "final_eval": final,
             "final_start_eval": final_start,
         }
-        (self.folder / "final_eval.json").write_text(json.dumps(out, indent=1))
+        write_atomic(self.folder / "final_eval.json", json.dumps(out, indent=1))
         if final_start:
             print("the start network, on the same deals:")
             print_results(final_start)
@@ -166,6 +167,40 @@ class Run:
         print_results(final)
         print(f"run folder: {self.folder}  ({self.minutes():.1f} minutes)")
         return out
+
+
+RUN_FILES = ("config.yaml", "checkpoints", "eval_history.json", "final_eval.json", "games", "learning_curve.png")
+LOCK = ".lock"
+
+
+def claim_folder(folder: Path, resumed: bool, overwrite: bool) -> Any:
+    """Make ``folder`` this run's: a lock held while the run writes it (a second run into the same
+    folder at once is refused), and a folder holding another run's files refused unless this run
+    resumes it or ``overwrite`` removes them first. Returns the open lock file (keep it)."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"run_dir: {folder} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (NotADirectoryError, FileExistsError):
+        raise ConfigError(f"run_dir: {folder} cannot be made (a file lies on its path)") from None
+    lock = open(folder / LOCK, "a+")  # noqa: SIM115 (held open for the run's lifetime)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise ConfigError(f"run_dir: another run is writing {folder} now; give this run another folder") from None
+    used = [name for name in RUN_FILES if (folder / name).exists()] + [p.name for p in folder.glob("events.out.*")]
+    if used and not resumed:
+        if not overwrite:
+            lock.close()
+            raise ConfigError(
+                f"run_dir: {folder} holds another run ({', '.join(sorted(used)[:3])}); resume it (--resume), give a "
+                "new --run-dir, or pass --overwrite to remove its files"
+            )
+        for name in used:
+            path = folder / name
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return lock
 
 
 def preflight(cfg: CommonConfig) -> None:

@@ -15,6 +15,7 @@ sizes (``NetConfig.validate``) before it builds anything.
 from __future__ import annotations
 
 import hashlib
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ def save_checkpoint(path: str | Path, net: PatchworkNet, trainer: dict[str, Any]
     }
     if trainer is not None:
         data["trainer"] = trainer
-    tmp = p.with_name(p.name + ".tmp")
+    tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")  # unique per process: two writers never share one
     torch.save(data, tmp)
     tmp.replace(p)
     return p

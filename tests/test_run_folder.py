@@ -1,0 +1,87 @@
+"""A run folder belongs to one run (issue 39): a used folder is refused unless the run resumes it
+or overwrites it, two runs at once cannot share one, the trainers' command lines read each option
+one way, and Ctrl-C ends a trainer with its checkpoint line and exit code 130, no traceback."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_ppo import _tiny_config
+from train import selfplay
+from train.cli import from_dict, parse_config
+from train.config import ConfigError, SelfPlayConfig
+from train.run import Run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_used_run_folder_is_refused_and_overwrite_starts_afresh(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path, total_updates=1, checkpoint_minutes=[1e-9])
+    first = Path(selfplay.main(cfg)["run_folder"])
+    old_minute = (first / "checkpoints" / "minute-1e-09.pt").read_bytes()
+    with pytest.raises(ConfigError, match=r"holds another run .*--overwrite"):
+        selfplay.main(cfg)
+    again = Path(
+        selfplay.main(_tiny_config(tmp_path, total_updates=1, checkpoint_minutes=[1e-9], overwrite=True, seed=5))[
+            "run_folder"
+        ]
+    )
+    assert again == first
+    assert (first / "checkpoints" / "minute-1e-09.pt").read_bytes() != old_minute  # the new run's, not the old one's
+
+
+def test_two_runs_cannot_write_one_folder_at_once(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path)
+    holder = Run(cfg, "t", "update")
+    with pytest.raises(ConfigError, match="another run is writing"):
+        Run(_tiny_config(tmp_path, overwrite=True), "t", "update")
+    holder._lock.close()
+
+
+def test_a_run_folder_under_a_file_is_one_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="cannot be made"):
+        Run(_tiny_config(tmp_path, run_dir=str(tmp_path / "file" / "run")), "t", "update")
+
+
+def test_options_are_read_one_way(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("seed: 1\n")
+    b.write_text("seed: 2\n")
+    with pytest.raises(ConfigError, match="--config is given twice"):
+        parse_config(SelfPlayConfig, ["--config", str(a), "--config", str(b)])
+    with pytest.raises(ConfigError, match="learning_rate must be a number, got True"):
+        from_dict(SelfPlayConfig, {"learning_rate": True}, "test.yaml")
+
+
+def test_resume_with_an_equals_sign_reads_the_checkpoint_as_with_a_space(tmp_path: Path) -> None:
+    cfg = _tiny_config(tmp_path, total_updates=2, seed=3)
+    folder = Path(selfplay.main(cfg)["run_folder"])
+    latest = str(folder / "checkpoints" / "latest.pt")
+    spaced, _ = parse_config(SelfPlayConfig, ["--resume", latest])
+    equals, _ = parse_config(SelfPlayConfig, [f"--resume={latest}"])
+    assert spaced == equals and spaced.seed == 3
+
+
+def test_ctrl_c_ends_a_trainer_with_its_checkpoint_and_exit_code_130(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "train.selfplay", "--config", "configs/quick_scratch.yaml", "--run-dir",
+         str(tmp_path / "run"), "--total-updates", "100000", "--eval-every", "0", "--final-eval-pairs", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 240
+    while not (tmp_path / "run" / "config.yaml").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(8)  # into the updates
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    assert "checkpoint:" in out and err.strip().splitlines()[-1] == "interrupted"
+    assert (tmp_path / "run" / "checkpoints" / "latest.pt").is_file()
