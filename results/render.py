@@ -38,12 +38,22 @@ def load() -> dict[str, Data]:
     """Every results file by name (without ``.json``), each checked for its provenance."""
     out: dict[str, Data] = {}
     for path in sorted(RESULTS.glob("*.json")):
-        data = json.loads(path.read_text())
+        where = path.relative_to(ROOT)
+        try:
+            data = json.loads(path.read_text(), parse_constant=_not_a_number)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"{where}: not a results file ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: not a results file (a JSON object is expected, got {type(data).__name__})")
         missing = [k for k in PROVENANCE if k not in data]
         if missing:
             raise ValueError(f"{path.relative_to(ROOT)} lacks {missing}: every results file says how it was measured")
         out[path.stem] = data
     return out
+
+
+def _not_a_number(word: str) -> float:
+    raise ValueError(f"{word} is not a number a results file may hold")
 
 
 def pct(rate: float, ci: list[float]) -> str:
@@ -304,7 +314,13 @@ def page(files: dict[str, Data]) -> str:
             continue
         for test, render in KINDS:
             if test(data):
-                out += [*render(name, data), ""]
+                try:
+                    out += [*render(name, data), ""]
+                except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+                    field = f"field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+                    raise ValueError(
+                        f"results/{name}.json: cannot be rendered ({field} missing or malformed)"
+                    ) from None
                 break
         else:
             raise ValueError(f"results/{name}.json: no renderer for this kind of file")
@@ -384,8 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    new_page = page(files)
-    new_readme = readme_with(README.read_text(), headline(files))
+    try:
+        new_page = page(files)
+        new_readme = readme_with(README.read_text(), headline(files))
+    except (ValueError, KeyError, TypeError) as exc:
+        print(
+            f"error: {exc if isinstance(exc, ValueError) else f'a results file lacks or mangles {exc}'}",
+            file=sys.stderr,
+        )
+        return 2
     if args.check:
         stale = [
             str(p.relative_to(ROOT))

@@ -185,3 +185,26 @@ def test_every_elo_table_of_the_results_page_says_what_its_zero_is() -> None:
             tables += 1
             assert re.search(r"` = 0: its own scale|zero is `random`|Its zero is `random`", section), section[:160]
     assert tables >= 4
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: text[: len(text) // 2], "not a results file"),
+        (lambda text: text.replace('"win_rate_a": 0.', '"win_rate_a": NaN, "x": 0.', 1), "NaN is not a number"),
+        (lambda text: text.replace('"wins_a"', '"wins_a_renamed"'), "cannot be rendered"),
+        (lambda text: "[1, 2]", "a JSON object is expected"),
+    ],
+)
+def test_a_damaged_results_file_is_one_error_line_naming_it(tmp_path: Path, damage: Any, message: str) -> None:
+    copy = tmp_path / "repo"
+    for name in ("results", "docs"):
+        shutil.copytree(ROOT / name, copy / name)
+    shutil.copy(ROOT / "README.md", copy / "README.md")
+    target = copy / "results" / "baselines.json"
+    target.write_text(damage(target.read_text()))
+    proc = subprocess.run([sys.executable, str(copy / "results" / "render.py"), "--check"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: results/baselines.json") and message in lines[0], lines

@@ -85,3 +85,29 @@ def test_ctrl_c_ends_a_trainer_with_its_checkpoint_and_exit_code_130(tmp_path: P
     assert "Traceback" not in err, err[-2000:]
     assert "checkpoint:" in out and err.strip().splitlines()[-1] == "interrupted"
     assert (tmp_path / "run" / "checkpoints" / "latest.pt").is_file()
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "message"),
+    [
+        ("train.baselines", ["--seeds", "0", "--minutes", "1", "--results", "{fifo}"], "is a FIFO"),
+        ("train.baselines", ["--seeds", "0", "--minutes", "1", "--results", "{dir}"], "is a folder"),
+        ("train.baselines", ["--seeds", "0", "--minutes", "1", "--eval-seed", "-1"], "--eval-seed"),
+        ("train.demo", ["--seeds", "0", "-1"], "--seeds"),
+        ("train.exit_results", ["{dir}", "{dir}"], "given twice"),
+    ],
+)
+def test_trainer_commands_check_their_inputs_before_any_work(
+    module: str, argv: list[str], message: str, tmp_path: Path
+) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    args = [a.format(fifo=fifo, dir=tmp_path) for a in argv]
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert time.monotonic() - started < 60

@@ -15,7 +15,6 @@ for every seed and mark).
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import shlex
 import statistics
@@ -25,7 +24,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from patchwork_env.cli.common import Parser, fail
+from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, fail, seed_in
+from train.cli import checked_results_path, write_results
 
 CONFIG = "configs/selfplay_scratch.yaml"
 OPPONENTS = ("random", "greedy")
@@ -34,10 +34,10 @@ CLOCK_WORDS = {"process": "the run's CPU time", "wall": "elapsed time"}
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="python -m train.baselines", description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds, one run each")
+    p.add_argument("--seeds", type=seed_in(MAX_SEED), nargs="+", default=[0], help="training seeds, one run each")
     p.add_argument("--minutes", type=float, nargs="+", default=[10.0, 30.0, 60.0], help="marks of training time")
     p.add_argument("--pairs", type=int, default=100, help="paired deals per opponent and mark (two games each)")
-    p.add_argument("--eval-seed", type=int, default=2000, help="the deals of every evaluation")
+    p.add_argument("--eval-seed", type=seed_in(MAX_ARENA_SEED), default=2000, help="the deals of every evaluation")
     p.add_argument("--config", default=CONFIG, help="the trainer's config")
     p.add_argument("--runs", type=Path, default=Path("runs/baselines"), help="folder of the run folders")
     p.add_argument("--results", type=Path, default=None, help="write the results file here")
@@ -132,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--pairs must be in 1..10000, got {args.pairs}")
     if not all(0 < m <= 10_000 for m in args.minutes):
         fail(f"--minutes must be in (0, 10000], got {args.minutes}")
-    if args.results is not None and not args.results.resolve().parent.is_dir():
-        fail(f"--results: the directory {args.results.resolve().parent} does not exist")
+    checked_results_path(args.results)
     if len(set(args.seeds)) != len(args.seeds):
         fail(f"--seeds must be distinct (each seed is one run folder), got {args.seeds}")
     if not 1 <= args.jobs <= len(args.seeds):
@@ -148,9 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             except BrokenProcessPool:
                 fail("a seed's process died before it finished (out of memory?); see the run folders in --runs")
     if args.results is not None:
-        data = summarize(args, runs, shlex.join(["python", "-m", "train.baselines", *argv]))
-        args.results.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {args.results}")
+        write_results(args.results, summarize(args, runs, shlex.join(["python", "-m", "train.baselines", *argv])))
     return 0
 
 

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import dataclasses
 import io
+import json
 import re
 import sys
 import typing
@@ -27,6 +28,7 @@ import tyro
 import yaml
 
 from patchwork_env.cli.common import report
+from patchwork_env.core.files import check_output_path, write_atomic
 from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from train.config import CommonConfig, ConfigError
 
@@ -152,6 +154,23 @@ def parse_or_exit(cls: type[C], doc: str | None = None) -> tuple[C, str]:
         return parse_config(cls, sys.argv[1:], description, prog=f"python -m train.{module}")
     except (ValueError, OSError, ImportError) as exc:  # ConfigError, a checkpoint that does not resume
         raise SystemExit(report(exc)) from None
+
+
+def checked_results_path(path: Path | None, option: str = "--results") -> Path | None:
+    """A results file's path checked before any training or game (a folder, a FIFO, a missing folder
+    is one ``error:`` line and exit 2), or None."""
+    if path is None:
+        return None
+    try:
+        return check_output_path(path, option)
+    except ValueError as exc:
+        raise SystemExit(report(exc)) from None
+
+
+def write_results(path: Path, data: dict[str, Any]) -> None:
+    """A results file, written atomically (whole or not at all), and the line that says so."""
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 def train_or_report(train: Callable[[C, str], object], cfg: C, name: str) -> int:

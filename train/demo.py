@@ -23,7 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from patchwork_env.cli.common import MAX_ARENA_SEED, Parser, add_pairs_option, seed_in
+from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, add_pairs_option, seed_in
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = "configs/demo.yaml"
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seeds",
         nargs="+",
-        type=int,
+        type=seed_in(MAX_SEED),
         default=None,
         metavar="S",
         help="run the demo once per seed (with --results: the published measurement)",
@@ -117,7 +117,7 @@ from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.registry import parse_spec
 from patchwork_env.replay import write_replay
-from train.cli import parse_config
+from train.cli import checked_results_path, parse_config, write_results
 from train.config import ConfigError, DistillConfig
 from train.distill import main as train_main
 from train.run import eval_tag
@@ -444,15 +444,13 @@ def main(argv: list[str] | None = None, parsed: tuple[argparse.Namespace, list[s
     args, rest = parsed or build_parser().parse_known_args(argv)
     if args.results is not None and not args.seeds:
         fail("--results needs --seeds (one demo per seed)")
+    checked_results_path(args.results)
     runs = []
     for seed in args.seeds or [None]:
         plan = make_plan(args, rest, argv, seed)
         runs.append(run_once(plan))
     if args.results is not None:
-        args.results.write_text(
-            json.dumps(summarize(runs, shlex.join(["python", "-m", "train.demo", *argv])), indent=1) + "\n"
-        )
-        print(f"wrote {args.results}")
+        write_results(args.results, summarize(runs, shlex.join(["python", "-m", "train.demo", *argv])))
     return plan.folder / "report.md"
 
 

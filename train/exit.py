@@ -60,6 +60,7 @@ from agents.exit import (
     label_loss,
     search_labels,
 )
+from patchwork_env.core.files import write_atomic
 from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.players.az import EXPAND, AZAgent
@@ -121,7 +122,7 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
                     row["search_eval"] = search_eval(cfg, run, net, iteration)
             run.checkpoint(net, "latest.pt", {"iteration": iteration})
             rows.append({**row, "minutes": run.minutes()})
-            (run.folder / "exit_history.json").write_text(json.dumps(rows, indent=1))
+            write_atomic(run.folder / "exit_history.json", json.dumps(rows, indent=1))
             if out_of_time:
                 run.log(f"time limit of {cfg.time_limit_minutes} minutes reached after {iteration} iterations")
                 break

@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from patchwork_env.cli.common import Parser, fail
+from patchwork_env.cli.common import MAX_ARENA_SEED, Parser, fail, seed_in
+from train.cli import checked_results_path, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", type=Path, nargs="+", help="run folders of train.exit (one per seed)")
     p.add_argument("--pairs", type=int, default=200, help="paired deals of each final figure (two games each)")
     p.add_argument("--curve-pairs", type=int, default=100, help="paired deals per point of the curve")
-    p.add_argument("--eval-seed", type=int, default=5050, help="the deals of every evaluation")
+    p.add_argument("--eval-seed", type=seed_in(MAX_ARENA_SEED), default=5050, help="the deals of every evaluation")
     p.add_argument("--workers", type=int, default=1, help="processes playing the games")
     p.add_argument("--results", type=Path, default=None, help="write the results file here")
     return p
@@ -167,17 +168,19 @@ def main(argv: list[str] | None = None) -> int:
             fail(f"--{name.replace('_', '-')} must be in 1..10000, got {getattr(args, name)}")
     if not 1 <= args.workers <= 64:
         fail(f"--workers must be in 1..64, got {args.workers}")
-    if args.results is not None and not args.results.resolve().parent.is_dir():
-        fail(f"--results: the directory {args.results.resolve().parent} does not exist")
+    checked_results_path(args.results)
+    folders = [folder.resolve() for folder in args.runs]
+    if len(set(folders)) != len(folders):
+        fail(f"a run folder is given twice (each folder is one seed): {[str(f) for f in args.runs]}")
     runs = [load_run(folder) for folder in args.runs]  # every folder checked before a game is played
     measured = []
     for folder, (config, history) in zip(args.runs, runs, strict=True):
         print(f"{folder}:", flush=True)
         measured.append(measure(folder, config, history, args))
     if args.results is not None:
-        data = summarize(measured, args, shlex.join(["python", "-m", "train.exit_results", *argv]))
-        args.results.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {args.results}")
+        write_results(
+            args.results, summarize(measured, args, shlex.join(["python", "-m", "train.exit_results", *argv]))
+        )
     return 0
 
 
