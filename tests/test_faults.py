@@ -5,6 +5,7 @@ and a huge records line is refused without being read whole."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -181,3 +182,31 @@ def test_sigterm_ends_an_evaluation_and_its_workers_quietly(tmp_path: Path) -> N
         p for p in workers if Path(f"/proc/{p}").exists() and "zombie" not in Path(f"/proc/{p}/status").read_text()
     ]
     assert not alive, alive
+
+
+def test_an_interrupted_evaluation_keeps_its_games_and_the_same_command_continues(tmp_path: Path) -> None:
+    """Killed mid-run, ``patchwork evaluate --json OUT`` leaves ``OUT.partial.jsonl`` with every
+    finished deal; the same command then plays only the rest, and the partial file goes once OUT
+    is written."""
+    out = tmp_path / "eval.json"
+    argv = [sys.executable, "-m", "patchwork_env.cli", "evaluate", "--agents", "greedy", "mcts:sims=200",
+            "--pairs", "40", "--workers", "1", "--no-progress", "--json", str(out)]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial = tmp_path / "eval.json.partial.jsonl"
+    deadline = time.monotonic() + 180
+    while (not partial.exists() or len(partial.read_text().splitlines()) < 3) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.kill()  # SIGKILL: nothing of the process runs after this
+    proc.communicate(timeout=60)
+    kept = len(partial.read_text().splitlines())
+    assert kept >= 3 and not out.exists()
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.is_file() and not partial.exists()
+    data = json.loads(out.read_text())
+    assert data["pairs"][0]["games"] == 80
+    fresh = subprocess.run([*argv[:-1], str(tmp_path / "fresh.json")], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=600)  # fmt: skip
+    assert fresh.returncode == 0
+    again = json.loads((tmp_path / "fresh.json").read_text())
+    assert data["pairs"][0]["wins_a"] == again["pairs"][0]["wins_a"]

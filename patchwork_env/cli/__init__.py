@@ -63,7 +63,8 @@ def _evaluate(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="write every game to DIR/<A>-vs-<B>.jsonl (patchwork replay shows one)")  # fmt: skip
     p.add_argument("--journal", type=Path, default=None, metavar="FILE",
                    help="keep every game in FILE as it ends; the same command with the same FILE continues an "
-                   "interrupted evaluation")  # fmt: skip
+                   "interrupted evaluation (default with --json: <json>.partial.jsonl, removed once the JSON is "
+                   "written)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list", action="store_true", help="print the agent specs and exit")
 
@@ -106,7 +107,8 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
                    help=f"the ladder version (default {LADDER_VERSIONS[-1]}; an old one never changes)")  # fmt: skip
     p.add_argument("--journal", type=Path, default=None, metavar="FILE",
                    help="keep every game in FILE as it ends; run again with the same FILE to continue an "
-                   "interrupted rating or build")  # fmt: skip
+                   "interrupted rating or build (default with --json: <json>.partial.jsonl, removed once the "
+                   "JSON is written)")  # fmt: skip
     p.add_argument("--table", action="store_true", help="print the ladder's reference ratings and exit")
     p.add_argument("--rebuild", type=Path, default=None, metavar="OUT",
                    help=f"maintainers: play the round robin of the newest version's rungs ({LADDER_VERSIONS[-1]}) "

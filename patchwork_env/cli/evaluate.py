@@ -61,6 +61,19 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--plot must end in .png, .svg or .pdf, got {args.plot}")
 
 
+def journal_path(args: argparse.Namespace) -> Path | None:
+    """Where finished deals are kept as they end: ``--journal``, else beside ``--json``
+    (``<json>.partial.jsonl``, removed once the JSON is written), so that an interrupted run loses
+    no game and the same command continues it."""
+    if args.journal is not None:
+        return Path(args.journal)
+    if args.json is not None:
+        path: Path = args.json.with_name(args.json.name + ".partial.jsonl")
+        check_output_path(path, "--json (its partial games file)")
+        return path
+    return None
+
+
 def format_table(result: TournamentResult) -> str:
     """The pairs and the Elo ladder as plain-text tables."""
     w = max(len(n) for n in result.agents)
@@ -131,6 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_args(args)
     if "torch" in sys.modules:  # network agents: batch-1 forward passes, where extra threads only contend
         sys.modules["torch"].set_num_threads(1)
+    journal = journal_path(args)
     t0 = time.perf_counter()
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
     try:
@@ -143,7 +157,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             workers=args.workers,
             progress=not args.no_progress,
             backend=backend,
-            journal=Journal(args.journal) if args.journal is not None else None,
+            journal=Journal(journal) if journal is not None else None,
         )
     finally:
         if backend is not None:
@@ -163,6 +177,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.json is not None:
         write_atomic(args.json, json.dumps(out, indent=2) + "\n")
         print(f"wrote {args.json}")
+        if args.journal is None and journal is not None:
+            journal.unlink(missing_ok=True)  # the games are in the JSON now
     if args.records is not None:
         for path in write_game_records(result, args.records):
             print(f"wrote {path}")

@@ -16,7 +16,7 @@ import sys
 import time
 
 from patchwork_env.cli.common import UsageError
-from patchwork_env.cli.evaluate import write_pair_records
+from patchwork_env.cli.evaluate import journal_path, write_pair_records
 from patchwork_env.core.files import check_output_path, write_atomic
 from patchwork_env.evaluation.arena import Journal, PairResult
 from patchwork_env.evaluation.backend import RayBackend, import_ray
@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> None:
             raise UsageError(f"--precision must be in 5..1000 Elo, got {precision}")
     else:
         make_agent(args.spec)  # a spec that does not build is an error line before any game
-    journal = Journal(args.journal) if args.journal is not None else None
+    journal_file = journal_path(args) if args.rebuild is None else args.journal
+    journal = Journal(journal_file) if journal_file is not None else None
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
@@ -129,6 +130,8 @@ def run(args: argparse.Namespace) -> None:
     if args.json is not None:
         write_atomic(args.json, json.dumps({**result.to_dict(), "spec": args.spec.strip()}, indent=1) + "\n")
         print(f"wrote {args.json}")
+        if args.journal is None and journal_file is not None:
+            journal_file.unlink(missing_ok=True)  # the games are in the JSON now
     if args.records is not None:
         for path in write_pair_records(played, args.records):
             print(f"wrote {path}")
