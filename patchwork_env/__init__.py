@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from patchwork_env.envs.vector_env import PatchworkVectorEnv
     from patchwork_env.evaluation.ladder import rate
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 ENV_ID = "patchwork/Patchwork-v0"
 SINGLE_AGENT_ENV_ID = "patchwork/PatchworkSingleAgent-v0"

@@ -276,7 +276,7 @@ def test_reset_options_fix_the_deal() -> None:
     [
         ({"circle": [1, 2, 3]}, "circle must hold each patch id"),
         ({"circle": [0, *range(1, 33)]}, "must end with the 1x2 patch"),
-        ({"first_player": 2}, "first_player must be 0 or 1"),
+        ({"first_player": 2}, "first_player must be the integer 0 or 1"),
         ([("circle", CIRCLE)], "options must be a dict"),
     ],
 )

@@ -116,7 +116,7 @@ def test_views_share_memory_and_work_on_batches() -> None:
         planes(np.zeros(10, dtype=np.float32))
     with pytest.raises(ValueError, match="one observation"):
         decode_scalars(batch)
-    with pytest.raises(ValueError, match="seat must be 0 or 1"):
+    with pytest.raises(ValueError, match="seat must be the integer 0 or 1"):
         observe(STATES[0], 2)
 
 

@@ -290,3 +290,24 @@ def test_a_first_run_says_how_long_compiling_takes_and_when_it_is_done(tmp_path:
     again = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=environ, capture_output=True, text=True,
                            timeout=300)  # fmt: skip
     assert again.returncode == 0 and "compil" not in again.stderr  # cached: nothing to say
+
+
+def test_licence_and_citation_agree_with_the_package() -> None:
+    import tomllib
+
+    import yaml
+
+    import patchwork_env
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0" and citation["license"] == project["license"]
+    assert citation["version"] == project["version"] == patchwork_env.__version__
+    assert citation["title"].startswith(project["name"]) and citation["authors"]
+    assert any("Rosenberg" in str(r) for r in citation["references"])  # the rules' source
+
+
+def test_the_wheel_carries_the_licence(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names), names

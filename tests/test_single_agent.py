@@ -158,7 +158,7 @@ def test_seat_and_reset_options() -> None:
     assert env.seat == 0 and env.game_state.ply >= 1  # the opponent moved first, inside reset
     with pytest.warns(UserWarning, match=r"unknown reset option\(s\) \['sea'\].*allowed keys"):
         env.reset(options={"sea": 0})
-    with pytest.raises(ValueError, match="option 'seat' must be 0 or 1"):
+    with pytest.raises(ValueError, match="option 'seat' must be the integer 0 or 1"):
         env.reset(options={"seat": 3})
 
 
@@ -208,7 +208,7 @@ def test_set_opponent() -> None:
     [
         ({"opponent": 3}, TypeError, "opponent must be an agent spec string"),
         ({"opponent": "no-such-agent"}, ValueError, "no-such-agent"),
-        ({"seat": 2}, ValueError, "seat must be 0, 1 or None"),
+        ({"seat": 2}, ValueError, "seat must be the integer 0 or 1, or None"),
         ({"illegal_action": "ignore"}, ValueError, "illegal_action must be one of"),
         ({"reward": "margin"}, ValueError, "reward must be one of"),
         ({"leather_layout": "x"}, ValueError, "leather_layout must be one of"),

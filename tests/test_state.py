@@ -33,7 +33,7 @@ def test_given_circle_and_first_player_are_used() -> None:
         ({"circle": [0, *CIRCLE[:-1]]}, "must end with the 1x2 patch"),
         ({"circle": [*CIRCLE[:-2], 9, 0]}, "exactly once"),
         ({"circle": "abc"}, "sequence of 33 integer patch ids"),
-        ({"first_player": 2}, "first_player must be 0 or 1"),
+        ({"first_player": 2}, "first_player must be the integer 0 or 1"),
         ({"leather_layout": "new"}, "leather_layout must be one of"),
     ],
 )
@@ -52,7 +52,7 @@ def test_copies_are_free_and_states_are_hashable() -> None:
 def test_board_and_player_arguments() -> None:
     s = start().step(buy(1, 0, 0, 0))
     assert s.board(0).shape == (9, 9) and s.board(0).dtype == np.bool_
-    with pytest.raises(ValueError, match="player must be 0 or 1"):
+    with pytest.raises(ValueError, match="player must be the integer 0 or 1"):
         s.board(2)
 
 

@@ -213,7 +213,7 @@ def test_bad_arguments() -> None:
         PatchworkVectorEnv(2, illegal_action="ignore")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"cannot take \['circle'\]"):
         PatchworkVectorEnv(2).reset(options={"circle": [*range(1, 33), 0]})
-    with pytest.raises(ValueError, match="option 'seat' must be 0 or 1"):
+    with pytest.raises(ValueError, match="option 'seat' must be the integer 0 or 1"):
         PatchworkVectorEnv(2).reset(options={"seat": 2})
 
 

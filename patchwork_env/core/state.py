@@ -299,8 +299,7 @@ def _describe(d: Action) -> str:
 
 
 def _check_player(player: int) -> None:
-    if player not in (0, 1):
-        raise ValueError(f"player must be 0 or 1, got {player!r}")
+    as_player(player, "player")
 
 
 def _placement_patch(row: int) -> int:

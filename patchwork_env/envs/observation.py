@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
+from patchwork_env.core.actions import as_player
 from patchwork_env.core.bitboard import BOARD, CELLS, SHAPE5, SHAPE_BOX
 from patchwork_env.core.jit import jit
 from patchwork_env.core.patches import NUM_PATCHES
@@ -332,8 +333,7 @@ def decode_scalars(obs: npt.NDArray[Any]) -> dict[str, float]:
 
 def observe(state: GameState, seat: int, out: FloatArray | None = None) -> FloatArray:
     """The observation of ``seat`` (0 or 1) in ``state``, written by ``observe_into``."""
-    if seat not in (0, 1):
-        raise ValueError(f"seat must be 0 or 1, got {seat!r}")
+    as_player(seat, "seat")
     if out is None:
         out = np.empty(OBS_DIM, dtype=np.float32)
     observe_into(state.array(), seat, out)
