@@ -98,8 +98,8 @@ def test_decode_rejects_out_of_range(bad: int) -> None:
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: encode_buy(3, 0, 0, 0), "slot must be in 0..2"),
-        (lambda: encode_buy(0, 8, 0, 0), "orientation must be in 0..7"),
+        (lambda: encode_buy(3, 0, 0, 0), "slot must be an integer in 0..2"),
+        (lambda: encode_buy(0, 8, 0, 0), "orientation must be an integer in 0..7"),
         (lambda: encode_leather(9, 0), "row must be an integer in 0..8"),
         (lambda: parse_action("buy s1"), "cannot read action"),
         (lambda: decode_action("7"), "out of range: actions are integers"),  # type: ignore[arg-type]
