@@ -19,6 +19,7 @@ import argparse
 import copy
 import faulthandler
 import json
+import os
 import random
 import sys
 import tempfile
@@ -26,13 +27,17 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from patchwork_env import PatchworkVectorEnv, SingleAgentEnv, VectorGames, env
+from patchwork_env import PatchworkVectorEnv, SingleAgentEnv, VectorGames, env, new_game, observation_and_mask
+from patchwork_env.core.files import check_output_path
 from patchwork_env.core.records import parse_record
+from patchwork_env.envs.agent import resolve_opponent
 from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.players import make_agent
 
@@ -185,7 +190,61 @@ def case_vector(rng: random.Random, fronts: dict[str, Any]) -> None:
     games.step(games.sample_random())  # whatever was refused, the games still play
 
 
+def _integer_player(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_) and value in (0, 1)
+
+
+def case_player(rng: random.Random, fronts: dict[str, Any]) -> None:
+    """Seats and players of every type (issue 39: ``True`` and ``1.0`` were taken for seat 1): only
+    the integers 0 and 1 may be accepted."""
+    value = rng.choice([*ODD_VALUES, 1.0, 0.0, np.float64(1.0), np.int64(1), np.bool_(True), np.array(1)])
+    where = rng.choice(["new_game", "single", "board", "observe", "vector_observe"])
+    if where == "new_game":
+        new_game(0, first_player=value)
+    elif where == "single":
+        SingleAgentEnv(seat=value)
+    elif where == "board":
+        new_game(0).board(value)
+    elif where == "observe":
+        observation_and_mask(new_game(0), value)
+    else:
+        games: VectorGames = fronts["vector_games"]
+        games.observe(np.array([value, value]))
+        value = np.array([value]).dtype.kind in "iu" and _integer_player(int(np.array(value)))
+    if value is None and where in ("new_game", "single", "observe"):
+        return  # None is documented there: drawn from the seed / every episode, or the player to move
+    if not (value is True or _integer_player(value)):
+        raise Failure(f"{where} accepted {value!r} as a seat")
+
+
+def case_callable(rng: random.Random, _: Any) -> None:
+    """What a callable agent returns (issue 39: 2025.0, "2025", Decimal were played): only integer
+    types in range may be played; anything else is an illegal action."""
+    returned = rng.choice([*ODD_VALUES, 2025.0, "2025", b"2025", np.float64(3), Decimal(3), Fraction(3), np.int64(3)])
+    agent = resolve_opponent(lambda state: returned)
+    action = agent.act(new_game(0), np.random.default_rng(0))
+    if not (isinstance(returned, int | np.integer) and not isinstance(returned, bool) and action == int(returned)):
+        raise Failure(f"a callable's {returned!r} was played as {action!r}")
+
+
+def case_output_path(rng: random.Random, _: Any) -> None:
+    """Output paths of every kind (issue 39: a FIFO blocked forever after the work): a path that
+    cannot take a regular file is refused at once."""
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        (base / "file").write_text("x")
+        os.mkfifo(base / "fifo")
+        path = rng.choice([base, base / "fifo", base / "file", base / "new.json", base / "no" / "x.json",
+                           base / "file" / "x.json", Path("/dev/null"), Path("/proc/x"), Path("")])  # fmt: skip
+        check_output_path(path, "--json")
+        if not (path == base / "new.json" or path == base / "file"):
+            raise Failure(f"{path} was accepted as an output file")
+
+
 KINDS: dict[str, Callable[[random.Random, Any], None]] = {
+    "player": case_player,
+    "callable": case_callable,
+    "output_path": case_output_path,
     "record": case_record,
     "spec": case_spec,
     "checkpoint": case_checkpoint,

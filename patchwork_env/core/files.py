@@ -39,6 +39,12 @@ def check_output_path(path: str | os.PathLike[str], option: str = "output") -> P
         raise OutputPathError(f"{option}: the folder {parent} does not exist (or is not a folder)")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option}: the folder {parent} is not writable")
+    try:  # what permissions do not tell (root in /proc, a read-only mount): a file made and removed
+        fd, probe = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".probe", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputPathError(f"{option}: cannot write a file in {parent} ({exc.strerror or exc})") from None
     return out
 
 
