@@ -294,7 +294,6 @@ def test_a_first_run_says_how_long_compiling_takes_and_when_it_is_done(tmp_path:
 
 def test_licence_and_citation_agree_with_the_package() -> None:
     import tomllib
-
     import yaml
 
     import patchwork_env
