@@ -30,7 +30,6 @@ advance plus each patch at greedy's best placement). So:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from patchwork_env.core.state import GameState
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.evaluation.backend import Backend
+from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
 from patchwork_env.players.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
 from patchwork_env.players.policy import PPOAgent
@@ -200,11 +200,22 @@ def teacher_targets(
         _init_labeller(teacher, seed)
         labels = map(_label, jobs)
         out = _collect(labels, len(jobs), chunk, progress)
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(teacher, seed)) as pool:
-            out = _collect(pool.imap(_label, jobs, chunksize=chunk), len(jobs), chunk, progress)
+    else:  # the project's worker pool: a worker that dies is an error naming the positions, not a hang
+        check_spawn_safe("workers")
+        out = np.empty((len(jobs), NUM_GROUPS))
+        chunks = [jobs[k : k + chunk] for k in range(0, len(jobs), chunk)]
+        done = run_unordered(
+            _label_part, chunks, workers, _init_worker, (teacher, seed), lambda c: f"positions {c[0][0]}..{c[-1][0]}"
+        )
+        for part, labels_part in done:
+            out[[index for index, _ in part]] = labels_part
+            if progress is not None:
+                progress(len(part))
     return out
+
+
+def _label_part(jobs: list[tuple[int, IntArray]]) -> list[FloatArray]:
+    return [_label(job) for job in jobs]
 
 
 def _collect(labels: Iterator[FloatArray], n: int, every: int, progress: Callable[[int], None] | None) -> FloatArray:
