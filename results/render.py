@@ -23,6 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's library, run from anywhere
+from patchwork_env.core.files import write_atomic
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 PAGE = ROOT / "docs" / "results.md"
@@ -426,15 +429,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stale: {', '.join(stale)} (run: python results/render.py)", file=sys.stderr)
             return 1
         return 0
-    PAGE.write_text(new_page)
-    README.write_text(new_readme)
+    write_atomic(PAGE, new_page)
+    write_atomic(README, new_readme)
     FIGURES.mkdir(exist_ok=True)
     for path in FIGURES.glob("*.svg"):  # the figure of a results file that is gone
         if path.stem not in files or not mark_curves(files[path.stem]):
             path.unlink()
     for name, data in files.items():
         if mark_curves(data):
-            (FIGURES / f"{name}.svg").write_text(figure(name, data))
+            write_atomic(FIGURES / f"{name}.svg", figure(name, data))
     print(f"wrote {PAGE.relative_to(ROOT)} and the headline table of README.md from {len(files)} results files")
     return 0
 

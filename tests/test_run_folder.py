@@ -111,3 +111,20 @@ def test_trainer_commands_check_their_inputs_before_any_work(
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("checkpoint_minutes: [[1]]\n", "a value of the wrong type or shape"),
+        ("seed: " + "[" * 5000 + "]" * 5000 + "\n", "nests its values too deep"),
+    ],
+)
+def test_a_config_of_the_wrong_shape_is_one_error_line(yaml_text: str, message: str, tmp_path: Path) -> None:
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml_text)
+    proc = subprocess.run([sys.executable, "-m", "train.selfplay", "--config", str(config)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], lines

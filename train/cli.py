@@ -50,6 +50,8 @@ def load_yaml(cls: type[C], path: str | Path) -> C:
         data = yaml.safe_load(p.read_text())
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p} is not valid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"{p} nests its values too deep to be a config") from None
     return from_dict(cls, data or {}, str(p))
 
 
@@ -62,6 +64,8 @@ def from_dict(cls: type[C], data: Any, source: str) -> C:
         return dacite.from_dict(cls, data, config=dacite.Config(strict=True, cast=[float]))
     except dacite.DaciteError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    except (TypeError, ValueError, RecursionError) as exc:  # dacite's cast of a list or a mapping to a number
+        raise ConfigError(f"{source}: a value of the wrong type or shape ({type(exc).__name__}: {exc})") from None
 
 
 def parse_config(

@@ -110,6 +110,7 @@ from typing import Any
 
 from patchwork_env.cli.common import fail
 from patchwork_env.cli.evaluate import format_table, plot_elo
+from patchwork_env.core.files import write_atomic
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.provenance import provenance
@@ -359,10 +360,10 @@ def run_once(plan: Plan) -> dict[str, Any]:
         **measures(result, plan.opponents),
         "round_robin": result.to_dict(),
     }
-    (plan.folder / "demo_eval.json").write_text(json.dumps(data, indent=1) + "\n")
+    write_atomic(plan.folder / "demo_eval.json", json.dumps(data, indent=1) + "\n")
     banner("3/3 report")
     report = plan.folder / "report.md"
-    report.write_text(report_text(plan, summary, result, seconds, write_replays(plan.folder, result)))
+    write_atomic(report, report_text(plan, summary, result, seconds, write_replays(plan.folder, result)))
     head = pair(result, result.agents[0], result.agents[1])
     print(f"  the end against its start: {format_win_rate(head.win_rate_a, head.ci95_a)}")
     for spec in plan.opponents:
