@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, fail, seed_in
-from train.cli import checked_results_path, write_results
+from train.cli import checked_results_path, exit_quietly_on_ctrl_c, write_results
 
 CONFIG = "configs/selfplay_scratch.yaml"
 OPPONENTS = ("random", "greedy")
@@ -152,4 +152,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_quietly_on_ctrl_c(main))

@@ -177,6 +177,17 @@ def write_results(path: Path, data: dict[str, Any]) -> None:
     print(f"wrote {path}")
 
 
+def exit_quietly_on_ctrl_c(main: Callable[[], object]) -> int:
+    """Run a command's ``main``; Ctrl-C ends it with the line ``interrupted`` and exit code 130,
+    not a traceback (what it finished is already on disk)."""
+    try:
+        result = main()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
+
+
 def train_or_report(train: Callable[[C, str], object], cfg: C, name: str) -> int:
     """``train(cfg, name)``; what stops a run at its start because of its input (a checkpoint that
     does not load, an agent spec that does not build, a missing extra, a Ray cluster that cannot be

@@ -456,4 +456,4 @@ def main(argv: list[str] | None = None, parsed: tuple[argparse.Namespace, list[s
 
 
 if __name__ == "__main__":
-    main(parsed=PARSED)
+    sys.exit(exit_quietly_on_ctrl_c(lambda: main(parsed=PARSED)))

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from patchwork_env.cli.common import MAX_ARENA_SEED, Parser, fail, seed_in
-from train.cli import checked_results_path, write_results
+from train.cli import checked_results_path, exit_quietly_on_ctrl_c, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,4 +185,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_quietly_on_ctrl_c(main))
