@@ -118,7 +118,7 @@ from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.registry import parse_spec
 from patchwork_env.replay import write_replay
-from train.cli import checked_results_path, parse_config, write_results
+from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_config, write_results
 from train.config import ConfigError, DistillConfig
 from train.distill import main as train_main
 from train.run import eval_tag
