@@ -53,7 +53,12 @@ _REASONS = {
 
 
 class GameState:
-    """A position. ``step`` returns a new state; nothing ever changes an existing one."""
+    """A position. ``step`` returns a new state; nothing ever changes an existing one.
+
+    Writing an agent: ``legal_actions()`` / ``legal_action_mask()`` are the moves of the player to
+    move (``current_player``); ``patchwork_env.observation_and_mask(state, seat)`` gives the
+    environments' observation of the state from a seat and its legal mask, as a learner sees them.
+    """
 
     __slots__ = ("_mask", "_s")
     _s: IntArray
