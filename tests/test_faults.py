@@ -43,6 +43,8 @@ def fifo(tmp_path: Path) -> Path:
         ["ladder", "random", "--json", "/dev/full"],
         ["evaluate", "--agents", "greedy", "random", "--pairs", "1", "--json", "{dir}"],
         ["evaluate", "--agents", "greedy", "random", "--pairs", "1", "--json", "{dir}/missing/out.json"],
+        ["evaluate", "--agents", "greedy", "random", "--pairs", "1", "--records", "/proc/x"],
+        ["ladder", "random", "--records", "{fifo}"],
     ],
 )
 def test_an_output_path_that_cannot_take_a_file_is_refused_before_any_game(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from patchwork_env.cli.common import UsageError
-from patchwork_env.core.files import check_output_path, write_atomic
+from patchwork_env.core.files import check_output_folder, check_output_path, write_atomic
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import Journal, PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.backend import RayBackend, import_ray
@@ -55,8 +55,8 @@ def check_args(args: argparse.Namespace) -> None:
     for option, path in (("--json", args.json), ("--plot", args.plot), ("--journal", args.journal)):
         if path is not None:
             check_output_path(path, option)
-    if args.records is not None and args.records.exists() and not args.records.is_dir():
-        raise UsageError(f"--records: {args.records} exists and is not a folder")
+    if args.records is not None:
+        check_output_folder(args.records, "--records")
     if args.plot is not None and args.plot.suffix.lower() not in PLOT_SUFFIXES:
         raise UsageError(f"--plot must end in .png, .svg or .pdf, got {args.plot}")
 

@@ -17,7 +17,7 @@ import time
 
 from patchwork_env.cli.common import UsageError
 from patchwork_env.cli.evaluate import journal_path, write_pair_records
-from patchwork_env.core.files import check_output_path, write_atomic
+from patchwork_env.core.files import check_output_folder, check_output_path, write_atomic
 from patchwork_env.evaluation.arena import Journal, PairResult
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.ladder import (
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> None:
     for option, path in (("--json", args.json), ("--rebuild", args.rebuild), ("--journal", args.journal)):
         if path is not None:
             check_output_path(path, option)
-    if args.records is not None and args.records.exists() and not args.records.is_dir():
-        raise UsageError(f"--records: {args.records} exists and is not a folder")
+    if args.records is not None:
+        check_output_folder(args.records, "--records")
     if args.name is not None and not (0 < len(args.name.strip()) <= MAX_NAME and args.name.isprintable()):
         raise UsageError(f"--name must be 1..{MAX_NAME} printable characters, not blank, got {args.name!r}")
     if args.rebuild is not None:

@@ -48,6 +48,20 @@ def check_output_path(path: str | os.PathLike[str], option: str = "output") -> P
     return out
 
 
+def check_output_folder(path: str | os.PathLike[str], option: str = "output folder") -> Path:
+    """``path`` as a folder files can be written into, made now if it does not exist (its parent
+    must), before any work; else ``OutputPathError`` naming ``option`` and the reason."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise OutputPathError(f"{option}: {folder} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"{option}: cannot make the folder {folder} ({exc.strerror or exc})") from None
+    check_output_path(folder / ".write-probe", option)
+    return folder
+
+
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, encoding: str = "utf-8") -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder, fsync and rename."""
     target = Path(path)
