@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -80,15 +81,20 @@ def _square(x: int) -> int:
 
 
 def test_run_unordered_gives_every_item_once_with_a_bounded_queue() -> None:
+    """Items are drawn as workers free up (at most two in flight per worker), never listed up front:
+    ``--pairs 10**12`` must not build a list of 10**12 jobs."""
     seen: list[int] = []
 
-    def items() -> object:
+    def items() -> Iterator[int]:
         for i in range(40):
             seen.append(i)
             yield i
 
-    out = dict(run_unordered(_square, items(), workers=2))  # type: ignore[arg-type]
-    assert out == {i: i * i for i in range(40)}
+    results = run_unordered(_square, items(), workers=2)
+    first = next(results)
+    assert len(seen) <= 2 * 2 + 2  # the queue's worth, not all 40
+    out = dict([first, *results])
+    assert out == {i: i * i for i in range(40)} and len(seen) == 40
 
 
 def test_a_journal_keeps_finished_deals_and_a_rerun_plays_only_the_rest(tmp_path: Path) -> None:
