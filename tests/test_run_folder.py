@@ -74,6 +74,8 @@ def test_ctrl_c_ends_a_trainer_with_its_checkpoint_and_exit_code_130(tmp_path: P
         [sys.executable, "-m", "train.selfplay", "--config", "configs/quick_scratch.yaml", "--run-dir",
          str(tmp_path / "run"), "--total-updates", "100000", "--eval-every", "0", "--final-eval-pairs", "0"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a background job (CI, nohup) starts with SIGINT ignored, and Python keeps it so: as at a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     deadline = time.monotonic() + 240
     while not (tmp_path / "run" / "config.yaml").exists() and time.monotonic() < deadline:
