@@ -171,3 +171,22 @@ def test_every_trainer_documents_its_step(cls: type[CommonConfig]) -> None:
     for f in dataclasses.fields(cls):
         if f.name.endswith("_every"):
             assert f.default is not dataclasses.MISSING
+
+
+def test_the_configs_copies_of_the_engines_sizes_are_the_engines() -> None:
+    """train.config keeps the engine's sizes as numbers (its memory estimates run before the engine
+    loads); its comment promised a test, which did not exist (issue 40): here it is."""
+    from patchwork_env.core import rules
+    from patchwork_env.envs.observation import OBS_DIM
+    from patchwork_env.players.heuristic import NUM_FEATURES
+    from train import config
+
+    assert (config.OBS_DIM, config.NUM_ACTIONS, config.STATE_LEN, config.PRIOR_FEATURES) == (
+        OBS_DIM,
+        rules.NUM_ACTIONS,
+        rules.STATE_LEN,
+        NUM_FEATURES,
+    )
+    from patchwork_env.cli import common
+
+    assert config.MAX_SEED == common.MAX_SEED  # one bound for a run's seed on every command line
