@@ -1,6 +1,6 @@
 """The policy-value network shared by the self-play PPO trainer and the MaskablePPO path.
 
-Input: the engine's flat observation (``patchwork_env.core.observation.observe_into``, from the acting seat)::
+Input: the engine's flat observation (``patchwork_env.envs.observation.observe_into``, from the acting seat)::
 
     [0, 405)      5 quilt planes of 9x9: own quilt, opponent quilt, and for each market slot the
                   cells its patch could cover on the own quilt
