@@ -202,3 +202,10 @@ def test_ladder_errors_are_one_line(argv: list[str], match: str, capsys: pytest.
     assert patchwork(*argv) == 2
     lines = error_lines(capsys.readouterr().err)
     assert len(lines) == 1 and lines[0].startswith("error: ") and match in lines[0]
+
+
+def test_the_command_lines_ladder_versions_are_the_ladders() -> None:
+    """cli keeps the version names as a constant (its parser must not load the engine): the same."""
+    from patchwork_env.cli import LADDER_VERSIONS
+
+    assert LADDER_VERSIONS == ladder.VERSIONS and LADDER_VERSIONS[-1] == ladder.VERSION

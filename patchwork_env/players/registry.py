@@ -373,15 +373,15 @@ def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
 
 def canonical_spec(spec: str) -> str:
     """One spelling per agent: the name in lower case and every parameter with its value, defaults
-    filled in (``GREEDY`` and ``greedy:temp=0`` are one agent); your own agent by its file's
-    absolute path."""
+    filled in (``GREEDY`` and ``greedy:temp=0`` are one agent); a checkpoint or model and your own
+    agent's file by its absolute path."""
     entry, given = parse_spec(spec)
     if entry is USER_AGENT:
         head, _, name = given["spec"].rpartition(":")
         return f"{os.path.abspath(head) if head.strip().endswith('.py') else head.strip()}:{name.strip()}"
     values = {p.name: p.default for p in entry.params} | given
-    if entry.positional and entry.positional in given and entry.positional not in values:
-        values[entry.positional] = given[entry.positional]
+    if values.get("path"):  # ppo:x.pt and ppo:./x.pt are one checkpoint
+        values["path"] = os.path.abspath(values["path"])
     return entry.name + ":" + ",".join(f"{k}={values[k]!r}" for k in sorted(values))
 
 
