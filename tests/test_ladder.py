@@ -196,6 +196,8 @@ def test_the_command_writes_a_rating_with_its_provenance(
         (["ladder", "greedy", "--json", "/"], "is a folder"),
         (["ladder", "--rebuild", "/", "--pairs", "3"], "is a folder"),
         (["ladder", "--rebuild", "x.json", "--precision", "1"], "--precision"),
+        (["ladder", "--table", "--budget", "standard"], "--budget do not go with it"),
+        (["ladder", "--rebuild", "x.json", "--ladder", "v1"], "--ladder do not go with it"),
     ],
 )
 def test_ladder_errors_are_one_line(argv: list[str], match: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -209,3 +211,12 @@ def test_the_command_lines_ladder_versions_are_the_ladders() -> None:
     from patchwork_env.cli import LADDER_VERSIONS
 
     assert LADDER_VERSIONS == ladder.VERSIONS and LADDER_VERSIONS[-1] == ladder.VERSION
+
+
+def test_a_run_keeps_its_games_beside_its_output_unless_a_journal_is_named(tmp_path: Path) -> None:
+    from patchwork_env.cli.evaluate import journal_path
+
+    out = tmp_path / "v3.json"
+    assert journal_path(None, out) == tmp_path / "v3.json.partial.jsonl"
+    assert journal_path(tmp_path / "mine.jsonl", out) == tmp_path / "mine.jsonl"
+    assert journal_path(None, None) is None

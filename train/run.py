@@ -160,6 +160,7 @@ class Run:
             "final_start_eval": final_start,
         }
         write_atomic(self.folder / "final_eval.json", json.dumps(out, indent=1))
+        self._lock.close()  # the folder is this run's until here (a second Run in this process may resume it)
         if final_start:
             print("the start network, on the same deals:")
             print_results(final_start)

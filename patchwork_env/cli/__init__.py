@@ -91,7 +91,7 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
         "interval (or a bound when it is beyond the scale).",
     )
     p.add_argument("spec", nargs="?", metavar="SPEC", help="the agent to rate (patchwork evaluate --list)")
-    p.add_argument("--budget", choices=("quick", "standard"), default="quick",
+    p.add_argument("--budget", choices=("quick", "standard"), default=None,
                    help="quick: about 60 games against the 3 references nearest a probe; standard: about 160 against "
                    "4 (default quick)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="write the rating here")
@@ -103,12 +103,12 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
     p.add_argument("--address", default=None, help="with --backend ray: a Ray cluster (auto or HOST:PORT)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--ladder", choices=LADDER_VERSIONS, default=LADDER_VERSIONS[-1],
+    p.add_argument("--ladder", choices=LADDER_VERSIONS, default=None,
                    help=f"the ladder version (default {LADDER_VERSIONS[-1]}; an old one never changes)")  # fmt: skip
     p.add_argument("--journal", type=Path, default=None, metavar="FILE",
                    help="keep every game in FILE as it ends; run again with the same FILE to continue an "
-                   "interrupted rating or build (default with --json: <json>.partial.jsonl, removed once the "
-                   "JSON is written)")  # fmt: skip
+                   "interrupted rating or build (default with --json or --rebuild OUT: <OUT>.partial.jsonl, "
+                   "removed once OUT is written)")  # fmt: skip
     p.add_argument("--table", action="store_true", help="print the ladder's reference ratings and exit")
     p.add_argument("--rebuild", type=Path, default=None, metavar="OUT",
                    help=f"maintainers: play the round robin of the newest version's rungs ({LADDER_VERSIONS[-1]}) "

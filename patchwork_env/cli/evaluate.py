@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
 import re
 import sys
@@ -61,15 +62,15 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--plot must end in .png, .svg or .pdf, got {args.plot}")
 
 
-def journal_path(args: argparse.Namespace) -> Path | None:
-    """Where finished deals are kept as they end: ``--journal``, else beside ``--json``
-    (``<json>.partial.jsonl``, removed once the JSON is written), so that an interrupted run loses
-    no game and the same command continues it."""
-    if args.journal is not None:
-        return Path(args.journal)
-    if args.json is not None:
-        path: Path = args.json.with_name(args.json.name + ".partial.jsonl")
-        check_output_path(path, "--json (its partial games file)")
+def journal_path(journal: Path | None, output: Path | None) -> Path | None:
+    """Where finished deals are kept as they end: ``--journal``, else beside the run's output file
+    (``<output>.partial.jsonl``, removed once the output is written), so that an interrupted run
+    loses no game and the same command continues it."""
+    if journal is not None:
+        return Path(journal)
+    if output is not None:
+        path = output.with_name(output.name + ".partial.jsonl")
+        check_output_path(path, f"{output} (its partial games file)")
         return path
     return None
 
@@ -116,7 +117,9 @@ def plot_elo(result: TournamentResult, path: Path) -> None:
     ax.set_title("Patchwork agents")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path)
+    image = io.BytesIO()
+    fig.savefig(image, format=path.suffix.lower().lstrip("."))
+    write_atomic(path, image.getvalue())
 
 
 def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
@@ -144,7 +147,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_args(args)
     if "torch" in sys.modules:  # network agents: batch-1 forward passes, where extra threads only contend
         sys.modules["torch"].set_num_threads(1)
-    journal = journal_path(args)
+    journal = journal_path(args.journal, args.json)
     t0 = time.perf_counter()
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
     try:

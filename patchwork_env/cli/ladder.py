@@ -22,6 +22,7 @@ from patchwork_env.evaluation.arena import Journal, PairResult
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.ladder import (
     PRECISION,
+    VERSION,
     build_scale,
     check_scale,
     load_scale,
@@ -39,14 +40,15 @@ DEFAULT_REBUILD_PAIRS = 10
 
 def _check_options(args: argparse.Namespace) -> None:
     """Options that do not apply to what was asked are errors, not silently ignored."""
-    rating = {"--name": args.name, "--json": args.json, "--records": args.records}
+    rating = {"--name": args.name, "--json": args.json, "--records": args.records, "--budget": args.budget}
     if args.table:
         given = [o for o, v in {"SPEC": args.spec, "--rebuild": args.rebuild, **rating}.items() if v is not None]
         if given:
             raise UsageError(f"--table prints the reference ratings: {', '.join(given)} do not go with it")
         return
     if args.rebuild is not None:
-        given = [o for o, v in {"SPEC": args.spec, "--name": args.name, "--records": args.records}.items() if v]
+        options = {"SPEC": args.spec, "--name": args.name, "--records": args.records, "--budget": args.budget}
+        given = [o for o, v in {**options, "--ladder": args.ladder}.items() if v]
         if given:
             raise UsageError(f"--rebuild builds the reference scale: {', '.join(given)} do not go with it")
         if args.json is not None:
@@ -61,6 +63,8 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> None:
     _check_options(args)
+    args.budget = args.budget or "quick"
+    args.ladder = args.ladder or VERSION
     if args.table:
         scale = load_scale(version=args.ladder)
         print(f"Patchwork ladder {scale['ladder']} (random = 0; {scale['command']}):")
@@ -90,7 +94,7 @@ def run(args: argparse.Namespace) -> None:
             raise UsageError(f"--precision must be in 5..1000 Elo, got {precision}")
     else:
         make_agent(args.spec)  # a spec that does not build is an error line before any game
-    journal_file = journal_path(args) if args.rebuild is None else args.journal
+    journal_file = journal_path(args.journal, args.rebuild if args.rebuild is not None else args.json)
     journal = Journal(journal_file) if journal_file is not None else None
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
@@ -101,6 +105,8 @@ def run(args: argparse.Namespace) -> None:
             backend.start()
         if args.rebuild is not None:
             _rebuild(args, pairs, precision, backend, journal, started)
+            if args.journal is None and journal_file is not None:
+                journal_file.unlink(missing_ok=True)  # the games are in the version file now
             return
         scale = load_scale(version=args.ladder)
         played: list[PairResult] = []
