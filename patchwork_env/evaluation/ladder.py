@@ -7,18 +7,21 @@
     >>> result = rate(my_agent_or_callable, budget="quick")          # doctest: +SKIP
     >>> result.elo, result.ci95, result.scale                        # doctest: +SKIP
 
-The scale is a panel of reference agents (``PANEL``: random, greedy, mcts at 10, 100, 300 and
-1,000 simulations, the shipped ``pretrained`` network and ``az``), all deterministic for a seed,
-rated once against each other in a round robin on the ladder's fixed deals with ``random`` = 0.
-Their ratings, intervals, the deals' seed, the games and the command that produced them are the
-ladder's version file (``patchwork_env/data/ladder-v1.json``); a version never changes.
+The scale is a panel of reference agents, its rungs (``PANEL`` for the newest version, v2: random,
+three softened greedies, greedy, mcts at 10, 50, 100, 300 and 1,000 simulations, the shipped
+network v1 alone and in ``az``), all deterministic for a seed and played with every parameter
+pinned (``PINNED``), rated against each other on the ladder's fixed deals with ``random`` = 0
+(``build_scale``: a round robin, then more games where neighbouring rungs meet). Their ratings,
+intervals, the deals' seed, every matchup's games and the command that produced them are the
+version file (``patchwork_env/data/ladder-<version>.json``); a version never changes.
 
-Rating a new agent plays it against reference agents on the same fixed deals, each deal twice with
-the seats swapped, and fits its Elo with the references' ratings held fixed (maximum likelihood,
-one virtual draw per opponent so that a clean sweep stays finite; the 95% interval from the Fisher
-information of its own games). ``quick`` probes the agent against greedy (4 games), then plays the
-three references nearest that estimate (60 games); ``standard`` probes with 8 games and plays the
-four nearest (160 games: an interval of about +-60 Elo between greedy and mcts:sims=1000).
+Rating a new agent plays it against rungs on the same fixed deals, each deal twice with the seats
+swapped, and fits its Elo with the rungs' ratings held fixed (maximum likelihood, one virtual draw
+per opponent so that a clean sweep stays finite). Its 95% interval holds the Fisher information of
+its own games and the rungs' covariance, refitted from the version's games. ``quick`` probes the
+agent against greedy (4 games), then plays the three rungs nearest that estimate (60 games: about
++-100 to +-130 Elo on v2); ``standard`` probes with 8 games and plays the four nearest (160 games:
+about +-75 to +-85 Elo on v2).
 An agent that beats the strongest reference or loses to random beyond the scale is reported as
 ``above`` / ``below`` the scale with a bound, not an extrapolated number. An illegal action of the
 rated agent loses that game (counted); an exception it raises stops the run with the game named.
