@@ -97,6 +97,8 @@ def test_ctrl_c_ends_a_trainer_with_its_checkpoint_and_exit_code_130(tmp_path: P
         ("train.baselines", ["--seeds", "0", "--minutes", "1", "--eval-seed", "-1"], "--eval-seed"),
         ("train.demo", ["--seeds", "0", "-1"], "--seeds"),
         ("train.exit_results", ["{dir}", "{dir}"], "given twice"),
+        ("train.sb3_newcomer", ["--minutes", "0"], "--minutes"),
+        ("train.sb3_newcomer", ["--out", "{fifo}"], "is not a folder"),
     ],
 )
 def test_trainer_commands_check_their_inputs_before_any_work(

@@ -13,11 +13,15 @@ user rates with ``sb3:PATH``); the run stops after the last mark. A reference fo
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import tyro
+
+from patchwork_env.cli.common import fail
+from patchwork_env.core.files import check_output_folder
 
 
 @dataclass
@@ -43,10 +47,13 @@ def main(args: NewcomerArgs) -> list[Path]:
 
     marks = sorted(args.minutes)
     if not marks or marks[0] <= 0 or marks[-1] > 24 * 60:
-        raise SystemExit(f"error: --minutes must be in (0, 1440], got {args.minutes}")
+        fail(f"--minutes must be in (0, 1440], got {args.minutes}")
     if args.out.exists() and any(args.out.glob("minute-*.zip")):
-        raise SystemExit(f"error: {args.out} holds models of an earlier run; give a new --out")
-    args.out.mkdir(parents=True, exist_ok=True)
+        fail(f"--out: {args.out} holds models of an earlier run; give a new --out")
+    try:
+        check_output_folder(args.out, "--out")
+    except ValueError as exc:
+        fail(exc)
     torch.set_num_threads(1)
     start = time.process_time()
     saved: list[Path] = []
@@ -56,7 +63,9 @@ def main(args: NewcomerArgs) -> list[Path]:
             minutes = (time.process_time() - start) / 60
             while len(saved) < len(marks) and minutes >= marks[len(saved)]:
                 path = args.out / f"minute-{marks[len(saved)]:g}.zip"
-                self.model.save(path)
+                partial = path.with_name(f".{path.stem}.{os.getpid()}.zip")  # whole or not at all
+                self.model.save(partial)
+                os.replace(partial, path)
                 saved.append(path)
                 print(f"{minutes:.1f} CPU minutes, {self.num_timesteps} steps: saved {path}", flush=True)
             return len(saved) < len(marks)
