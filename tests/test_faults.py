@@ -213,3 +213,42 @@ def test_an_interrupted_evaluation_keeps_its_games_and_the_same_command_continue
     assert fresh.returncode == 0
     again = json.loads((tmp_path / "fresh.json").read_text())
     assert data["pairs"][0]["wins_a"] == again["pairs"][0]["wins_a"]
+
+
+@pytest.mark.parametrize(
+    ("body", "workers", "message"),
+    [
+        ("def act(state):\n    raise ZeroDivisionError('boom')\n", "1", "raised on a test move, before any game"),
+        (
+            "calls = [0]\ndef act(state):\n    calls[0] += 1\n    if calls[0] > 5:\n"
+            "        raise ZeroDivisionError('boom')\n    return int(state.legal_actions()[0])\n",
+            "2",
+            "raised on deal",
+        ),
+        (
+            "import os\ncalls = [0]\ndef act(state):\n    calls[0] += 1\n    if calls[0] > 5:\n        os._exit(3)\n"
+            "    return int(state.legal_actions()[0])\n",
+            "2",
+            "worker process died",
+        ),
+    ],
+)
+def test_an_agent_that_fails_is_one_error_line_from_the_command(
+    body: str, workers: str, message: str, tmp_path: Path
+) -> None:
+    (tmp_path / "bad.py").write_text(body)
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchwork_env.cli", "ladder", "bad.py:act", "--ladder", "v1", "--workers", workers,
+         "--no-progress"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    lines = error_lines(proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+
+
+def test_a_callable_that_returns_a_float_loses_by_illegal_actions_instead_of_stopping_the_rating() -> None:
+    from patchwork_env import rate
+
+    result = rate(lambda state: 2025.0, ladder="v1")
+    assert result.illegal_actions == result.games > 0 and result.scale == "below"

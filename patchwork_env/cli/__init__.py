@@ -143,10 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.command_line = shlex.join(["patchwork", *argv])  # quoted, so that it runs as written
     command = importlib.import_module(f"patchwork_env.cli.{args.command}")
+    from patchwork_env.evaluation.workers import RunError  # after parsing: --help loads no engine
+
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         command.run(args)
-    except (UsageError, ValueError, OSError, ImportError) as exc:  # a spec, a file, a missing extra
+    except (UsageError, ValueError, OSError, ImportError, RunError) as exc:  # a spec, a file, an extra, an agent
         if isinstance(exc, BrokenPipeError):
             return _closed_pipe()
         return report(exc)

@@ -42,7 +42,7 @@ from patchwork_env.envs.agent import Agent, resolve_opponent
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.stats import Rating, fit_elo, wilson_interval
-from patchwork_env.evaluation.workers import check_spawn_safe, in_worker, run_unordered
+from patchwork_env.evaluation.workers import RunError, check_spawn_safe, in_worker, run_unordered
 from patchwork_env.players.registry import make_agent
 
 AgentLike = str | Agent | Callable[[GameState], Any]
@@ -187,7 +187,7 @@ class Forfeit(Exception):
         self.state, self.moves, self.seconds = state, moves, seconds
 
 
-class AgentError(RuntimeError):
+class AgentError(RunError):
     """An agent under evaluation raised (not an illegal action): the run stops, naming the game."""
 
 
@@ -211,7 +211,12 @@ def play_game(
     while not state.is_terminal:
         seat = state.current_player
         t0 = time.perf_counter()
-        action = agents[seat].act(state, rngs[seat])
+        try:
+            action = agents[seat].act(state, rngs[seat])
+        except IllegalActionError as exc:  # a callable's answer that is not an action (checked in act)
+            if seat != forfeit_seat:
+                raise
+            raise Forfeit(state, moves, seconds, str(exc)) from None
         seconds[seat] += time.perf_counter() - t0
         moves[seat] += 1
         try:
@@ -270,8 +275,16 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int, forfeit: bo
 
 def warm_up(agent: Agent) -> None:
     """One move that no game keeps, so that no game's time per move includes loading or compiling
-    (the first move of a fresh install's process compiles kernels for seconds)."""
-    agent.act(new_game(0), np.random.default_rng(0))
+    (the first move of a fresh install's process compiles kernels for seconds). An illegal action
+    here is left to the games, which count it; any other exception is an ``AgentError`` naming the
+    agent, before any game."""
+    try:
+        agent.act(new_game(0), np.random.default_rng(0))
+    except IllegalActionError:
+        pass
+    except Exception as exc:
+        name = getattr(agent, "name", type(agent).__name__)
+        raise AgentError(f"{name} raised on a test move, before any game ({type(exc).__name__}: {exc})") from exc
     reset = getattr(agent, "reset", None)
     if callable(reset):
         reset()

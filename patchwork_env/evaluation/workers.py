@@ -39,11 +39,16 @@ WORKER_ENV = "PATCHWORK_WORKER"
 IN_FLIGHT_PER_WORKER = 2
 
 
-class WorkerError(RuntimeError):
+class RunError(RuntimeError):
+    """A run stopped by what it runs (an agent, a worker process), not by a bug of the project: the
+    command line prints it as one ``error:`` line."""
+
+
+class WorkerError(RunError):
     """A worker process died, or the work raised a ``BaseException`` that is not an ``Exception``."""
 
 
-class SpawnError(RuntimeError):
+class SpawnError(RunError):
     """Worker processes cannot be started safely from the calling script."""
 
 
