@@ -73,11 +73,11 @@ def fresh_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def extras_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new venv with the wheel and its ``torch`` and ``sb3`` extras (the pinned CPU torch first,
-    as the README says), nothing borrowed from this environment."""
+    """A new venv with the wheel and its ``torch``, ``sb3`` and ``plot`` extras (the pinned CPU torch
+    first, as the README says), nothing borrowed from this environment."""
     env = _venv(tmp_path_factory.mktemp("extras") / "venv")
     _installed(_pip(env, "torch==2.13.0"), "torch")
-    _installed(_pip(env, f"{wheel}[torch,sb3]", "-c", str(ROOT / "constraints.txt")), "the torch and sb3 extras")
+    _installed(_pip(env, f"{wheel}[torch,sb3,plot]", "-c", str(ROOT / "constraints.txt")), "the extras")
     return env
 
 
@@ -310,3 +310,12 @@ def test_licence_and_citation_agree_with_the_package() -> None:
 def test_the_wheel_carries_the_licence(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names), names
+
+
+def test_with_the_plot_extra_evaluate_writes_json_records_and_the_plot(extras_env: Path) -> None:
+    argv = ["evaluate", "--agents", "greedy", "random", "--pairs", "2", "--workers", "1", "--records", "recs",
+            "--json", "e.json", "--plot", "elo.png"]  # fmt: skip
+    proc = _run(extras_env, str(extras_env / "bin" / "patchwork"), *argv)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (extras_env / "e.json").is_file() and list((extras_env / "recs").glob("*.jsonl"))
+    assert (extras_env / "elo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
