@@ -1,9 +1,11 @@
 """One check of a raw state array before the compiled rules ever see it.
 
-Every entry point that takes a state array from outside (``GameState(array)``, unpickling,
-``VectorGames.set_state`` and ``VectorGames.refresh``) calls ``check_state_array`` (or
-``check_state_rows`` for a block). The engine's own states (``GameState.step``, the vector
-kernels) are never re-checked: the rules only produce valid states.
+Every entry point that takes a state array from outside calls ``check_state_array``: a position
+(``GameState(array)``, unpickling, ``VectorGames.set_state`` and ``VectorGames.set_states``, all
+through ``state.reachable_array``), or ``check_state_rows`` for a block of rows that only a compiled
+kernel reads (``observation.observe_movers``, ``players.inference.NetInference``, the az search).
+The engine's own states (``GameState.step``, the vector kernels) are never re-checked: the rules
+only produce valid states.
 
 The check covers every field of the layout in ``rules`` and the relations the kernels rely on, so
 that no compiled function can read or write out of bounds, and its bounds are closed under play:
@@ -24,7 +26,8 @@ them leaves the observation space:
   at most both positions plus the leather placements (every other decision moves its player).
 
 A failure is a ``ValueError`` naming the field, its index in the array and what is allowed.
-``serialize.state_from_dict`` checks the stricter rules of reachability on top of this.
+``serialize.array_from_dict`` (through ``state.reachable_array``) checks the stricter rules of
+reachability on top of this.
 """
 
 from __future__ import annotations

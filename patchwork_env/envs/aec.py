@@ -77,8 +77,8 @@ class OrderEnforcing(wrappers.OrderEnforcingWrapper):  # type: ignore[misc]
 
 
 def env(illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION, **kwargs: Any) -> AECEnv:
-    """The Patchwork AEC environment wrapped like PettingZoo's classic environments (see "Illegal
-    actions" for ``illegal_action``)."""
+    """The Patchwork AEC environment wrapped like PettingZoo's classic environments
+    (``illegal_action``: ``edge``'s table, and "Illegal actions" in ``docs/environments.md``)."""
     e: AECEnv = raw_env(illegal_action=illegal_action, **kwargs)
     e = CheckActionWrapper(e)
     e = OrderEnforcing(e)
@@ -86,7 +86,8 @@ def env(illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION, **kwarg
 
 
 def observation_space() -> spaces.Dict:
-    """A new ``Dict`` space of one agent's observation (see the table above)."""
+    """A new ``Dict`` space of one agent's observation (its table: ``docs/environments.md``,
+    "Observation space"; the layout: ``observation``)."""
     low, high = observation_bounds()
     return spaces.Dict(
         {
@@ -97,7 +98,8 @@ def observation_space() -> spaces.Dict:
 
 
 class raw_env(AECEnv):  # type: ignore[misc]
-    """Patchwork as a PettingZoo AEC environment (documentation: this module's docstring)."""
+    """Patchwork as a PettingZoo AEC environment (documentation: ``docs/environments.md``, "The AEC
+    environment"; this module's docstring shows its use)."""
 
     metadata = {  # noqa: RUF012 (PettingZoo's convention: a class attribute)
         "render_modes": list(edge.RENDER_MODES),

@@ -1,4 +1,4 @@
-"""The policy-value network shared by the self-play PPO trainer and the MaskablePPO path.
+"""The policy-value network (``PatchworkNet``) that every trainer trains and every network player plays.
 
 Input: the engine's flat observation (``patchwork_env.envs.observation.observe_into``, from the acting seat)::
 

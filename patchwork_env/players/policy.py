@@ -1,14 +1,10 @@
-"""A trained policy network as an agent (``ppo:PATH``), and the checkpoint format both trainers write.
+"""A policy-value network as a player (``ppo:PATH``): ``PPOAgent`` plays a ``PatchworkNet``'s most
+probable legal move (``deterministic=True``, the default; ``most_probable_move``) or samples from its
+policy.
 
-A checkpoint is a ``torch.save`` dict loadable with ``weights_only=True``::
-
-    format       "patchwork-ppo"          version   1
-    net_config   NetConfig as a dict      model     the network's state_dict
-    trainer      optional: whatever the trainer needs to resume (optimizer, counters, pool...)
-
-``load_ppo_agent(path)`` reads only ``net_config`` and ``model``; the agent plays the policy's
-most probable move (``deterministic=True``, the default; see ``most_probable_move``) or samples
-from the policy.
+``load_ppo_agent(path)`` plays the network of a checkpoint in the format every trainer writes
+(``checkpoint``: ``checkpoint.read_checkpoint`` checks the file, ``checkpoint.net_from_checkpoint``
+builds the network from its ``net_config`` and ``model``).
 """
 
 from __future__ import annotations
