@@ -26,9 +26,9 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from patchwork_env.envs.agent import RandomAgent
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for, sample_actions
+from patchwork_env.players.random import RandomAgent
 
 SELF = -1
 RANDOM = -2

@@ -24,9 +24,9 @@ import numpy as np
 from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, timed
 from patchwork_env.core import rules
 from patchwork_env.envs import vector_kernels
-from patchwork_env.envs.agent import RandomAgent
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.envs.vector_env import PatchworkVectorEnv
+from patchwork_env.players.random import RandomAgent
 
 SIZES = (1, 64, 256, 1024)
 PARALLEL_SIZES = (256, 1024)

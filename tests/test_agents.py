@@ -11,7 +11,7 @@ from patchwork_env import new_game
 from patchwork_env.core import rules
 from patchwork_env.core.bitboard import cells_to_words
 from patchwork_env.core.state import GameState
-from patchwork_env.envs.agent import Agent, BatchAgent, RandomAgent
+from patchwork_env.envs.agent import Agent, BatchAgent
 from patchwork_env.players import AGENT_SPECS, AgentSpecError, describe_agents, make_agent, parse_spec
 from patchwork_env.players.greedy import GreedyAgent
 from patchwork_env.players.heuristic import (
@@ -27,6 +27,7 @@ from patchwork_env.players.heuristic import (
     score_actions,
 )
 from patchwork_env.players.mcts import MCTSAgent
+from patchwork_env.players.random import RandomAgent
 from patchwork_env.players.registry import MCTS_PARAMS
 
 SPECS = ["random", "greedy", "greedy:temp=1.5", "mcts:sims=6", "mcts:sims=6,rollout=random,width=1,reuse=false"]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from patchwork_env.core.state import GameState
-from patchwork_env.envs.agent import RandomAgent
 from patchwork_env.evaluation.arena import PairResult, deal, play_pairs, round_robin
 from patchwork_env.evaluation.stats import ELO_SCALE, Z95, fit_elo, wilson_interval
+from patchwork_env.players.random import RandomAgent
 from tests.cli import patchwork
 
 

@@ -19,6 +19,7 @@ from patchwork_env.core.actions import GameOverError
 from patchwork_env.envs import agent, edge
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.envs.vector_env import PatchworkVectorEnv
+from patchwork_env.players.random import RandomAgent
 
 PACKAGE = Path(edge.__file__).parent.parent
 LAYOUT_MESSAGE = "leather_layout must be one of ('revised', 'original'), got 'x'"
@@ -274,9 +275,20 @@ def test_a_registered_factory_replaces_the_registry(monkeypatch: pytest.MonkeyPa
     assert built.name == "greedy" and type(built).__name__ == "GreedyAgent"
     calls: list[str] = []
     monkeypatch.setattr(agent, "_factory", None)
-    agent.register_agent_factory(lambda spec: calls.append(spec) or agent.RandomAgent())  # type: ignore[func-returns-value]
+    agent.register_agent_factory(lambda spec: calls.append(spec) or RandomAgent())  # type: ignore[func-returns-value]
     agent.resolve_opponent("anything:x=1")
     assert calls == ["anything:x=1"]
-    assert isinstance(agent.resolve_opponent("random"), agent.RandomAgent)
+    assert isinstance(agent.resolve_opponent("random"), RandomAgent)  # "random" is never the factory's
+    assert calls == ["anything:x=1"]
     with pytest.raises(TypeError, match="an agent factory is a callable"):
         agent.register_agent_factory("greedy")  # type: ignore[arg-type]
+
+
+def test_random_agent_keeps_its_old_import_path() -> None:
+    """``RandomAgent`` moved to the players (``patchwork_env.players.random``); the envs' old name
+    is the same class (found by name, as ``"random"`` is), with a ``DeprecationWarning``."""
+    with pytest.warns(DeprecationWarning, match="moved to patchwork_env.players.random"):
+        from patchwork_env.envs.agent import RandomAgent as Old
+    assert Old is RandomAgent
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchAgent'"):
+        agent.NoSuchAgent  # noqa: B018

@@ -8,9 +8,9 @@ import pytest
 from patchwork_env import new_game
 from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
-from patchwork_env.envs.agent import RandomAgent
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, candidate_actions
 from patchwork_env.players.mcts import MARGIN_WEIGHT, MCTSAgent, Node, result_for_player0
+from patchwork_env.players.random import RandomAgent
 
 
 def play(agent: MCTSAgent, seed: int) -> tuple[GameState, list[int]]:

@@ -22,9 +22,9 @@ from patchwork_env.core.records import (
     record_game,
     write_records,
 )
-from patchwork_env.envs.agent import RandomAgent
 from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.players.greedy import GreedyAgent
+from patchwork_env.players.random import RandomAgent
 
 
 def played(seed: int) -> tuple[list[GameState], list[int]]:

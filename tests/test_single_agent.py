@@ -16,8 +16,8 @@ from patchwork_env import GameState, IllegalActionError, SingleAgentEnv
 from patchwork_env.core import rules
 from patchwork_env.envs import observation
 from patchwork_env.envs.aec import final_rewards
-from patchwork_env.envs.agent import RandomAgent
 from patchwork_env.envs.observation import SCALAR_INDEX
+from patchwork_env.players.random import RandomAgent
 
 TO_MOVE = observation.OBS_PLANES_END + SCALAR_INDEX["to_move"]
 

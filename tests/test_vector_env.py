@@ -14,9 +14,9 @@ from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.envs import observation
 from patchwork_env.envs.aec import SCORE_REWARD_SCALE, final_rewards
-from patchwork_env.envs.agent import RandomAgent
 from patchwork_env.envs.observation import observe
 from patchwork_env.envs.vector_env import PatchworkVectorEnv
+from patchwork_env.players.random import RandomAgent
 
 
 def random_legal(masks: npt.NDArray[np.bool_], rng: np.random.Generator) -> npt.NDArray[np.int64]:

@@ -5,14 +5,18 @@ An agent decides an action for a ``GameState`` with an explicit random generator
 can decide for many games at once also implements ``act_batch`` over raw state arrays (rows of the
 vector engine, layout in ``patchwork_env.core.rules``) and their legal masks.
 
-``resolve_opponent`` turns what the envs accept as an opponent into an ``Agent``: ``"random"``
-here, other spec strings through the players' registry (``patchwork_env.players.registry``, found
-by name on first use; ``register_agent_factory`` puts another factory in its place).
+``resolve_opponent`` turns what the envs accept as an opponent into an ``Agent``. The players live
+above the envs (``patchwork_env.players``), so a spec string reaches them by name when it is first
+used, as Gymnasium's ``entry_point`` strings do: ``"random"`` is ``RANDOM_AGENT``, any other spec
+goes to the players' registry (``DEFAULT_FACTORY``; ``register_agent_factory`` puts another factory
+in its place). ``RandomAgent`` lives in ``patchwork_env.players.random``; the name here is kept for
+old imports (a ``DeprecationWarning``).
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,7 +25,6 @@ import numpy.typing as npt
 
 from patchwork_env.core.actions import as_action_id
 from patchwork_env.core.state import GameState
-from patchwork_env.envs.vector_kernels import sample_rows
 
 
 @runtime_checkable
@@ -43,29 +46,32 @@ class BatchAgent(Agent, Protocol):
     ) -> npt.NDArray[np.int64]: ...
 
 
-class RandomAgent:
-    """Uniform over the legal actions."""
-
-    name = "random"
-
-    def act(self, state: GameState, rng: np.random.Generator) -> int:
-        legal = state.legal_actions()
-        return int(legal[int(rng.random() * len(legal))])
-
-    def act_batch(
-        self, states: npt.NDArray[np.int64], masks: npt.NDArray[np.bool_], rng: np.random.Generator
-    ) -> npt.NDArray[np.int64]:
-        out = np.empty(len(masks), dtype=np.int64)
-        sample_rows(masks, rng.random(len(masks)), out)
-        return out
-
-
 # --- opponents given as specs, callables or agents ---------------------------------------------
 AgentFactory = Callable[[str], Agent]
 Opponent = str | Agent | Callable[[GameState], Any]
 #: the factory of spec strings, by name: the players layer's registry unless another is registered
 DEFAULT_FACTORY = "patchwork_env.players.registry:make_agent"
+#: the ``"random"`` opponent, by name (never the registered factory's)
+RANDOM_AGENT = "patchwork_env.players.random:RandomAgent"
 _factory: AgentFactory | None = None
+
+
+def _by_name(target: str) -> Any:
+    """The object ``"module:name"`` names (the module imported on first use)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def __getattr__(name: str) -> Any:
+    """``RandomAgent``, the old home of ``patchwork_env.players.random.RandomAgent``."""
+    if name == "RandomAgent":
+        warnings.warn(
+            "patchwork_env.envs.agent.RandomAgent moved to patchwork_env.players.random.RandomAgent",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _by_name(RANDOM_AGENT)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_agent_factory(factory: AgentFactory) -> None:
@@ -83,8 +89,7 @@ def agent_factory() -> AgentFactory:
     run time, as Gymnasium's ``entry_point`` strings do)."""
     if _factory is not None:
         return _factory
-    module, _, name = DEFAULT_FACTORY.partition(":")
-    factory: AgentFactory = getattr(importlib.import_module(module), name)
+    factory: AgentFactory = _by_name(DEFAULT_FACTORY)
     return factory
 
 
@@ -109,7 +114,8 @@ def resolve_opponent(opponent: Opponent) -> Agent:
     """An ``Agent`` from a spec string, an agent object or a callable ``(GameState) -> action``."""
     if isinstance(opponent, str):
         if is_random_spec(opponent):
-            return RandomAgent()
+            random_agent: Agent = _by_name(RANDOM_AGENT)()
+            return random_agent
         return agent_factory()(opponent)
     act = getattr(opponent, "act", None)
     if callable(act):

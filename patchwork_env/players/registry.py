@@ -107,7 +107,7 @@ class AgentSpec:
 
 
 def _random() -> Agent:
-    from patchwork_env.envs.agent import RandomAgent
+    from patchwork_env.players.random import RandomAgent
 
     return RandomAgent()
 
