@@ -18,7 +18,6 @@ time used by this process: on a shared machine it shows what one dedicated core 
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -170,15 +169,16 @@ def env_rows(seconds: float, repeats: int) -> list[Row]:
 
 
 def write_json(path: str, rows: list[Row], program: str, argv: list[str] | None, quick: bool) -> None:
-    """The rows as JSON with their provenance (``patchwork_env.evaluation.provenance``: command,
-    commit, date, machine) and the load average of the moment."""
+    """The rows as a results file of kind ``speed`` (``patchwork_env.evaluation.results_file``) with
+    their provenance (command, commit, date, machine) and the load average of the moment; checked,
+    and written atomically."""
+    from patchwork_env.evaluation import results_file
     from patchwork_env.evaluation.provenance import provenance
 
     command = " ".join([program, *(sys.argv[1:] if argv is None else argv)])
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    data = {**provenance(command), "kind": "speed", "quick": quick, "load": load, "rows": rows}
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
+    data = {**provenance(command), "kind": results_file.SPEED, "quick": quick, "load": load, "rows": rows}
+    results_file.write(path, data)
 
 
 def format_table(rows: list[Row]) -> str:

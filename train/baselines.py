@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, fail, seed_in
+from patchwork_env.evaluation import results_file
 from train.cli import checked_results_path, exit_quietly_on_ctrl_c, write_results
 
 CONFIG = "configs/selfplay_scratch.yaml"
@@ -112,7 +113,7 @@ def summarize(args: argparse.Namespace, runs: dict[int, dict[str, dict[str, Any]
     ]
     return {
         **provenance(command, list(runs)),
-        "kind": "training",
+        "kind": results_file.TRAINING,
         "title": "Self-play PPO from scratch: strength over minutes of training",
         "description": f"`python -m train.selfplay --config {args.config}` from a random network on each seed (one "
         f"thread, no periodic evaluation; minutes of {CLOCK_WORDS[args.clock]}), its network at each mark against "
@@ -147,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             except BrokenProcessPool:
                 fail("a seed's process died before it finished (out of memory?); see the run folders in --runs")
     if args.results is not None:
-        write_results(args.results, summarize(args, runs, shlex.join(["python", "-m", "train.baselines", *argv])))
+        command = shlex.join(["python", "-m", "train.baselines", *argv])
+        write_results(args.results, results_file.check(summarize(args, runs, command)))
     return 0
 
 

@@ -112,6 +112,7 @@ from patchwork_env.cli.common import fail
 from patchwork_env.cli.evaluate import format_table, plot_elo
 from patchwork_env.core.files import write_atomic
 from patchwork_env.core.records import write_records
+from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
@@ -410,7 +411,7 @@ def summarize(runs: list[dict[str, Any]], command: str) -> dict[str, Any]:
     ]
     return {
         **provenance(command, [r["seeds"][0] for r in runs]),
-        "kind": "training",
+        "kind": results_file.TRAINING,
         "title": "The demo (make demo): the end against its start",
         "description": "configs/demo.yaml on each seed: train.distill, then the end, its start, random and greedy "
         f"in a round robin of {runs[0]['num_pairs']} paired deals per pair on fresh deals (seed "
@@ -451,7 +452,8 @@ def main(argv: list[str] | None = None, parsed: tuple[argparse.Namespace, list[s
         plan = make_plan(args, rest, argv, seed)
         runs.append(run_once(plan))
     if args.results is not None:
-        write_results(args.results, summarize(runs, shlex.join(["python", "-m", "train.demo", *argv])))
+        command = shlex.join(["python", "-m", "train.demo", *argv])
+        write_results(args.results, results_file.check(summarize(runs, command)))
     return plan.folder / "report.md"
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from patchwork_env.cli.common import MAX_ARENA_SEED, Parser, fail, seed_in
+from patchwork_env.evaluation import results_file
 from train.cli import checked_results_path, exit_quietly_on_ctrl_c, write_results
 
 
@@ -130,7 +131,7 @@ def summarize(runs: list[dict[str, Any]], args: argparse.Namespace, command: str
     blank = [""] * (len(marks) + 2)
     return {
         **provenance(command, [run["seed"] for run in runs]),
-        "kind": "training",
+        "kind": results_file.TRAINING,
         "title": "Expert iteration (train.exit): the network alone, on several seeds",
         "description": "Each seed one run of `python -m train.exit --config configs/exit.yaml` (from the shipped "
         "network; each run's settings are its `config` in `raw`), then its start and final networks on "
@@ -178,9 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{folder}:", flush=True)
         measured.append(measure(folder, config, history, args))
     if args.results is not None:
-        write_results(
-            args.results, summarize(measured, args, shlex.join(["python", "-m", "train.exit_results", *argv]))
-        )
+        command = shlex.join(["python", "-m", "train.exit_results", *argv])
+        write_results(args.results, results_file.check(summarize(measured, args, command)))
     return 0
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
-import json
 import re
 import sys
 import time
@@ -25,6 +24,7 @@ from typing import Any
 from patchwork_env.cli.common import UsageError
 from patchwork_env.core.files import check_output_folder, check_output_path, write_atomic
 from patchwork_env.core.records import write_records
+from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import Journal, PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.provenance import provenance
@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"\n{args.pairs} paired deals ({2 * args.pairs} games) per pair of agents, seed {args.seed}, {seconds:.0f} s")
     out = {
         **provenance(args.command_line, [args.seed]),
+        "kind": results_file.EVALUATION,
         "num_pairs": args.pairs,
         "games_per_pair": 2 * args.pairs,
         "seed": args.seed,
@@ -178,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     # in order of their value: the numbers, the games, then the picture
     if args.json is not None:
-        write_atomic(args.json, json.dumps(out, indent=2) + "\n")
+        results_file.write(args.json, out, indent=2)
         print(f"wrote {args.json}")
         if args.journal is None and journal is not None:
             journal.unlink(missing_ok=True)  # the games are in the JSON now

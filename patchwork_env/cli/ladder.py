@@ -10,14 +10,14 @@ patchwork ladder --table [--ladder v1]                # the reference ratings of
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import sys
 import time
 
 from patchwork_env.cli.common import UsageError
 from patchwork_env.cli.evaluate import journal_path, write_pair_records
-from patchwork_env.core.files import check_output_folder, check_output_path, write_atomic
+from patchwork_env.core.files import check_output_folder, check_output_path
+from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import Journal, PairResult
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.ladder import (
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> None:
         rate_text = format_win_rate(row["win_rate"], tuple(row["ci95"]))
         print(f"  vs {row['opponent']:<18} ({row['opponent_elo']:5.0f})  {rate_text:<22} {row['games']} games")
     if args.json is not None:
-        write_atomic(args.json, json.dumps({**result.to_dict(), "spec": args.spec.strip()}, indent=1) + "\n")
+        results_file.write(args.json, {**result.to_dict(), "spec": args.spec.strip()})
         print(f"wrote {args.json}")
         if args.journal is None and journal_file is not None:
             journal_file.unlink(missing_ok=True)  # the games are in the JSON now
@@ -161,8 +161,13 @@ def _rebuild(
         "games": sum(p["games"] for p in data["pairs"]),
         "workers": args.workers,
     }
-    out = {**provenance(args.command_line, [data["seed"]]), **data, "compute": compute}
-    write_atomic(args.rebuild, json.dumps(out, indent=1) + "\n")
+    out = {
+        **provenance(args.command_line, [data["seed"]]),
+        "kind": results_file.LADDER_REFERENCE,
+        **data,
+        "compute": compute,
+    }
+    results_file.write(args.rebuild, out)
     print(f"wrote {args.rebuild}")
     for problem in check_scale(out, precision=precision):
         print(f"  not met: {problem}")

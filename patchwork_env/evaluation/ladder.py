@@ -45,6 +45,7 @@ from patchwork_env.envs.agent import Agent, resolve_opponent
 from patchwork_env.evaluation.arena import Journal, PairResult, play_matchups, play_pairs
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.provenance import provenance
+from patchwork_env.evaluation.results_file import LADDER_RATING
 from patchwork_env.evaluation.stats import ELO_SCALE, Z95, fit_elo, fit_elo_covariance
 
 VERSIONS = ("v1", "v2")
@@ -181,13 +182,14 @@ class LadderResult:
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)  # a rating equals itself whenever made
 
     def to_dict(self) -> dict[str, Any]:
-        """The provenance fields first (command, commit, version, date, machine, seeds), then the
+        """The provenance fields first (command, commit, version, date, machine, seeds), the kind
+        of results file (``ladder-rating``, ``patchwork_env.evaluation.results_file``), then the
         rating: the same fields as ``patchwork ladder --json``."""
         out = asdict(self)
         del out["provenance"]
         out["ci95"] = list(self.ci95)
         out["ci95_games"] = list(self.ci95_games)
-        return {**self.provenance, **out}
+        return {**self.provenance, "kind": LADDER_RATING, **out}
 
     def summary(self) -> str:
         if self.scale == "above":
