@@ -41,7 +41,7 @@ docs: $(DOCS_VENV)/.docs-stamp
 
 # the site (mkdocs-material) from the venv VENV names, warnings as errors; the results pages must be current
 site:
-	$(VENV)/bin/python results/render.py --check
+	$(VENV)/bin/python tools/render_results.py --check
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 test: lint

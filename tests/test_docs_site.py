@@ -1,6 +1,7 @@
 """The documentation site: it builds with warnings as errors (no broken internal link), every page
 loads in headless Chromium without a console error, every page is in the navigation, and the
-results page and the README's headline table are current with ``results/*.json``."""
+results page and the README's headline table are current with ``results/*.json``
+(``tools/render_results.py``, which renders each file by its ``kind``)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
+from patchwork_env.evaluation import results_file
 from tests.test_replay_browser import browser  # noqa: F401  (the headless Chromium fixture)
+from tools import render_results
 
 ROOT = Path(__file__).resolve().parent.parent
+RENDER = Path("tools") / "render_results.py"
 
 
 @pytest.fixture(scope="module")
@@ -68,33 +72,81 @@ def test_every_page_loads_without_a_console_error(site: Path, server: str, brows
 
 
 def test_the_results_page_and_the_readme_table_are_current() -> None:
-    proc = subprocess.run([sys.executable, "results/render.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(RENDER), "--check"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
 
-def test_a_results_file_without_its_command_fails_the_check(tmp_path: Path) -> None:
+def _copy_of_the_checkout(tmp_path: Path) -> Path:
+    """The results, the pages and the renderer, copied: a results file to damage, a page to go stale."""
     copy = tmp_path / "repo"
     for name in ("results", "docs"):
         shutil.copytree(ROOT / name, copy / name)
     shutil.copy(ROOT / "README.md", copy / "README.md")
+    (copy / RENDER).parent.mkdir()
+    shutil.copy(ROOT / RENDER, copy / RENDER)
+    return copy
+
+
+def _check(copy: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(copy / RENDER), "--check"], capture_output=True, text=True)
+
+
+def test_a_results_file_without_its_command_fails_the_check(tmp_path: Path) -> None:
+    copy = _copy_of_the_checkout(tmp_path)
     (copy / "results" / "bare.json").write_text('{"kind": "speed", "rows": []}')
-    proc = subprocess.run([sys.executable, str(copy / "results" / "render.py"), "--check"], capture_output=True,
-                          text=True)  # fmt: skip
-    assert proc.returncode != 0 and "bare.json lacks ['command', 'commit', 'date', 'machine', 'seeds']" in proc.stderr
+    proc = _check(copy)
+    assert proc.returncode == 2 and "bare.json: lacks ['command', 'commit', 'date', 'machine', 'seeds']" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda data: data.pop("kind"), "has no 'kind'"),
+        (lambda data: data.update(kind="arena"), "has the unknown kind 'arena'"),
+        (lambda data: data.pop("per_opponent"), "lacks ['per_opponent'], the fields of a 'ladder-rating' results file"),
+    ],
+)
+def test_a_results_file_without_its_kind_or_a_field_of_it_fails_the_check(
+    tmp_path: Path, change: Any, message: str
+) -> None:
+    copy = _copy_of_the_checkout(tmp_path)
+    path = copy / "results" / "ladder-exit-s0.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    proc = _check(copy)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: results/ladder-exit-s0.json: "), proc.stderr
+    assert message in proc.stderr, proc.stderr
+
+
+def test_the_page_renders_a_file_by_its_kind_not_by_its_keys() -> None:
+    """Every kind has its section (the ladder ratings: one table); a file is rendered as its
+    ``kind`` says, whatever other keys it holds."""
+    assert {*render_results.SECTIONS, results_file.LADDER_RATING} == set(results_file.KINDS)
+    files = render_results.load()
+    arena = files["baselines"]
+    assert arena["kind"] == results_file.EVALUATION
+    # keys of a ladder reference and of a rating beside an evaluation's: still the arena's section
+    decoy = {**arena, "ratings": [], "ladder": "v2", "per_opponent": []}
+    page = render_results.page({"baselines": decoy})
+    assert "## Arena: " in page and "## Reference ratings" not in page and "reference panel" not in page, page
+    # the same keys under another kind: that kind's section, which finds none of its fields
+    with pytest.raises(ValueError, match=r"results/baselines.json: cannot be rendered \(field 'rows'"):
+        render_results.page({"baselines": {**arena, "kind": results_file.SPEED}})
+    rating = files["ladder-exit-s0"]
+    page = render_results.page({"ladder-exit-s0": rating})
+    assert f"## Reference ratings on ladder {rating['ladder']}" in page and f"| `{rating['agent']}` |" in page
 
 
 def test_a_curve_drawn_from_other_counts_than_its_file_is_stale(tmp_path: Path) -> None:
-    copy = tmp_path / "repo"
-    for name in ("results", "docs"):
-        shutil.copytree(ROOT / name, copy / name)
-    shutil.copy(ROOT / "README.md", copy / "README.md")
+    copy = _copy_of_the_checkout(tmp_path)
     path = copy / "results" / "ppo-scratch.json"
     data = json.loads(path.read_text())
     seed = next(iter(data["raw"]))
     mark = next(iter(data["raw"][seed]))
     data["raw"][seed][mark]["greedy"]["win_rate"] += 0.01  # the page's cells stay; the figure's points move
     path.write_text(json.dumps(data))
-    render = [sys.executable, str(copy / "results" / "render.py")]
+    render = [sys.executable, str(copy / RENDER)]
     proc = subprocess.run([*render, "--check"], capture_output=True, text=True)
     assert proc.returncode == 1 and "stale: docs/figures/ppo-scratch.svg" in proc.stderr, proc.stderr
     assert subprocess.run(render, capture_output=True).returncode == 0
@@ -166,15 +218,12 @@ def test_wide_tables_and_code_scroll_and_names_do_not_break_mid_word(site: Path)
 
 
 def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships() -> None:
-    sys.path.insert(0, str(ROOT / "results"))
-    import render
-
-    table = render.headline(render.load())
+    table = render_results.headline(render_results.load())
     rows = table.splitlines()
     at_sims = next(i for i, r in enumerate(rows) if r.startswith("| `az` against `mcts:sims=100`"))
     assert rows[at_sims + 1].startswith("| `az:time=0.5` against `mcts:time=0.5`")  # the equal-time figure beside it
     assert "not shipped" not in table and ".pt" not in table and "runs/" not in table
-    assert len(rows) - 2 <= render.MAX_HEADLINE_ROWS
+    assert len(rows) - 2 <= render_results.MAX_HEADLINE_ROWS
 
 
 def test_every_elo_table_of_the_results_page_says_what_its_zero_is() -> None:
@@ -197,14 +246,10 @@ def test_every_elo_table_of_the_results_page_says_what_its_zero_is() -> None:
     ],
 )
 def test_a_damaged_results_file_is_one_error_line_naming_it(tmp_path: Path, damage: Any, message: str) -> None:
-    copy = tmp_path / "repo"
-    for name in ("results", "docs"):
-        shutil.copytree(ROOT / name, copy / name)
-    shutil.copy(ROOT / "README.md", copy / "README.md")
+    copy = _copy_of_the_checkout(tmp_path)
     target = copy / "results" / "baselines.json"
     target.write_text(damage(target.read_text()))
-    proc = subprocess.run([sys.executable, str(copy / "results" / "render.py"), "--check"], capture_output=True,
-                          text=True)  # fmt: skip
+    proc = _check(copy)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: results/baselines.json") and message in lines[0], lines

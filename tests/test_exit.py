@@ -28,8 +28,8 @@ from patchwork_env.core import rules
 from patchwork_env.players.checkpoint import read_checkpoint, save_checkpoint
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
-from results import render
 from tests.cli import error_lines
+from tools import render_results
 from train import exit as exit_trainer
 from train import exit_results
 from train.cli import from_dict
@@ -339,11 +339,11 @@ def test_exit_results_measure_finished_runs_on_the_same_fresh_deals(tmp_path: Pa
             assert raw[key]["games"] == 4 and raw[key]["wins"] + raw[key]["losses"] <= 4, key
         assert raw["curve_vs_greedy"]["1e-09"]["games"] == 2 and raw["iterations"] == 1
         assert raw["config"]["seed"] == int(seed) and raw["config"]["checkpoint_minutes"] == [1e-9]
-    page = render.training("exit", data)
+    page = render_results.training("exit", data)
     assert any(line.startswith("| mean |") for line in page) and "![" in "".join(page)
     for seed in ("0", "1"):  # the curve: the start at minute 0, the mark, the end at the run's minutes
         raw = data["raw"][seed]
-        points = render.mark_curves(data)["greedy"][seed]
+        points = render_results.mark_curves(data)["greedy"][seed]
         expected = [
             (0.0, raw["start_vs_greedy"]["win_rate"]),
             (1e-9, raw["curve_vs_greedy"]["1e-09"]["win_rate"]),
@@ -351,7 +351,7 @@ def test_exit_results_measure_finished_runs_on_the_same_fresh_deals(tmp_path: Pa
         ]
         assert sorted((x, y) for x, y, _, _ in points) == sorted(expected)
         assert [x for x, *_ in points] == sorted(x for x, *_ in points)
-    assert "<svg" in render.figure("exit", data)
+    assert "<svg" in render_results.figure("exit", data)
 
 
 def test_exit_results_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,14 +1,16 @@
 """Render the published figures from their results files: ``docs/results.md`` and the headline table
 of ``README.md`` (between its ``results:headline`` markers).
 
-    python results/render.py            # rewrite both (and docs/figures/) from results/*.json
-    python results/render.py --check    # exit 1 if a page is stale or a file lacks its provenance
+    python tools/render_results.py            # rewrite both (and docs/figures/) from results/*.json
+    python tools/render_results.py --check    # exit 1 if a page is stale; 2 if a file is not a results file
 
 Every ``results/*.json`` is written by the command that measured it (``patchwork evaluate --json``,
 ``patchwork ladder --json``/``--rebuild``, ``python -m benchmarks --json``, the demo's and the
-trainers' measurement scripts) and holds ``command``, ``commit``, ``date``, ``machine`` and
-``seeds`` with the raw counts; this script only formats them, so a figure and its command cannot
-drift apart.
+trainers' measurement scripts), checked on write against the schema of
+``patchwork_env.evaluation.results_file``: its provenance (``command``, ``commit``, ``date``,
+``machine``, ``seeds``), its ``kind`` and that kind's fields, with the raw counts. This script checks
+each file against the same schema, renders it by its ``kind`` and only formats it, so a figure and
+its command cannot drift apart.
 """
 
 from __future__ import annotations
@@ -25,20 +27,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's library, run from anywhere
 from patchwork_env.core.files import write_atomic
+from patchwork_env.evaluation import results_file
+from patchwork_env.evaluation.results_file import EVALUATION, LADDER_RATING, LADDER_REFERENCE, SPEED, TRAINING
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
 PAGE = ROOT / "docs" / "results.md"
 FIGURES = ROOT / "docs" / "figures"
 README = ROOT / "README.md"
-PROVENANCE = ("command", "commit", "date", "machine", "seeds")
 BEGIN, END = "<!-- results:headline -->", "<!-- /results:headline -->"
 
 Data = dict[str, Any]
 
 
 def load() -> dict[str, Data]:
-    """Every results file by name (without ``.json``), each checked for its provenance."""
+    """Every results file by name (without ``.json``), each checked against the schema
+    (``results_file.check``: its provenance, its ``kind`` and that kind's fields)."""
     out: dict[str, Data] = {}
     for path in sorted(RESULTS.glob("*.json")):
         where = path.relative_to(ROOT)
@@ -46,12 +50,10 @@ def load() -> dict[str, Data]:
             data = json.loads(path.read_text(), parse_constant=_not_a_number)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ValueError(f"{where}: not a results file ({exc})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{where}: not a results file (a JSON object is expected, got {type(data).__name__})")
-        missing = [k for k in PROVENANCE if k not in data]
-        if missing:
-            raise ValueError(f"{path.relative_to(ROOT)} lacks {missing}: every results file says how it was measured")
-        out[path.stem] = data
+        try:
+            out[path.stem] = results_file.check(data)
+        except results_file.ResultsFileError as exc:
+            raise ValueError(f"{where}: {exc}") from None
     return out
 
 
@@ -69,7 +71,7 @@ def where(data: Data) -> str:
     return f"`{data['command']}` (commit {commit}, {data['date'][:10]}, {machine['cpu']}, {machine['cores']} cores)"
 
 
-# --- one section per kind of file --------------------------------------------------------------------
+# --- one section per kind of file (``results_file.KINDS``) -------------------------------------------
 def speed(name: str, data: Data) -> list[str]:
     lines = [
         f"## Speed ({name})",
@@ -228,7 +230,7 @@ def mark_curves(data: Data) -> Curves:
     other file."""
     curves: Curves = {}
     raw = data.get("raw")
-    if data.get("kind") != "training" or not isinstance(raw, dict):
+    if data["kind"] != TRAINING or not isinstance(raw, dict):
         return {}
     for seed, entry in raw.items():
         if not isinstance(entry, dict):
@@ -273,8 +275,8 @@ def figure(name: str, data: Data) -> str:
             ax.fill_between(x, lo, hi, color=color, alpha=0.08, lw=0)
         lengths = {len(points) for points in seeds.values()}
         if len(lengths) == 1:  # the mean point by point (x too: a run's end is at its own minute)
-            points = [[sum(s[i][j] for s in seeds.values()) / len(seeds) for j in (0, 1)] for i in range(*lengths)]
-            x, y = zip(*points, strict=True)
+            means = [[sum(s[i][j] for s in seeds.values()) / len(seeds) for j in (0, 1)] for i in range(*lengths)]
+            x, y = zip(*means, strict=True)
             ax.plot(x, y, color=color, lw=2.2, marker="o", label=f"vs {spec} (mean of {len(seeds)} seeds)")
         else:
             ax.plot([], [], color=color, lw=0.8, label=f"vs {spec} ({len(seeds)} seeds)")
@@ -294,12 +296,14 @@ def curve_hash(curves: Curves) -> str:
     return hashlib.sha256(json.dumps(curves, sort_keys=True).encode()).hexdigest()[:16]
 
 
-KINDS: list[tuple[Callable[[Data], bool], Callable[[str, Data], list[str]]]] = [
-    (lambda d: d.get("kind") == "speed", speed),
-    (lambda d: "ratings" in d and "pairs" in d and "ladder" in d, ladder_reference),
-    (lambda d: d.get("kind") == "training", training),
-    (lambda d: "pairs" in d and "elo" in d and "agents" in d, arena),
-]
+#: the section of a file by its kind; the ladder ratings (``LADDER_RATING``) share one table per
+#: ladder version (``ladder_ratings``) at the end of the page
+SECTIONS: dict[str, Callable[[str, Data], list[str]]] = {
+    SPEED: speed,
+    LADDER_REFERENCE: ladder_reference,
+    TRAINING: training,
+    EVALUATION: arena,
+}
 
 
 def page(files: dict[str, Data]) -> str:
@@ -307,26 +311,22 @@ def page(files: dict[str, Data]) -> str:
         "# Results",
         "",
         "Every figure here is rendered from a results file in `results/` written by the command that measured "
-        "it, with its commit, date and machine (`python results/render.py` regenerates this page; a test fails "
-        "when it is stale). Win rates carry 95% Wilson intervals; games are paired deals, seats swapped.",
+        "it, with its commit, date and machine (`python tools/render_results.py` regenerates this page; a test "
+        "fails when it is stale). Win rates carry 95% Wilson intervals; games are paired deals, seats swapped.",
         "",
     ]
-    ratings = [(n, d) for n, d in files.items() if "per_opponent" in d]
+    ratings = [(n, d) for n, d in files.items() if d["kind"] == LADDER_RATING]
     for name, data in files.items():
-        if "per_opponent" in data:
+        if data["kind"] == LADDER_RATING:
             continue
-        for test, render in KINDS:
-            if test(data):
-                try:
-                    out += [*render(name, data), ""]
-                except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
-                    field = f"field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
-                    raise ValueError(
-                        f"results/{name}.json: cannot be rendered ({field} missing or malformed)"
-                    ) from None
-                break
-        else:
-            raise ValueError(f"results/{name}.json: no renderer for this kind of file")
+        render = SECTIONS.get(data["kind"])
+        if render is None:
+            raise ValueError(f"results/{name}.json: no section renders the kind {data['kind']!r}")
+        try:
+            out += [*render(name, data), ""]
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+            field = f"field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+            raise ValueError(f"results/{name}.json: cannot be rendered ({field} missing or malformed)") from None
     if ratings:
         out += [*ladder_ratings(ratings), ""]
     return "\n".join(out).rstrip() + "\n"
@@ -353,14 +353,14 @@ def headline(files: dict[str, Data]) -> str:
     arena_rows: dict[tuple[str, str], str] = {}
     other_rows: list[str] = []
     for data in files.values():
-        if data.get("kind") == "speed":
+        if data["kind"] == SPEED:
             for name in SPEED_HEADLINE:
                 found = [r for r in data["rows"] if r["name"] == name]
                 if found:
                     best = max(found, key=lambda r: r["value"])
                     label = name if best.get("N") is None else f"{name} (N={best['N']})"
                     speed_rows.append(f"| {label} | {best['value']:,.0f} {best['unit']} |")
-        elif "pairs" in data and "agents" in data:
+        elif data["kind"] == EVALUATION:
             for p in data["pairs"]:
                 rate, ci = p["win_rate_a"], p["ci95_a"]
                 if (p["b"], p["a"]) in ARENA_HEADLINE:  # the pair as the headline names it: B's view
@@ -369,7 +369,7 @@ def headline(files: dict[str, Data]) -> str:
                     arena_rows[p["a"], p["b"]] = (
                         f"| `{p['a']}` against `{p['b']}` | {pct(rate, ci)} of {p['games']} games |"
                     )
-        elif "neighbours" in data and "ratings" in data:
+        elif data["kind"] == LADDER_REFERENCE and "neighbours" in data:
             widest = max((g["ci95"][1] - g["ci95"][0]) / 2 for g in data["neighbours"])
             furthest = max(g["difference"] for g in data["neighbours"])
             top = max(r["elo"] for r in data["ratings"])
@@ -380,7 +380,7 @@ def headline(files: dict[str, Data]) -> str:
         for label, value in data.get("headline", []):
             other_rows.append(f"| {label} | {value} |")
     rows = [*speed_rows, *(arena_rows[k] for k in ARENA_HEADLINE if k in arena_rows), *other_rows]
-    ratings = [d for d in files.values() if "per_opponent" in d and d["scale"] == "on" and _ships(d)]
+    ratings = [d for d in files.values() if d["kind"] == LADDER_RATING and d["scale"] == "on" and _ships(d)]
     for d in sorted(ratings, key=lambda d: -d["elo"])[: max(0, MAX_HEADLINE_ROWS - len(rows))]:
         rows.append(
             f"| `{d['agent']}` on the Patchwork ladder {d['ladder']} | {d['elo']:.0f} Elo "
@@ -396,7 +396,9 @@ def readme_with(text: str, table: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if a page is stale")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if a page is stale (2, check or not: a file is not a results file)"
+    )
     args = parser.parse_args(argv)
     try:
         files = load()
@@ -426,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         orphans = [p for p in FIGURES.glob("*.svg") if p.stem not in drawn]
         stale += [f"{p.relative_to(ROOT)} (no results file draws it)" for p in orphans]
         if stale:
-            print(f"stale: {', '.join(stale)} (run: python results/render.py)", file=sys.stderr)
+            print(f"stale: {', '.join(stale)} (run: python tools/render_results.py)", file=sys.stderr)
             return 1
         return 0
     write_atomic(PAGE, new_page)
