@@ -47,7 +47,7 @@ from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
 from patchwork_env.players.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
-from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.policy import NetworkAgent
 from patchwork_env.players.registry import make_agent
 
 IntArray = npt.NDArray[np.int64]
@@ -82,7 +82,7 @@ def student_positions(num: int, seed: int, net: PatchworkNet, mirror: bool = Fal
     side, finished games dealt again."""
     if num < 1 or num_games < 1:
         raise ValueError(f"need num >= 1 and num_games >= 1; got {num}, {num_games}")
-    student = PPOAgent(net, deterministic=not mirror)
+    student = NetworkAgent(net, deterministic=not mirror)
     games = VectorGames(num_games, seed=seed)
     stream = rng_state(seed)
     rng = np.random.default_rng(seed)

@@ -45,7 +45,7 @@ from patchwork_env.evaluation.backend import Backend
 from patchwork_env.players.az import NetEvaluator
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.network import GROUP_BOUNDS, PatchworkNet, net_inputs
-from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.policy import NetworkAgent
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -260,8 +260,8 @@ def gate(
     ``net`` is kept only if its win rate is above ``threshold``; otherwise ``previous``'s weights
     are loaded back into it."""
     result = play_pairs(
-        PPOAgent(net, deterministic=True, name="new"),
-        PPOAgent(previous, deterministic=True, name="previous"),
+        NetworkAgent(net, deterministic=True, name="new"),
+        NetworkAgent(previous, deterministic=True, name="previous"),
         pairs,
         seed=seed,
         workers=workers,

@@ -9,7 +9,7 @@
   action mask applied inside the network (illegal logits get ``MASK_VALUE``, so RLlib's
   categorical distribution never samples them) and RLlib's ``ValueFunctionAPI`` for PPO. Its
   ``net`` is exactly the project's network: ``net_state_dict`` turns the module's weights into a
-  checkpoint that plays as ``ppo:PATH`` (``patchwork_env.players.policy``).
+  checkpoint that plays as ``network:PATH`` (``patchwork_env.players.policy``).
 * ``AgentRLModule``: any agent spec of the registry (``greedy``, ``random``...) as a frozen RLModule
   that returns its actions directly (not trained; an opponent through the policy mapping).
 

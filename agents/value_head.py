@@ -23,7 +23,7 @@ from patchwork_env.core import rules
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from patchwork_env.players.network import PatchworkNet
-from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.policy import NetworkAgent
 
 IntArray = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
@@ -41,7 +41,7 @@ def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: f
     games = np.arange(num_games)
     mirror = games % MIRROR_EVERY == MIRROR_EVERY - 1
     net_seat = games % 2
-    best, sampled = PPOAgent(net, deterministic=True), PPOAgent(net, deterministic=False)
+    best, sampled = NetworkAgent(net, deterministic=True), NetworkAgent(net, deterministic=False)
     stream, rng = rng_state(seed), np.random.default_rng(seed)
     masks = np.zeros((num_games, rules.NUM_ACTIONS), dtype=np.bool_)
 

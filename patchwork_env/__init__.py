@@ -11,7 +11,7 @@ contract):
                        PettingZoo AEC env, the Gymnasium single-agent env, the vector engine and
                        vector env
 ``players``            random, greedy, mcts; with the ``torch`` extra the network policy of a
-                       checkpoint (``ppo:PATH``), ``az`` and ``pretrained``; spec strings
+                       checkpoint (``network:PATH``), ``az`` and ``pretrained``; spec strings
 ``evaluation``         the arena (paired deals, Wilson intervals, Elo) and the ladder
 ``replay``             the self-contained replay page of a game record
 ``cli``                the ``patchwork`` command

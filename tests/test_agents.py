@@ -28,7 +28,7 @@ from patchwork_env.players.heuristic import (
 )
 from patchwork_env.players.mcts import MCTSAgent
 from patchwork_env.players.random import RandomAgent
-from patchwork_env.players.registry import MCTS_PARAMS
+from patchwork_env.players.registry import AGENT_ALIASES, MCTS_PARAMS, canonical_spec
 
 SPECS = ["random", "greedy", "greedy:temp=1.5", "mcts:sims=6", "mcts:sims=6,rollout=random,width=1,reuse=false"]
 
@@ -190,9 +190,19 @@ def test_bad_specs_say_what_is_allowed(spec: str, words: list[str]) -> None:
 
 def test_ppo_spec_goes_to_the_loader() -> None:
     entry, kwargs = parse_spec("ppo:runs/some dir/model.pt")
-    assert entry.name == "ppo" and kwargs == {"path": "runs/some dir/model.pt"}
+    assert entry.name == "network" and kwargs == {"path": "runs/some dir/model.pt"}  # ppo: is its old name
     with pytest.raises((ValueError, OSError)):  # no such checkpoint (or no ppo_agent module yet)
         make_agent("ppo:/nonexistent/checkpoint.pt")
+
+
+def test_network_names_every_checkpoint_and_ppo_is_its_old_name() -> None:
+    network, old = parse_spec("network:x.pt"), parse_spec("PPO:x.pt")
+    assert network == old and network[0].name == "network" and AGENT_ALIASES == {"ppo": "network"}
+    assert canonical_spec("ppo:x.pt") == canonical_spec("network:./x.pt")
+    text = describe_agents()
+    assert "network:PATH" in text and "ppo:PATH" in text
+    with pytest.raises(AgentSpecError, match="network needs network:PATH"):
+        parse_spec("network")
 
 
 def test_help_lists_every_agent_and_parameter() -> None:

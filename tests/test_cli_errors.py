@@ -70,7 +70,7 @@ def test_specs_that_cannot_be_built(spec: str, match: str) -> None:
 
 
 def test_an_empty_checkpoint_is_a_spec_error(empty_checkpoint: Path) -> None:
-    with pytest.raises(AgentSpecError, match="is not a PPO checkpoint"):
+    with pytest.raises(AgentSpecError, match="is not a network checkpoint"):
         make_agent(f"ppo:{empty_checkpoint}")
 
 
@@ -135,7 +135,7 @@ def test_evaluate_errors_are_one_line(argv: list[str], capsys: pytest.CaptureFix
 
 def test_evaluate_rejects_an_empty_checkpoint(empty_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = _exit_code(patchwork, ["evaluate", "--agents", "random", f"ppo:{empty_checkpoint}"])
-    _assert_one_error_line(capsys, code, "is not a PPO checkpoint")
+    _assert_one_error_line(capsys, code, "is not a network checkpoint")
 
 
 PLAY_BAD = [
@@ -189,7 +189,9 @@ def test_a_resume_without_trainer_state_is_one_error_line(tmp_path: Path, capsys
 
 
 def test_selfplay_resume_from_an_empty_checkpoint(empty_checkpoint: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _assert_one_error_line(capsys, _exit_code(selfplay.cli, ["--resume", str(empty_checkpoint)]), "not a PPO")
+    _assert_one_error_line(
+        capsys, _exit_code(selfplay.cli, ["--resume", str(empty_checkpoint)]), "not a network checkpoint"
+    )
 
 
 @pytest.mark.parametrize(
@@ -238,7 +240,7 @@ def test_an_unreadable_init_checkpoint_fails_at_load(empty_checkpoint: Path, tmp
     run_dir = tmp_path / "run"
     argv = ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"), "--init-checkpoint", str(empty_checkpoint)]
     code = _exit_code(alphazero.cli, [*argv, "--run-dir", str(run_dir)])
-    _assert_one_error_line(capsys, code, "init_checkpoint", "not a PPO")
+    _assert_one_error_line(capsys, code, "init_checkpoint", "not a network checkpoint")
     assert not run_dir.exists()
 
 

@@ -103,6 +103,8 @@ def test_several_seeds_write_one_results_file(tmp_path: Path, monkeypatch: pytes
         (["--config", "configs/nope.yaml"], "no such file 'configs/nope.yaml'"),
         (["--opponents", "grredy"], "unknown agent 'grredy'"),
         (["--opponents", "random", "random"], "--opponents must be distinct"),
+        (["--opponents", "network:x.pt"], "'network:x.pt' is a checkpoint"),
+        (["--opponents", "ppo:x.pt"], "'ppo:x.pt' is a checkpoint"),
         (["--workers", "0"], "--workers must be >= 1"),
         (["--num-gmaes", "8"], "Unrecognized options: --num-gmaes"),
         (["--lr", "-1"], "lr must be > 0"),

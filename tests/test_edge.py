@@ -287,7 +287,7 @@ def test_a_registered_factory_replaces_the_registry(monkeypatch: pytest.MonkeyPa
 def test_random_agent_keeps_its_old_import_path() -> None:
     """``RandomAgent`` moved to the players (``patchwork_env.players.random``); the envs' old name
     is the same class (found by name, as ``"random"`` is), with a ``DeprecationWarning``."""
-    with pytest.warns(DeprecationWarning, match="moved to patchwork_env.players.random"):
+    with pytest.warns(DeprecationWarning, match="moved from patchwork_env.envs.agent to patchwork_env.players.random"):
         from patchwork_env.envs.agent import RandomAgent as Old
     assert Old is RandomAgent
     with pytest.raises(AttributeError, match="no attribute 'NoSuchAgent'"):

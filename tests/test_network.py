@@ -1,8 +1,10 @@
-"""The policy-value network: shapes, masking, the buy head's geometry, the PPO agent."""
+"""The policy-value network: shapes, masking, the buy head's geometry, the network agent, the
+checkpoint format."""
 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from patchwork_env.core.patches import PATCHES
 from patchwork_env.core.state import GameState, new_game
 from patchwork_env.envs import observation
 from patchwork_env.envs.vector import VectorGames
+from patchwork_env.players import checkpoint
 from patchwork_env.players.network import (
     MASK_VALUE,
     PLACEMENT_CELLS,
@@ -24,7 +27,8 @@ from patchwork_env.players.network import (
     net_from_config,
     sample_actions,
 )
-from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.policy import NetworkAgent, PPOAgent, load_network_agent, load_ppo_agent
+from patchwork_env.players.shipped import SHIPPED_NETWORKS
 
 SMALL = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8)
 
@@ -193,20 +197,40 @@ def test_sampling_never_picks_an_illegal_action(batch: tuple[torch.Tensor, torch
     assert mask[torch.arange(48), sample_actions(logits, deterministic=True)].all()
 
 
-def test_ppo_agent_act_and_act_batch_agree(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
+def test_network_agent_act_and_act_batch_agree(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:
     _, mask, states = batch
-    agent = PPOAgent(PatchworkNet(SMALL))
+    agent = NetworkAgent(PatchworkNet(SMALL))
     rng = np.random.default_rng(0)
     batch_actions = agent.act_batch(states, mask.numpy(), rng)
     for i in range(0, 48, 6):
         assert agent.act(GameState._wrap(states[i].copy()), rng) == batch_actions[i]
-    sampler = PPOAgent(PatchworkNet(SMALL), deterministic=False)
+    sampler = NetworkAgent(PatchworkNet(SMALL), deterministic=False)
     assert mask.numpy()[np.arange(48), sampler.act_batch(states, mask.numpy(), rng)].all()
     with pytest.raises(ValueError, match="game is over"):
         state = new_game(0)
         while not state.is_terminal:
             state = state.step(int(state.legal_actions()[-1]))  # advance, or the last leather cell
         agent.act(state, rng)
+
+
+def test_checkpoints_are_network_checkpoints_and_the_old_format_name_still_loads(tmp_path: Path) -> None:
+    """Written as ``patchwork-network``; files of 0.3.0 and earlier (``patchwork-ppo``, the shipped
+    ``pretrained-v1.pt`` among them) load as before; the old class and loader names are the new ones."""
+    net = PatchworkNet(SMALL)
+    path = checkpoint.save_checkpoint(tmp_path / "net.pt", net)
+    assert checkpoint.read_checkpoint(path)["format"] == checkpoint.FORMAT == "patchwork-network"
+    data = torch.load(path, weights_only=True)
+    data["format"] = "patchwork-ppo"
+    torch.save(data, tmp_path / "old.pt")
+    for file in (path, tmp_path / "old.pt", SHIPPED_NETWORKS["v1"]):
+        agent = load_network_agent(str(file))
+        assert isinstance(agent, NetworkAgent) and agent.name == f"network:{file}"
+    assert torch.load(SHIPPED_NETWORKS["v1"], weights_only=True)["format"] in checkpoint.OLD_FORMATS
+    assert PPOAgent is NetworkAgent and load_ppo_agent is load_network_agent
+    data["format"] = "patchwork-something"
+    torch.save(data, tmp_path / "other.pt")
+    with pytest.raises(checkpoint.CheckpointError, match="not a network checkpoint"):
+        checkpoint.read_checkpoint(tmp_path / "other.pt")
 
 
 def test_a_mask_of_another_shape_is_an_error(batch: tuple[torch.Tensor, torch.Tensor, np.ndarray]) -> None:

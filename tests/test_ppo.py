@@ -244,7 +244,7 @@ def test_load_ppo_agent_errors(tmp_path: Path) -> None:
         load_ppo_agent(str(tmp_path / "missing.pt"))
     junk = tmp_path / "junk.pt"
     junk.write_text("not a checkpoint")
-    with pytest.raises(CheckpointError, match="not a PPO checkpoint"):
+    with pytest.raises(CheckpointError, match="not a network checkpoint"):
         load_ppo_agent(str(junk))
     other = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(3)}, other)

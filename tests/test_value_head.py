@@ -121,7 +121,7 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--checkpoint", "nope.pt", "--out", "x.pt"], "error: PPO checkpoint not found: nope.pt"),
+        (["--checkpoint", "nope.pt", "--out", "x.pt"], "error: network checkpoint not found: nope.pt"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "0"], "error: argument --games: must be >= 1, got 0"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--lr", "-1"], "error: --lr must be a finite number > 0, got -1.0"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--lr", "inf"], "error: --lr must be a finite number > 0, got inf"),

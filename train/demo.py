@@ -152,7 +152,7 @@ def make_plan(args: argparse.Namespace, rest: list[str], argv: list[str], seed: 
             entry, _ = parse_spec(spec)
         except AgentSpecError as exc:
             fail(f"--opponents: {str(exc).splitlines()[0]} (patchwork evaluate --list shows the agents)")
-        if entry.name == "ppo":
+        if entry.name == "network":  # network:PATH, or its old name ppo:PATH
             fail(f"--opponents: {spec!r} is a checkpoint; the demo measures its own network against baselines")
     if len(set(opponents)) != len(opponents):
         fail(f"--opponents must be distinct, got {opponents}")

@@ -66,7 +66,7 @@ def __getattr__(name: str) -> Any:
     """``RandomAgent``, the old home of ``patchwork_env.players.random.RandomAgent``."""
     if name == "RandomAgent":
         warnings.warn(
-            "patchwork_env.envs.agent.RandomAgent moved to patchwork_env.players.random.RandomAgent",
+            "RandomAgent moved from patchwork_env.envs.agent to patchwork_env.players.random",
             DeprecationWarning,
             stacklevel=2,
         )

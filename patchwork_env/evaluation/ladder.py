@@ -1,7 +1,7 @@
 """The Patchwork ladder: a fixed, versioned Elo scale on which any agent gets a rating.
 
     patchwork ladder greedy --budget quick
-    patchwork ladder ppo:runs/my-run/checkpoints/final.pt --budget standard --json rating.json
+    patchwork ladder network:runs/my-run/checkpoints/final.pt --budget standard --json rating.json
 
     >>> from patchwork_env.evaluation.ladder import rate
     >>> result = rate(my_agent_or_callable, budget="quick")          # doctest: +SKIP

@@ -8,7 +8,7 @@ values mixed with greedy rollouts. ``AZAgent`` runs the search for one game per 
 interface); self-play runs it for many games at once (``agents.az_selfplay``).
 
 The shipped network (``PRETRAINED_PATH``, package data; ``docs/model-card.md``) is the
-``pretrained`` agent: the network alone, its most probable legal move (``PPOAgent`` with
+``pretrained`` agent: the network alone, its most probable legal move (``NetworkAgent`` with
 ``deterministic=True``), and the network ``az`` searches with by default. By default ``az``
 searches over *kinds* of move (``kinds``; ``patchwork_env.players.policy.kind_policy``: each kind at
 the network's best placement, about 4 children instead of about 100), values its leaves by the mean
@@ -18,7 +18,7 @@ visit (``SearchConfig.expand``) and the subtree of the move played kept (``reuse
 settings measured (``docs/results.md``). The trainer's self-play (``train.alphazero``) searches over
 all actions with the network's value alone (``NetEvaluator(net)``): its policy targets cover every
 placement. Checkpoints are the project's format (``patchwork_env.players.checkpoint``), so
-``ppo:PATH`` loads an AlphaZero checkpoint too.
+``network:PATH`` plays an AlphaZero checkpoint's network too.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from patchwork_env.players.heuristic import (
 )
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
-from patchwork_env.players.policy import PPOAgent, kind_policy, one_thread_in_workers
+from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers
 from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS, network_path
 from patchwork_env.players.tree import find_below
 
@@ -295,7 +295,7 @@ def make_az_agent(
     return AZAgent(network, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, fast=fast)
 
 
-def make_pretrained_agent(path: str = "", net: str = "") -> PPOAgent:
+def make_pretrained_agent(path: str = "", net: str = "") -> NetworkAgent:
     """``pretrained``: a shipped network alone (version ``net``, default the newest), its most
     probable legal move."""
-    return PPOAgent(load_net(network_path(path, net)), deterministic=True, name="pretrained")
+    return NetworkAgent(load_net(network_path(path, net)), deterministic=True, name="pretrained")

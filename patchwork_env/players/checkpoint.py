@@ -1,10 +1,14 @@
-"""The checkpoint format every trainer writes and every network player reads: a ``torch.save``
-dict loadable with ``weights_only=True``::
+"""The checkpoint format of a network (``PatchworkNet``): every trainer writes it, every network
+player reads it (``network:PATH``, ``az:path=PATH``). A ``torch.save`` dict loadable with
+``weights_only=True``::
 
-    format       "patchwork-ppo"          version   1 (an integer)
+    format       "patchwork-network"      version   1 (an integer)
     net_config   NetConfig as a dict      model     the network's state_dict
     checksum     "sha256:<hex>" of the model's tensors (names, shapes, dtypes and bytes)
     trainer      optional: whatever the trainer needs to resume (optimizer, counters, pool, config)
+
+Files written by 0.3.0 and earlier name the format ``"patchwork-ppo"`` (``OLD_FORMATS``), whichever
+trainer wrote them; they load as before (the shipped ``pretrained-v1.pt`` is one).
 
 ``read_checkpoint`` accepts a regular file only, checks the format and version, verifies the
 checksum (a file without one, written before 0.2.0, loads with a warning) and that every weight is
@@ -25,7 +29,8 @@ import torch
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.network import PatchworkNet, net_from_config
 
-FORMAT = "patchwork-ppo"
+FORMAT = "patchwork-network"
+OLD_FORMATS = ("patchwork-ppo",)  # the same format under its name up to 0.3.0: read, never written
 VERSION = 1
 MAX_WEIGHT = 1e4  # trained weights stay below 10; a larger one is a damaged or hostile file
 MAX_BYTES = 4 * 2**30  # the largest network allowed with a trainer's state (optimizer, pool)
@@ -66,7 +71,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """The checkpoint dict at ``path``, or a clear error: missing file, not a checkpoint."""
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"PPO checkpoint not found: {p}")
+        raise FileNotFoundError(f"network checkpoint not found: {p}")
     if p.is_dir():
         raise CheckpointError(f"{p} is a folder; give the checkpoint file (e.g. {p}/checkpoints/latest.pt)")
     if not p.is_file():
@@ -77,12 +82,13 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         data = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:
         raise CheckpointError(
-            f"{p} is not a PPO checkpoint (torch.load failed: {(str(exc) or type(exc).__name__).splitlines()[0][:200]})"
+            f"{p} is not a network checkpoint (torch.load failed: "
+            f"{(str(exc) or type(exc).__name__).splitlines()[0][:200]})"
         ) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in (FORMAT, *OLD_FORMATS):
         raise CheckpointError(
-            f"{p} is not a PPO checkpoint of this project (expected a dict with format={FORMAT!r}, "
-            "as written by train.selfplay or train.sb3_maskable)"
+            f"{p} is not a network checkpoint of this project (expected a dict with format={FORMAT!r}, "
+            "as every trainer of train/ writes)"
         )
     version = data.get("version")
     if type(version) is not int or version != VERSION:

@@ -1,10 +1,12 @@
-"""A policy-value network as a player (``ppo:PATH``): ``PPOAgent`` plays a ``PatchworkNet``'s most
-probable legal move (``deterministic=True``, the default; ``most_probable_move``) or samples from its
-policy.
+"""A policy-value network as a player (``network:PATH``; ``ppo:PATH`` is its old name):
+``NetworkAgent`` plays a ``PatchworkNet``'s most probable legal move (``deterministic=True``, the
+default; ``most_probable_move``) or samples from its policy, whichever trainer made the network
+(PPO, AlphaZero, ExIt, distillation) or the shipped ``pretrained`` one.
 
-``load_ppo_agent(path)`` plays the network of a checkpoint in the format every trainer writes
+``load_network_agent(path)`` plays the network of a checkpoint in the format every trainer writes
 (``checkpoint``: ``checkpoint.read_checkpoint`` checks the file, ``checkpoint.net_from_checkpoint``
-builds the network from its ``net_config`` and ``model``).
+builds the network from its ``net_config`` and ``model``). ``PPOAgent`` and ``load_ppo_agent`` are
+the old names of the two, kept for old code.
 """
 
 from __future__ import annotations
@@ -55,11 +57,11 @@ def most_probable_move(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tenso
     return logp.masked_fill(~chosen, 3 * MASK_VALUE).argmax(1)
 
 
-class PPOAgent:
+class NetworkAgent:
     """Plays with a ``PatchworkNet``: the policy's most probable move (``most_probable_move``), or
     a sample from the policy (``deterministic=False``)."""
 
-    def __init__(self, net: PatchworkNet, deterministic: bool = True, name: str = "ppo") -> None:
+    def __init__(self, net: PatchworkNet, deterministic: bool = True, name: str = "network") -> None:
         self.net = net.eval()
         self.deterministic = deterministic
         self.name = name
@@ -112,7 +114,12 @@ class PPOAgent:
         self.__init__(net, data["deterministic"], data["name"])  # type: ignore[misc]
 
 
-def load_ppo_agent(path: str, deterministic: bool = True) -> PPOAgent:
-    """The agent stored in a checkpoint of ``train.selfplay`` or ``train.sb3_maskable``."""
+def load_network_agent(path: str, deterministic: bool = True) -> NetworkAgent:
+    """The network of the checkpoint at ``path`` (any trainer's) as a player."""
     data = read_checkpoint(path)
-    return PPOAgent(net_from_checkpoint(data, str(path)), deterministic=deterministic, name=f"ppo:{path}")
+    return NetworkAgent(net_from_checkpoint(data, str(path)), deterministic=deterministic, name=f"network:{path}")
+
+
+#: the old names (before the network player was named for what it plays, not for one trainer)
+PPOAgent = NetworkAgent
+load_ppo_agent = load_network_agent

@@ -1,14 +1,16 @@
 """Agents by name: spec strings such as ``random``, ``greedy``, ``mcts:sims=400,rollout=greedy``,
-``mcts:time=1.0`` and ``ppo:PATH``.
+``mcts:time=1.0`` and ``network:PATH``.
 
-A spec is ``name`` or ``name:key=value,key=value``; ``ppo`` takes a checkpoint path instead of
-key=value pairs (everything after ``ppo:`` is the path). An unknown name or parameter, or a value of
+A spec is ``name`` or ``name:key=value,key=value``; ``network`` takes a checkpoint path instead of
+key=value pairs (everything after ``network:`` is the path). ``AGENT_ALIASES`` holds old names that
+still work: ``ppo:PATH`` is ``network:PATH``, the one spec for every trained network (PPO,
+AlphaZero, ExIt, distillation). An unknown name or parameter, or a value of
 the wrong type, raises ``AgentSpecError`` (a ``ValueError``) whose message lists every agent with
 its parameters, types and defaults (``describe_agents()``).
 
 The table of specs is light: each agent's module loads when a spec builds it, so that listing the
 specs (``patchwork evaluate --list``, ``--help``) neither compiles the engine nor imports torch.
-``ppo``, ``az`` and ``pretrained`` need the ``torch`` extra; without it they raise
+``network``, ``az`` and ``pretrained`` need the ``torch`` extra; without it they raise
 ``MissingExtraError`` naming the install command.
 """
 
@@ -92,7 +94,7 @@ class AgentSpec:
     help: str
     params: tuple[Param, ...]
     build: Callable[..., Agent]
-    positional: str | None = None  # ppo: the text after ``name:`` is this one parameter
+    positional: str | None = None  # network: the text after ``name:`` is this one parameter
 
     def usage(self) -> str:
         if self.positional:
@@ -124,11 +126,11 @@ def _mcts(**kwargs: Any) -> Agent:
     return MCTSAgent(**kwargs)
 
 
-def _ppo(path: str) -> Agent:
-    _needs_torch(f"ppo:{path}")
-    from patchwork_env.players.policy import load_ppo_agent
+def _network(path: str) -> Agent:
+    _needs_torch(f"network:{path}")
+    from patchwork_env.players.policy import load_network_agent
 
-    agent: Agent = load_ppo_agent(path)
+    agent: Agent = load_network_agent(path)
     return agent
 
 
@@ -267,11 +269,12 @@ AGENT_SPECS: dict[str, AgentSpec] = {
         MCTS_PARAMS,
         _mcts,
     ),
-    "ppo": AgentSpec(
-        "ppo",
-        "a trained policy network: ppo:PATH loads the checkpoint at PATH (patchwork_env.players.policy.load_ppo_agent)",
+    "network": AgentSpec(
+        "network",
+        "a trained policy network, whichever trainer made it: network:PATH loads the checkpoint at PATH "
+        "(patchwork_env.players.policy.load_network_agent) and plays its most probable legal move",
         (),
-        _ppo,
+        _network,
         positional="path",
     ),
     "sb3": AgentSpec(
@@ -304,6 +307,9 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
 }
 
+#: old spec names that still work, and the agent each names
+AGENT_ALIASES: dict[str, str] = {"ppo": "network"}
+
 
 def _user(spec: str) -> Agent:
     from patchwork_env.players.user import load_user_agent
@@ -334,6 +340,9 @@ def describe_agents() -> str:
     """Help text: every agent spec with its parameters, types and defaults."""
     lines = ["agents (spec strings: name or name:key=value,key=value):"]
     lines += [spec.usage() for spec in AGENT_SPECS.values()]
+    for old, new in AGENT_ALIASES.items():
+        head = AGENT_SPECS[new].usage().split()[0]  # network:PATH
+        lines.append(f"  {old}{head.removeprefix(new)}\n      the old name of {head} (the same agent)")
     lines += [f"  {USER_AGENT.name}\n      {USER_AGENT.help}"]
     return "\n".join(lines)
 
@@ -344,14 +353,15 @@ def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
     if not isinstance(spec, str) or not spec.strip():
         raise AgentSpecError(f"an agent spec must be a non-empty string, got {spec!r}\n\n{describe_agents()}")
     name, _, rest = spec.strip().partition(":")
-    entry = AGENT_SPECS.get(name.strip().lower())
-    if entry is None and is_user_spec(spec, set(AGENT_SPECS)):
+    given = name.strip().lower()
+    entry = AGENT_SPECS.get(AGENT_ALIASES.get(given, given))
+    if entry is None and is_user_spec(spec, {*AGENT_SPECS, *AGENT_ALIASES}):
         return USER_AGENT, {"spec": spec.strip()}
     if entry is None:
         raise AgentSpecError(f"unknown agent {name!r} in spec {spec!r}\n\n{describe_agents()}")
     if entry.positional and not (entry.params and rest.strip().lower().startswith(f"{entry.positional}=")):
         if not rest.strip():
-            raise AgentSpecError(f"{entry.name} needs {entry.usage().split()[0]}, got {spec!r}")
+            raise AgentSpecError(f"{given} needs {given}:{entry.positional.upper()}, got {spec!r}")
         return entry, {entry.positional: rest.strip()}
     by_name = {p.name: p for p in entry.params}
     kwargs: dict[str, Any] = {}
@@ -380,7 +390,7 @@ def canonical_spec(spec: str) -> str:
         head, _, name = given["spec"].rpartition(":")
         return f"{os.path.abspath(head) if head.strip().endswith('.py') else head.strip()}:{name.strip()}"
     values = {p.name: p.default for p in entry.params} | given
-    if values.get("path"):  # ppo:x.pt and ppo:./x.pt are one checkpoint
+    if values.get("path"):  # network:x.pt, ppo:x.pt and network:./x.pt are one checkpoint
         values["path"] = os.path.abspath(values["path"])
     return entry.name + ":" + ",".join(f"{k}={values[k]!r}" for k in sorted(values))
 
