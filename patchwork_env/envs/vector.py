@@ -1,4 +1,7 @@
-"""N games stepped together over the same compiled rules as ``GameState``.
+"""The vector engine (``VectorGames``): N two-player games stepped together, each by whoever is to
+move (self-play); no opponent, no rewards, no Gymnasium API: ``vector_env`` adds those.
+
+The games run over the same compiled rules as ``GameState``.
 
 All per-game data lives in preallocated arrays that are rewritten in place:
 

@@ -1,6 +1,8 @@
-"""``PatchworkVectorEnv``: ``num_envs`` single-agent Patchwork games as one ``gymnasium.vector.VectorEnv``,
-the batched twin of ``SingleAgentEnv`` (the opponent's moves batched over the games; autoreset in
-the same step).
+"""The vector env (``PatchworkVectorEnv``): the Gymnasium face of the vector engine, ``num_envs``
+single-agent games against an opponent as one ``gymnasium.vector.VectorEnv``.
+
+It is the batched twin of ``SingleAgentEnv`` (the opponent's moves batched over the games;
+autoreset in the same step), built on ``vector``'s games and ``vector_kernels``' drivers.
 
 >>> import numpy as np
 >>> from patchwork_env.envs.vector_env import PatchworkVectorEnv

@@ -1,4 +1,5 @@
-"""Compiled batch kernels of the vector engine: whole steps of many games in one call.
+"""The vector engine's compiled batch kernels: whole steps of many games in one numba call, the
+work under ``vector`` and ``vector_env`` (they call it, users do not).
 
 Every kernel here is a loop over games whose body CALLS the rules of ``patchwork_env.core.rules``
 (``step_into``, ``legal_mask_into``, ``observation.observe_into``, ``current_player``, ``is_terminal``,

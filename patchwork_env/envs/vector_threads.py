@@ -1,4 +1,5 @@
-"""Run a per-game batch kernel over row chunks on the calling thread and helper threads.
+"""The vector engine's threads: run one of ``vector_kernels``' per-game drivers over row chunks on
+the calling thread and helper threads (no game logic; ``PARALLEL`` batches only).
 
 The compiled drivers of ``vector_kernels`` release the GIL, so chunks of one batch can run on
 several cores at once. Chunks are claimed dynamically: the calling thread works through them too,
