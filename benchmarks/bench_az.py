@@ -26,10 +26,11 @@ def cases(quick: bool = False) -> list[Case]:
     import torch
 
     from agents.az_selfplay import greedy_value_samples
-    from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator, load_net
+    from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator
+    from patchwork_env.players.checkpoint import load_network
 
     torch.set_num_threads(1)  # as the trainer runs it (train.config: torch_threads)
-    evaluator = NetEvaluator(load_net(PRETRAINED_PATH))
+    evaluator = NetEvaluator(load_network(PRETRAINED_PATH))
     positions, _ = greedy_value_samples(8, seed=0, temp=0.5, margin_weight=0.0)
     positions = positions[np.random.default_rng(0).permutation(len(positions))]
     return [_case(evaluator, np.ascontiguousarray(positions[:n])) for n in (SIZES[-1:] if quick else SIZES)]

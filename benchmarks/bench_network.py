@@ -115,10 +115,11 @@ def evaluator_cases(quick: bool) -> list[tuple[Case, float, str]]:
     import torch
 
     from agents.az_selfplay import greedy_value_samples
-    from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator, load_net
+    from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator
+    from patchwork_env.players.checkpoint import load_network
     from patchwork_env.players.network import net_inputs
 
-    net = load_net(PRETRAINED_PATH)
+    net = load_network(PRETRAINED_PATH)
     positions, _ = greedy_value_samples(2 if quick else 8, seed=0, temp=0.5, margin_weight=0.0)
     positions = np.ascontiguousarray(positions[np.random.default_rng(0).permutation(len(positions))])
 

@@ -21,9 +21,9 @@ from patchwork_env.players.az import (
     SIMS,
     AZAgent,
     NetEvaluator,
-    load_net,
 )
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from patchwork_env.players.policy import PPOAgent
@@ -66,7 +66,7 @@ def test_az_searches_kinds_of_move_by_default_with_the_shipped_network() -> None
     simulations."""
     az = make_agent("az:sims=4")
     assert isinstance(az, AZAgent) and az.kinds
-    assert torch.equal(az.net.value[0].weight, load_net(PRETRAINED_PATH).value[0].weight)
+    assert torch.equal(az.net.value[0].weight, load_network(PRETRAINED_PATH).value[0].weight)
     for seat in (0, 1):
         agents = [az, make_agent("random")] if seat == 0 else [make_agent("random"), az]
         final, _, _ = play_game(agents, deal(5, 0), [np.random.default_rng(s) for s in (0, 1)])
@@ -196,7 +196,7 @@ def test_rollout_results_are_greedy_rollouts_seen_from_the_movers_side() -> None
 def test_rollouts_mix_into_the_networks_leaf_values() -> None:
     """``rollouts=K, mix=m``: value = (1 - m) * network + m * mean of K rollouts scored like a
     finished game (``final_value``); the masks and priors are the network's either way."""
-    net = load_net(PRETRAINED_PATH)
+    net = load_network(PRETRAINED_PATH)
     states = _greedy_game_positions(12)[::4]
     masks, logp, alone = NetEvaluator(net, kinds=True)(states)
     finals = {}
@@ -294,7 +294,7 @@ def test_evaluator_values_alone_are_the_values_of_a_full_evaluation(rollouts: in
     value ``__call__`` gives for the same states and rollout seed: the network's, the rollouts'
     mean, or their mix."""
     states = np.stack([deal(s, 0).array() for s in range(4)])
-    evaluator = NetEvaluator(load_net(PRETRAINED_PATH), kinds=True, rollouts=rollouts, mix=mix)
+    evaluator = NetEvaluator(load_network(PRETRAINED_PATH), kinds=True, rollouts=rollouts, mix=mix)
     evaluator.seed(7)
     _, _, full = evaluator(states)
     evaluator.seed(7)
@@ -310,7 +310,7 @@ def test_bad_state_rows_are_a_value_error_before_any_compiled_kernel(call: str) 
     (an out-of-range row ended the interpreter with a segmentation fault), so the rows are
     checked first (``patchwork_env.core.validate.check_state_rows``) and the error names the row."""
     bad = np.full((1, rules.STATE_LEN), 10**9, dtype=np.int64)
-    evaluator = NetEvaluator(load_net(PRETRAINED_PATH), kinds=True, rollouts=4)
+    evaluator = NetEvaluator(load_network(PRETRAINED_PATH), kinds=True, rollouts=4)
     with pytest.raises(ValueError, match="row 0"):
         if call == "evaluate":
             evaluator(bad)

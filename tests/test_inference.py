@@ -11,7 +11,8 @@ import torch
 from agents.az_selfplay import greedy_value_samples
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
-from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator, load_net
+from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator
+from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import MASK_VALUE, PatchworkNet, net_inputs
@@ -53,7 +54,7 @@ def _nets() -> dict[str, PatchworkNet]:
         with torch.no_grad():
             for p in net.parameters():
                 p.add_(0.05 * torch.randn_like(p))
-    return {"pretrained": load_net(PRETRAINED_PATH), **nets}
+    return {"pretrained": load_network(PRETRAINED_PATH), **nets}
 
 
 def _reference(net: PatchworkNet, states: npt.NDArray[np.int64]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,7 +97,7 @@ def test_values_alone_equal_the_reference_path(name: str, positions: npt.NDArray
 
 
 def test_kind_policy_and_log_softmax_equal_the_torch_ones(positions: npt.NDArray[np.int64]) -> None:
-    net = load_net(PRETRAINED_PATH)
+    net = load_network(PRETRAINED_PATH)
     masks, logits, _ = NetInference(net)(positions)
     chosen_ref, logp_ref = kind_policy(torch.from_numpy(logits), torch.from_numpy(masks))
     chosen, logp = kind_policy_np(logits, masks)
@@ -111,7 +112,7 @@ def test_kind_policy_and_log_softmax_equal_the_torch_ones(positions: npt.NDArray
 def test_the_evaluator_gives_the_same_priors_and_values_fast_or_not(
     kinds: bool, positions: npt.NDArray[np.int64]
 ) -> None:
-    net = load_net(PRETRAINED_PATH)
+    net = load_network(PRETRAINED_PATH)
     batch = positions[::3]
     masks_f, logp_f, values_f = NetEvaluator(net, kinds=kinds)(batch)
     masks_r, logp_r, values_r = NetEvaluator(net, kinds=kinds, fast=False)(batch)

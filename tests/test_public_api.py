@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -46,3 +48,18 @@ def test_the_engine_loads_without_torch_or_the_vector_engine() -> None:
         "import patchwork_env; patchwork_env.new_game(seed=0)", ("torch", "patchwork_env.envs.vector")
     )
     assert loaded == []
+
+
+def test_the_evaluation_package_loads_its_modules_on_first_use() -> None:
+    """``BACKENDS`` (read by the command lines and the trainer configs) comes without the engine."""
+    modules = ("numba", "torch", "patchwork_env.evaluation.arena")
+    assert _loaded_after("from patchwork_env.evaluation.backend import BACKENDS", modules) == []
+
+
+@pytest.mark.parametrize("name", ["MAX_SEED", "BACKENDS", "VIRTUAL_DRAWS", "ELO_SCALE"])
+def test_a_shared_setting_is_defined_once(name: str) -> None:
+    """One definition in the library and the research code; every other place imports it."""
+    root = Path(__file__).resolve().parent.parent
+    files = [p for d in ("patchwork_env", "agents", "train") for p in sorted((root / d).rglob("*.py"))]
+    defined = [str(p.relative_to(root)) for p in files if re.search(rf"^{name}\b[^=]*=", p.read_text(), re.M)]
+    assert len(defined) == 1, defined

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from patchwork_env.cli.common import MAX_SEED
+from patchwork_env.evaluation.backend import BACKENDS
 from patchwork_env.players.net_config import NetConfig
 
 
@@ -22,7 +24,6 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message names the field."""
 
 
-MAX_SEED = 2**31 - 1  # every library seeded from a run's seed accepts it
 # upper bounds of the sizes a run allocates or loops over: far above any config shipped here,
 # low enough that a typo (2147483647 games) is refused before anything is allocated
 LIMITS: dict[str, int] = {
@@ -62,7 +63,6 @@ LIMITS: dict[str, int] = {
     "search_batch": 65_536,
     "window": 1_000,
 }
-BACKENDS = ("local", "ray")
 CLOCKS = ("wall", "process")
 # the engine's sizes, for memory estimates without loading it (tests/test_config.py checks them)
 OBS_DIM, NUM_ACTIONS, STATE_LEN, PRIOR_FEATURES = 1452, 2026, 129, 9

@@ -57,14 +57,14 @@ import time
 import torch
 
 from agents.value_head import fit_value_head, network_games
-from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint, save_checkpoint
+from patchwork_env.players.checkpoint import load_network, save_checkpoint
 from patchwork_env.players.errors import CheckpointError
 
 
 def main(argv: Sequence[str] | None = None, args: argparse.Namespace | None = None) -> int:
     args = args or parse(argv)
     try:
-        net = net_from_checkpoint(read_checkpoint(args.checkpoint), args.checkpoint)
+        net = load_network(args.checkpoint)
     except (FileNotFoundError, CheckpointError) as exc:
         fail(exc)
     torch.set_num_threads(args.threads)

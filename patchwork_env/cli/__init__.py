@@ -25,10 +25,10 @@ from pathlib import Path
 
 from patchwork_env import __version__
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, UsageError, add_pairs_option, report, seed_in
+from patchwork_env.evaluation.backend import BACKENDS  # light: the evaluation package loads its modules lazily
 
 DEFAULT_PAIRS = 50
 LADDER_VERSIONS = ("v1", "v2")  # evaluation.ladder.VERSIONS (a test keeps them equal), oldest first
-BACKENDS = ("local", "ray")
 
 
 def _play(sub: argparse._SubParsersAction[Parser]) -> None:

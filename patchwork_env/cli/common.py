@@ -9,7 +9,8 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-# the seed of a game or a run: every library seeded from it accepts it
+#: the seed of a game or a run, on every command line and in every trainer's config (``train.config``
+#: imports it): every library seeded from it accepts it. The envs take more (``edge.MAX_ENV_SEED``).
 MAX_SEED = 2**31 - 1
 # the seed of arena deals (it only seeds SeedSequence): up to 2**32 - 1, so that every evaluation
 # stream of a trainer (< 2**32) can be replayed

@@ -125,7 +125,9 @@ def on_illegal_action(mode: str, error: IllegalActionError) -> str:
 
 
 # --- seeds -----------------------------------------------------------------------------------
-MAX_SEED = 2**64 - 1
+#: what an env's ``reset(seed=...)`` accepts (it only seeds ``numpy.random.SeedSequence``); a run's
+#: or a command line's seed is bounded lower (``patchwork_env.cli.common.MAX_SEED``)
+MAX_ENV_SEED = 2**64 - 1
 
 
 def check_seed(seed: object) -> int | None:
@@ -136,7 +138,7 @@ def check_seed(seed: object) -> int | None:
         return None
     if isinstance(seed, bool | np.bool_) or not isinstance(seed, int | np.integer):
         raise TypeError(f"seed must be None or an integer in 0..2**64 - 1, got {type(seed).__name__} {seed!r}")
-    if not 0 <= int(seed) <= MAX_SEED:
+    if not 0 <= int(seed) <= MAX_ENV_SEED:
         raise ValueError(f"seed must be None or an integer in 0..2**64 - 1, got {seed!r}")
     return int(seed)
 

@@ -46,7 +46,7 @@ from patchwork_env.evaluation.arena import Journal, PairResult, play_matchups, p
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.results_file import LADDER_RATING
-from patchwork_env.evaluation.stats import ELO_SCALE, Z95, fit_elo, fit_elo_covariance
+from patchwork_env.evaluation.stats import ELO_SCALE, VIRTUAL_DRAWS, Z95, fit_elo, fit_elo_covariance, fit_strengths
 
 VERSIONS = ("v1", "v2")
 VERSION = "v2"  # the default scale (a new version becomes the default; the old ones stay selectable)
@@ -89,7 +89,6 @@ BUDGETS: dict[str, tuple[int, int, int]] = {  # probe pairs vs greedy, opponents
     "standard": (4, 4, 20),
 }
 PROBE = "greedy"
-VIRTUAL_DRAWS = 1.0  # per opponent: a perfect score stays finite (as the arena's Elo fit)
 MAX_GAP = 250.0  # a version's neighbouring rungs are at most this far apart (Elo) ...
 PRECISION = 50.0  # ... and each difference of neighbours is known to +- this (95%)
 
@@ -210,21 +209,14 @@ def fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float]
 def _fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float, np.ndarray]:
     """``fit_rating`` and the derivative of the rating with respect to each opponent's rating
     (the opponents' Fisher-information shares: how their own errors carry into this rating)."""
-    ratings = np.array([r for r, _, _ in results], dtype=np.float64) / ELO_SCALE
-    wins = np.array([w for _, w, _ in results], dtype=np.float64) + VIRTUAL_DRAWS / 2
-    games = wins + np.array([n for _, _, n in results], dtype=np.float64) + VIRTUAL_DRAWS / 2
-    x = float(np.average(ratings, weights=games))
-    for _ in range(100):  # Newton on a concave one-dimensional log-likelihood
-        p = 1.0 / (1.0 + np.exp(ratings - x))
-        grad, info = float((wins - games * p).sum()), float((games * p * (1 - p)).sum())
-        step = grad / info
-        x += max(-2.0, min(2.0, step))
-        if abs(step) < 1e-10:
-            break
-    p = 1.0 / (1.0 + np.exp(ratings - x))
-    shares = games * p * (1 - p)
-    info = float(shares.sum())
-    return x * ELO_SCALE, ELO_SCALE / math.sqrt(info), shares / info
+    k = len(results)
+    wins = np.zeros((k + 1, k + 1))  # the agent is player 0, the opponents 1..k at their ratings
+    for j, (_, won, lost) in enumerate(results, start=1):
+        wins[0, j], wins[j, 0] = won + VIRTUAL_DRAWS / 2, lost + VIRTUAL_DRAWS / 2
+    start = np.array([0.0, *(r for r, _, _ in results)]) / ELO_SCALE
+    start[0] = np.average(start[1:], weights=wins[0, 1:] + wins[1:, 0])
+    theta, cov, info = fit_strengths(wins, start, [0])
+    return theta[0] * ELO_SCALE, ELO_SCALE * math.sqrt(cov[0, 0]), info[0, 1:] / info[0, 1:].sum()
 
 
 AgentInput = str | Agent | Callable[[GameState], Any]

@@ -13,6 +13,10 @@ finite and barely moves them once a pair has more than a few dozen games. The 95
 each rating is ``r +- 1.96 * se``, with ``se`` from the inverse of the observed Fisher information
 (the negative Hessian of the log-likelihood) with the anchor held fixed: it is the uncertainty of
 the rating *relative to the anchor*.
+
+One fit serves both uses (``fit_strengths``): the arena's and the ladder-building round robins,
+which fit every player but the anchor (``fit_elo``), and a rating on the ladder, which fits one
+agent against rungs held at their ratings (``ladder.fit_rating``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 Z95 = 1.959963984540054
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per unit of natural log-odds
 VIRTUAL_DRAWS = 1.0
+MAX_STEP = 2.0  # the largest Newton step of the fit, in natural log-odds (about 350 Elo)
 
 
 def wilson_interval(wins: float, games: int, z: float = Z95) -> tuple[float, float]:
@@ -93,25 +98,40 @@ def fit_elo_covariance(
         if wi + wj > 0:
             wins[i, j] += virtual_draws / 2
             wins[j, i] += virtual_draws / 2
+    _check_connected(names, wins + wins.T, anchor)
+    theta, cov, _ = fit_strengths(wins, np.zeros(k), [i for i in range(k) if i != anchor])
+    return theta * ELO_SCALE, cov * ELO_SCALE**2
+
+
+def fit_strengths(
+    wins: np.ndarray, start: np.ndarray, free: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The maximum-likelihood Bradley-Terry strengths (natural log-odds) of the players ``free``,
+    every other player held at its ``start``: ``wins[i, j]`` counts i's wins over j, virtual draws
+    included. Newton's method on the concave log-likelihood, each step at most ``MAX_STEP`` long.
+
+    Returns the strengths, their covariance (the inverse of the observed Fisher information over
+    the free players; 0 in the rows and columns of the held ones) and the Fisher information of
+    each pair at the optimum, ``games * p * (1 - p)``."""
     games = wins + wins.T
-    _check_connected(names, games, anchor)
-    free = [i for i in range(k) if i != anchor]
-    theta = np.zeros(k)
+    free = list(free)
+    theta = np.array(start, dtype=np.float64)
     for _ in range(100):
         p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # p[i, j]: i beats j
         grad = (wins - games * p).sum(axis=1)
         info = games * p * (1 - p)  # Fisher information, off-diagonal with a minus sign
         hess = np.diag(info.sum(axis=1)) - info
         step = np.linalg.solve(hess[np.ix_(free, free)], grad[free])
-        theta[free] += step
-        if np.max(np.abs(step)) < 1e-10:
+        size = float(np.max(np.abs(step)))
+        theta[free] += step * min(1.0, MAX_STEP / size) if size > 0 else step
+        if size < 1e-10:
             break
     p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))
     info = games * p * (1 - p)
     hess = np.diag(info.sum(axis=1)) - info
-    cov = np.zeros((k, k))
+    cov = np.zeros((len(theta), len(theta)))
     cov[np.ix_(free, free)] = np.linalg.inv(hess[np.ix_(free, free)])
-    return theta * ELO_SCALE, cov * ELO_SCALE**2
+    return theta, cov, info
 
 
 def _check_connected(names: Sequence[str], games: np.ndarray, anchor: int) -> None:

@@ -24,7 +24,6 @@ placement. Checkpoints are the project's format (``patchwork_env.players.checkpo
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig, outcome_value
-from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
+from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
     ROLLOUT_CANDIDATES,
@@ -158,13 +157,7 @@ class NetEvaluator:
         return mean
 
 
-def load_net(path: str | Path) -> PatchworkNet:
-    """The network in a checkpoint of the project's format (a ``ValueError`` saying why otherwise)."""
-    try:
-        data = read_checkpoint(path)
-    except FileNotFoundError as exc:
-        raise ValueError(str(exc)) from None
-    return net_from_checkpoint(data, str(path))
+load_net = load_network  # its old name here
 
 
 class AZAgent:
@@ -287,7 +280,7 @@ def make_az_agent(
     ``reuse``: keep the subtree of the move played (``AZAgent``); ``fast``: evaluate through
     ``patchwork_env.players.inference`` (``NetEvaluator.fast``). ``sims`` unless given: ``SIMS``,
     or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
-    network = load_net(network_path(path, net))
+    network = load_network(network_path(path, net))
     if sims is None:
         sims = SIMS if time is None else FIRST_PLAN
     config = SearchConfig(sims=sims, expand=expand, **search)
@@ -298,4 +291,4 @@ def make_az_agent(
 def make_pretrained_agent(path: str = "", net: str = "") -> NetworkAgent:
     """``pretrained``: a shipped network alone (version ``net``, default the newest), its most
     probable legal move."""
-    return NetworkAgent(load_net(network_path(path, net)), deterministic=True, name="pretrained")
+    return NetworkAgent(load_network(network_path(path, net)), deterministic=True, name="pretrained")

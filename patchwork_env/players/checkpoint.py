@@ -10,7 +10,8 @@ player reads it (``network:PATH``, ``az:path=PATH``). A ``torch.save`` dict load
 Files written by 0.3.0 and earlier name the format ``"patchwork-ppo"`` (``OLD_FORMATS``), whichever
 trainer wrote them; they load as before (the shipped ``pretrained-v1.pt`` is one).
 
-``read_checkpoint`` accepts a regular file only, checks the format and version, verifies the
+``load_network(path)`` is the one way from a path to a network (the players, the trainers and the
+research code call it); ``read_checkpoint`` accepts a regular file only, checks the format and version, verifies the
 checksum (a file without one, written before 0.2.0, loads with a warning) and that every weight is
 a finite number of magnitude at most ``MAX_WEIGHT``; ``net_from_checkpoint`` checks the network's
 sizes (``NetConfig.validate``) before it builds anything.
@@ -126,3 +127,9 @@ def net_from_checkpoint(data: dict[str, Any], source: str = "checkpoint") -> Pat
         raise CheckpointError(f"{source}: the network does not load: {exc}") from None
     net.eval()
     return net
+
+
+def load_network(path: str | Path) -> PatchworkNet:
+    """The network of the checkpoint at ``path``, checked (``read_checkpoint``) and built in eval
+    mode (``net_from_checkpoint``): ``FileNotFoundError`` or ``CheckpointError`` saying why not."""
+    return net_from_checkpoint(read_checkpoint(path), str(path))

@@ -32,6 +32,13 @@ slot is recovered from its circle features (matched against the 33 patches as th
 observes them). With a mask, buy logits are computed for legal buys only (about 80 per decision
 instead of 1,944): that is most of the network's speed. Illegal logits get ``MASK_VALUE`` (zero
 probability); entropy is over legal actions only; masks are bool tensors.
+
+This ``forward`` is the network's one definition. Two other forms exist, each tested against it:
+``players.inference.NetInference``, the search's forward pass (numpy around torch's trunk, a
+fraction of the per-call cost at small batches; ``az`` uses it unless ``fast=0``;
+``tests/test_inference.py``), and the tests' dense ``ReferenceNet``
+(``tests/test_network_reference.py``), the plain formulation whose losses and gradients this one's
+sparse prior, compiled geometry and channels-last convolutions must reproduce.
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ default; ``most_probable_move``) or samples from its policy, whichever trainer m
 (PPO, AlphaZero, ExIt, distillation) or the shipped ``pretrained`` one.
 
 ``load_network_agent(path)`` plays the network of a checkpoint in the format every trainer writes
-(``checkpoint``: ``checkpoint.read_checkpoint`` checks the file, ``checkpoint.net_from_checkpoint``
-builds the network from its ``net_config`` and ``model``). ``PPOAgent`` and ``load_ppo_agent`` are
+(``checkpoint.load_network`` reads, checks and builds it). ``PPOAgent`` and ``load_ppo_agent`` are
 the old names of the two, kept for old code.
 """
 
@@ -22,7 +21,7 @@ import torch
 from patchwork_env.core.state import GameState
 from patchwork_env.envs import observation
 from patchwork_env.envs.observation import observe_movers
-from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
+from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.network import GROUP_BOUNDS, MASK_VALUE, PatchworkNet, net_from_config, prior_for
 
 
@@ -116,8 +115,7 @@ class NetworkAgent:
 
 def load_network_agent(path: str, deterministic: bool = True) -> NetworkAgent:
     """The network of the checkpoint at ``path`` (any trainer's) as a player."""
-    data = read_checkpoint(path)
-    return NetworkAgent(net_from_checkpoint(data, str(path)), deterministic=deterministic, name=f"network:{path}")
+    return NetworkAgent(load_network(path), deterministic=deterministic, name=f"network:{path}")
 
 
 #: the old names (before the network player was named for what it plays, not for one trainer)
