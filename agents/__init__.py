@@ -1,6 +1,13 @@
-"""The learning side of the project (run from a checkout): PPO pieces, AlphaZero self-play and its
-learner, distillation, the self-play opponent pool, value-head fitting, and the SB3 and RLlib
-adapters. The players they train (and ``make_agent``) are ``patchwork_env.players``."""
+"""The learning algorithms (research code, run from a checkout; torch): what a trainer's step calls.
+
+What belongs here: losses, updates and the data they learn from, importable without a command
+line: PPO's rollout storage, per-seat GAE and update (``ppo``), AlphaZero's self-play actors,
+replay buffer and learner (``az_selfplay``, ``az_backend`` for Ray), distillation and expert
+iteration (``distill``, ``exit``), the self-play opponent pool, value-head fitting, and the adapters
+to SB3 and RLlib. What does not: a trainer's command line, config, run folder and loop
+(``train/``), and anything needed to play or rate an agent (the library, ``patchwork_env``; the
+network these algorithms train and its player are ``patchwork_env.players``).
+"""
 
 from pathlib import Path
 

@@ -9,7 +9,8 @@
 ``cli.common`` alone, so ``--help`` loads neither the engine nor torch; a command's own module
 (``cli.play``, ``cli.evaluate``, ``cli.replay``, ``cli.ladder``) loads once its arguments parse. Every error is one
 ``error: ...`` line on stderr and exit code 2; a closed pipe (``patchwork evaluate --list | head``)
-ends quietly.
+ends quietly. What belongs here (layer 5, the top): parsing, checking and printing; the work itself
+is the layers' below.
 """
 
 from __future__ import annotations
