@@ -24,11 +24,12 @@ kernels load with the engine). Importing the package registers ``ENV_ID`` with P
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gymnasium
 import pettingzoo
+
+from patchwork_env.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from patchwork_env.core.actions import (
@@ -71,7 +72,6 @@ _EXPORTS = {
     "patchwork_env.envs.vector": ("VectorGames",),
     "patchwork_env.envs.vector_env": ("PatchworkVectorEnv",),
 }  # fmt: skip
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "ADVANCE",
@@ -100,19 +100,7 @@ __all__ = [
     "raw_env",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """The public names, imported from their layer on first use."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'patchwork_env' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULE_OF))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())  # the names above, on first use
 
 
 def _register() -> None:

@@ -3,6 +3,7 @@ twiddling (``patches``, ``bitboard``), the compiled rules kernels on the flat st
 (``rules``, the one implementation), actions and their encoding (``actions``), the immutable
 ``GameState`` (``state``), the one check of a raw array (``validate``), serialization, drawing and
 game records (``serialize``, ``render``, ``records``, over the read-only ``view``), and how the
-engine compiles and writes files (``jit``, ``files``). The rules are deterministic, with no global
-random generator; observations, rewards and env APIs belong above (``patchwork_env.envs``).
+engine compiles, writes files and loads names lazily (``jit``, ``files``, ``lazy``). The rules are
+deterministic, with no global random generator; observations, rewards and env APIs belong above
+(``patchwork_env.envs``).
 """

@@ -10,8 +10,9 @@ the engine nor numba.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from patchwork_env.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from patchwork_env.evaluation.arena import PairResult, TournamentResult, play_pairs, round_robin
@@ -21,20 +22,7 @@ _EXPORTS = {
     "patchwork_env.evaluation.arena": ("PairResult", "TournamentResult", "play_pairs", "round_robin"),
     "patchwork_env.evaluation.stats": ("Rating", "fit_elo", "wilson_interval"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = ["PairResult", "Rating", "TournamentResult", "fit_elo", "play_pairs", "round_robin", "wilson_interval"]
 
-
-def __getattr__(name: str) -> Any:
-    """The public names, imported from their module on first use."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'patchwork_env.evaluation' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULE_OF))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
