@@ -1,7 +1,7 @@
 """``patchwork ladder``: an agent's rating on the fixed Patchwork ladder (``evaluation.ladder``).
 
 patchwork ladder greedy --budget quick
-patchwork ladder ppo:runs/run/checkpoints/final.pt --budget standard --json rating.json
+patchwork ladder network:runs/run/checkpoints/final.pt --budget standard --json rating.json
 patchwork ladder my_agent.py:act --workers 2          # a function or agent of your own
 patchwork ladder sb3:model.zip                        # a Stable-Baselines3 / sb3-contrib model
 patchwork ladder --table [--ladder v1]                # the reference ratings of a version
