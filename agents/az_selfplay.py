@@ -168,6 +168,30 @@ class ReplayBuffer:
         idx = rng.integers(self.size, size=batch)
         return Samples(self.states[idx], self.policies[idx], self.values[idx])
 
+    def state_dict(self) -> dict[str, Any]:
+        """The samples held (the policy targets sparse: a search's target has few nonzero actions)
+        and the ring's position, as tensors (a checkpoint holds them)."""
+        rows, cols = np.nonzero(self.policies[: self.size])
+        return {
+            "states": torch.from_numpy(self.states[: self.size].copy()),
+            "policy_index": torch.from_numpy(np.stack([rows, cols]).astype(np.int64)),
+            "policy_value": torch.from_numpy(self.policies[rows, cols]),
+            "values": torch.from_numpy(self.values[: self.size].copy()),
+            "counters": {"size": self.size, "next": self.next, "added": self.added},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put back what ``state_dict`` returned (into a buffer of at least its size)."""
+        size = int(state["counters"]["size"])
+        if size > self.capacity:
+            raise ValueError(f"the saved buffer holds {size} samples, this one only {self.capacity}")
+        self.states[:size] = state["states"].numpy()
+        self.values[:size] = state["values"].numpy()
+        self.policies[:size] = 0.0
+        rows, cols = state["policy_index"].numpy()
+        self.policies[rows, cols] = state["policy_value"].numpy()
+        self.size, self.next, self.added = size, int(state["counters"]["next"]), int(state["counters"]["added"])
+
 
 def learn_step(
     net: PatchworkNet,
@@ -188,9 +212,12 @@ def learn_step(
     pi = torch.from_numpy(batch.policies)
     policy_loss = -(pi * torch.where(masks, logp, torch.zeros_like(logp))).sum(-1).mean()
     loss = value_coef * value_loss + (policy_loss if policy else 0.0)
-    optimizer.zero_grad()
+    # every gradient cleared, not only the optimizer's: a parameter it does not train (the
+    # placement-only ones with train_placements=False) would keep summing gradients into the norm clipped
+    net.zero_grad(set_to_none=True)
     loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward untyped
-    torch.nn.utils.clip_grad_norm_(net.parameters(), max_grad_norm)
+    trained = [p for group in optimizer.param_groups for p in group["params"]]
+    torch.nn.utils.clip_grad_norm_(trained, max_grad_norm)
     optimizer.step()
     net.eval()
     entropy_target = -(pi * torch.log(pi.clamp_min(1e-12))).sum(-1).mean()

@@ -80,7 +80,7 @@ def learner_cases(quick: bool) -> list[tuple[Case, float, str]]:
     argv = ["--config", str(ROOT / "configs" / "quick.yaml"), "--critic-warmup-updates", "0"]
     argv += ["--total-updates", "1000000", "--snapshot-every", "1000000", *extra]
     cfg, _ = parse_config(SelfPlayConfig, argv)
-    learner = S.new_learner(cfg, S.start_network(cfg, None), {})
+    learner = S.new_learner(cfg, S.start_network(cfg))
     collected = S.collect_rollout(learner)
     decisions = float(collected.batch["actions"].shape[0])
     update_flops = _flops(lambda: S.update_policy(learner, collected))  # also the warm-up

@@ -42,7 +42,7 @@ def measure(quick: bool = False, repeats: int = 3, threads: int | None = None) -
     before = torch.get_num_threads()
     torch.set_num_threads(cfg.torch_threads)
     try:
-        learner = S.new_learner(cfg, S.start_network(cfg, None), {})
+        learner = S.new_learner(cfg, S.start_network(cfg))
         S.update_policy(learner, S.collect_rollout(learner))  # compiles, fills the pool's first draws
         rollout, update, decisions, cpu = [], [], [], []
         for _ in range(repeats):

@@ -201,6 +201,8 @@ def _config(tmp_path: Path, **extra: object) -> ExItConfig:
         "epochs": 1,
         "batch_size": 16,
         "gate_pairs": 1,
+        "eval_every": 1,
+        "checkpoint_every": 1,
         "eval_opponents": {"random": 1},
         "final_eval_pairs": 1,
         "final_eval_opponents": ["random"],

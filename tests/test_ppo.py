@@ -158,28 +158,30 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     assert (folder / "config.yaml").is_file() and (folder / "learning_curve.png").is_file()
     assert any(folder.glob("events.out.tfevents*"))
     assert 0.0 <= summary["last_eval"]["random"]["win_rate"] <= 1.0
-    history = read_checkpoint(folder / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
+    history = read_checkpoint(folder / "checkpoints" / "latest.pt")["trainer"]["loop"]["history"]
     assert [h["update"] for h in history] == [0, 2, 3]  # 0: the start
     for key in ("losses/approx_kl", "losses/clipfrac", "losses/explained_variance", "losses/entropy",
                 "diag/agree_start", "diag/kl_to_start"):  # fmt: skip
         assert key in summary["last_update_diagnostics"], key
     latest = folder / "checkpoints" / "latest.pt"
-    first = read_checkpoint(latest)
-    assert first["trainer"]["update"] == 3 and first["trainer"]["global_step"] == 3 * 8 * 24
+    first = read_checkpoint(latest)["trainer"]
+    counters = first["state"]["counters"]
+    assert first["loop"]["step"] == counters["update"] == 3 and counters["global_step"] == 3 * 8 * 24
     assert latest.stat().st_size < 5_000_000
 
     # resume for one more update: counters and optimizer continue exactly where they were
-    resumed = {**first["trainer"]["config"], "total_updates": 4, "resume": str(latest), "run_dir": ""}
+    resumed = {**first["config"], "total_updates": 4, "resume": str(latest), "run_dir": ""}
     summary = selfplay.main(from_dict(SelfPlayConfig, resumed, "test"))
     assert Path(summary["run_folder"]) == folder and summary["updates"] == 4
     second = read_checkpoint(latest)["trainer"]
-    assert second["global_step"] == 4 * 8 * 24
-    assert second["decisions"] == summary["learner_decisions"] > first["trainer"]["decisions"]
-    steps_before = [s["step"].item() for s in first["trainer"]["optimizer"]["state"].values()]
-    steps_after = [s["step"].item() for s in second["optimizer"]["state"].values()]
+    assert second["state"]["counters"]["global_step"] == 4 * 8 * 24
+    assert second["state"]["counters"]["decisions"] == summary["learner_decisions"] > counters["decisions"]
+    steps_before = [s["step"].item() for s in first["state"]["optimizer"]["state"].values()]
+    steps_after = [s["step"].item() for s in second["state"]["optimizer"]["state"].values()]
     assert all(after == before + 2 for before, after in zip(steps_before, steps_after, strict=True))  # 2 minibatches
-    assert [h["update"] for h in second["eval_history"]] == [0, 2, 3, 4]  # 0: the start
-    assert [s["id"] for s in second["pool"]["snapshots"]] == [3] and second["pool"]["next_id"] == 4
+    assert [h["update"] for h in second["loop"]["history"]] == [0, 2, 3, 4]  # 0: the start
+    pool = second["state"]["pool"]
+    assert [s["id"] for s in pool["snapshots"]] == [3] and pool["next_id"] == 4
 
     # the checkpoint is an agent, also through the spec registry
     agent = make_agent(f"ppo:{latest}")
@@ -192,7 +194,7 @@ def test_keep_best_evaluates_the_best_periodic_checkpoint(tmp_path: Path) -> Non
     summary = selfplay.main(cfg)
     folder = Path(summary["run_folder"])
     best = summary["best"]
-    history = read_checkpoint(folder / "checkpoints" / "latest.pt")["trainer"]["eval_history"]
+    history = read_checkpoint(folder / "checkpoints" / "latest.pt")["trainer"]["loop"]["history"]
     rates = [h["win_rate"] for h in history if h["opponent"] == "random"]
     assert len(rates) == 4 and best["win_rate"] == max(rates)  # the start (update 0) and 3 updates
     assert best["update"] == rates.index(max(rates))  # the first of equals
@@ -230,12 +232,13 @@ def test_resume_restores_the_exact_network_optimizer_and_generators(tmp_path: Pa
     for key, value in ckpt["model"].items():
         assert torch.equal(agent.net.state_dict()[key], value)
     restored = torch.optim.Adam(agent.net.parameters())
-    restored.load_state_dict(ckpt["trainer"]["optimizer"])
-    assert restored.state_dict()["param_groups"][0]["lr"] == ckpt["trainer"]["optimizer"]["param_groups"][0]["lr"]
+    state = ckpt["trainer"]["state"]
+    restored.load_state_dict(state["optimizer"])
+    assert restored.state_dict()["param_groups"][0]["lr"] == state["optimizer"]["param_groups"][0]["lr"]
     rng = np.random.default_rng()
-    rng.bit_generator.state = ckpt["trainer"]["numpy_rng"]
+    rng.bit_generator.state = state["numpy_rng"]
     again = np.random.default_rng()
-    again.bit_generator.state = ckpt["trainer"]["numpy_rng"]
+    again.bit_generator.state = state["numpy_rng"]
     assert rng.integers(1 << 30) == again.integers(1 << 30)
 
 

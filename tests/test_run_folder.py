@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from patchwork_env.players.checkpoint import read_checkpoint
 from tests.test_ppo import _tiny_config
 from train import selfplay
 from train.cli import from_dict, parse_config
@@ -85,8 +86,16 @@ def test_ctrl_c_ends_a_trainer_with_its_checkpoint_and_exit_code_130(tmp_path: P
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
     assert "Traceback" not in err, err[-2000:]
-    assert "checkpoint:" in out and err.strip().splitlines()[-1] == "interrupted"
-    assert (tmp_path / "run" / "checkpoints" / "latest.pt").is_file()
+    latest = tmp_path / "run" / "checkpoints" / "latest.pt"
+    assert f"resume with --resume {latest}" in out and err.strip().splitlines()[-1] == "interrupted"
+    # and the command it names continues the run, one update further, in its folder
+    done = read_checkpoint(latest)["trainer"]["loop"]["step"]
+    resumed = subprocess.run(
+        [sys.executable, "-m", "train.selfplay", "--resume", str(latest), "--total-updates", str(done + 1)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert read_checkpoint(latest)["trainer"]["loop"]["step"] == done + 1
 
 
 @pytest.mark.parametrize(

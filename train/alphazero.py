@@ -16,10 +16,11 @@ Steps, in order (``train`` reads the same way):
    chunk a Ray task: ``agents.az_backend``), add
    the samples to the replay buffer, then ``updates_per_iteration`` learner steps on uniform
    minibatches (policy cross-entropy to the search's targets + value MSE to the game results).
-4. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone (its most
-   probable legal move, as the ``pretrained`` agent plays) against ``eval_opponents`` on paired
-   deals; ``checkpoints/latest.pt`` every ``checkpoint_every`` iterations and ``iter_<k>.pt`` at
-   every evaluation (the project's checkpoint format: ``ppo:PATH`` / ``az:path=PATH`` load them).
+4. **Evaluate and checkpoint** (``train.loop``): every ``eval_every`` iterations the network alone
+   (its most probable legal move, as the ``pretrained`` agent plays) against ``eval_opponents`` on
+   paired deals, with ``iter_<k>.pt``; ``checkpoints/latest.pt`` every ``checkpoint_every``
+   iterations (``--resume`` continues from it: network, optimizer, replay buffer, generators); the
+   project's checkpoint format: ``ppo:PATH`` / ``az:path=PATH`` load them.
 5. **Finish**: the final evaluation on fresh deals, ``final.pt``, the learning curve, a summary.
 
 The run folder is ``train.run``'s (TensorBoard: ``selfplay/``, ``losses/``, ``eval/``).
@@ -49,7 +50,8 @@ from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.players.az import NetEvaluator
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.network import PatchworkNet, count_parameters
-from train.run import Run, frozen_copy, load_network, preflight
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
+from train.run import Run, frozen_copy, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
 
@@ -72,90 +74,111 @@ def main(cfg: AlphaZeroConfig, name: str = "alphazero") -> dict[str, Any]:
     is written."""
     cfg.validate()
     preflight(cfg)
-    net = load_network(cfg.init_checkpoint, "init_checkpoint") if cfg.init_checkpoint else None
+    net = initial_network(cfg)
     with open_backend(cfg.selfplay_backend, cfg.address or None) as backend:
-        return train(cfg, name, net, backend)
+        run, resumed = open_run(cfg, name, "iteration")
+        return run_loop(run, AlphaZero(run, net, backend, resumed), cfg.iterations, resumed)
 
 
-def train(cfg: AlphaZeroConfig, name: str, net: PatchworkNet | None, backend: Backend | None) -> dict[str, Any]:
-    """The run of ``main`` (self-play on ``backend`` if given, else in this process)."""
-    torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-    rng = stream_rng(cfg.seed, Stream.TRAIN)
-    run = Run(cfg, name, "iteration")
+class AlphaZero(Trainer):
+    """The loop's step: one iteration of search self-play into the replay buffer, then learner steps."""
 
-    # 1. start -------------------------------------------------------------------------------------
-    net = net if net is not None else PatchworkNet(cfg.net)
-    trained = list(net.parameters()) if cfg.train_placements else group_parameters(net)
-    optimizer = torch.optim.AdamW(trained, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    run.log(f"network: {count_parameters(net):,} parameters; run folder {run.folder}")
-    writer = run.writer
+    def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:
+        super().__init__(run)
+        cfg = run.cfg
+        assert isinstance(cfg, AlphaZeroConfig)
+        self.cfg = cfg
+        self.backend = backend
+        # 1. start: a fresh network (seeded), init_checkpoint's, or the resumed one ----------------------
+        torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
+        self.rng = stream_rng(cfg.seed, Stream.TRAIN)
+        self.net = resumed.net if resumed else net if net is not None else PatchworkNet(cfg.net)
+        trained = list(self.net.parameters()) if cfg.train_placements else group_parameters(self.net)
+        self.optimizer = torch.optim.AdamW(trained, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+        self.buffer = ReplayBuffer(cfg.buffer_size)
+        self.games = 0
+        run.log(f"network: {count_parameters(self.net):,} parameters; run folder {run.folder}")
+        if resumed is None:
+            self.value_warmup()
+        else:
+            self.load_state_dict(resumed.trainer)
+        self.start = frozen_copy(self.net)  # the policy as it starts (the warm-up trains the value head alone)
+        if resumed is not None:
+            self.start.load_state_dict(resumed.start)
+        self.search = BatchedSearch(NetEvaluator(self.net), search_config(cfg))
 
-    # 2. value warm-up -------------------------------------------------------------------------------
-    if cfg.warmup_games and cfg.warmup_steps:
+    def value_warmup(self) -> None:
+        """2. ``warmup_games`` greedy self-play games train the value head alone."""
+        cfg = self.cfg
+        if not (cfg.warmup_games and cfg.warmup_steps):
+            return
         states, values = greedy_value_samples(
             cfg.warmup_games, stream_seed(cfg.seed, Stream.WARMUP), cfg.warmup_temp, cfg.reward_margin_weight
         )
         no_policy = np.zeros((cfg.batch_size, rules.NUM_ACTIONS), dtype=np.float32)
         for step in range(cfg.warmup_steps):
-            idx = rng.integers(len(states), size=cfg.batch_size)
+            idx = self.rng.integers(len(states), size=cfg.batch_size)
             batch = Samples(states[idx], no_policy, values[idx])
-            warm = learn_step(net, optimizer, batch, cfg.vf_coef, cfg.max_grad_norm, policy=False)
-            writer.add_scalar("warmup/value_loss", warm["value_loss"], step)
-        run.log(
+            warm = learn_step(self.net, self.optimizer, batch, cfg.vf_coef, cfg.max_grad_norm, policy=False)
+            self.run.writer.add_scalar("warmup/value_loss", warm["value_loss"], step)
+        self.run.log(
             f"value warm-up: {len(states)} positions, {cfg.warmup_steps} steps, value loss {warm['value_loss']:.3f}"
         )
-    start = frozen_copy(net)  # the policy as it starts (the warm-up trains the value head alone)
-    run.checkpoint(net, "start.pt")
-    if cfg.eval_every:
-        run.evaluate(net, 0)
 
-    # 3. iterations: self-play -> buffer -> learner ----------------------------------------------------
-    search = BatchedSearch(NetEvaluator(net), search_config(cfg))
-    buffer = ReplayBuffer(cfg.buffer_size)
-    games = 0
-    iteration = 0
-    for iteration in range(1, cfg.iterations + 1):
+    def step(self, step: int) -> None:
+        """3. self-play -> buffer -> learner."""
+        cfg, writer = self.cfg, self.run.writer
         t0 = time.time()
-        seed = stream_seed(cfg.seed, Stream.SELFPLAY, iteration)
+        seed = stream_seed(cfg.seed, Stream.SELFPLAY, step)
         samples, stats = play_chunked(
-            search, cfg.games_per_iteration, seed, cfg.temp_plies, cfg.selfplay_chunk, backend
+            self.search, cfg.games_per_iteration, seed, cfg.temp_plies, cfg.selfplay_chunk, self.backend
         )
         selfplay_seconds = time.time() - t0
         evaluations = stats["leaf_evaluations"]
-        buffer.add(samples)
-        games += cfg.games_per_iteration
+        self.buffer.add(samples)
+        self.games += cfg.games_per_iteration
         t1 = time.time()
         losses: dict[str, Any] = {}
         for _ in range(cfg.updates_per_iteration):
-            losses = learn_step(net, optimizer, buffer.sample(cfg.batch_size, rng), cfg.vf_coef, cfg.max_grad_norm)
+            batch = self.buffer.sample(cfg.batch_size, self.rng)
+            losses = learn_step(self.net, self.optimizer, batch, cfg.vf_coef, cfg.max_grad_norm)
         learn_seconds = time.time() - t1
-        writer.add_scalar("selfplay/games", games, iteration)
-        writer.add_scalar("selfplay/decisions_per_game", stats["decisions_per_game"], iteration)
-        writer.add_scalar("selfplay/leaf_evaluations_per_second", evaluations / selfplay_seconds, iteration)
-        writer.add_scalar("selfplay/seconds", selfplay_seconds, iteration)
-        writer.add_scalar("losses/seconds", learn_seconds, iteration)
+        writer.add_scalar("selfplay/games", self.games, step)
+        writer.add_scalar("selfplay/decisions_per_game", stats["decisions_per_game"], step)
+        writer.add_scalar("selfplay/leaf_evaluations_per_second", evaluations / selfplay_seconds, step)
+        writer.add_scalar("selfplay/seconds", selfplay_seconds, step)
+        writer.add_scalar("losses/seconds", learn_seconds, step)
         for key, value in losses.items():
-            writer.add_scalar(f"losses/{key}", value, iteration)
-        run.log(
-            f"iteration {iteration}: {len(samples)} positions in {selfplay_seconds:.0f} s "
+            writer.add_scalar(f"losses/{key}", value, step)
+        self.run.log(
+            f"iteration {step}: {len(samples)} positions in {selfplay_seconds:.0f} s "
             f"({evaluations / selfplay_seconds:.0f} leaf evals/s), learner {learn_seconds:.0f} s, "
             + ", ".join(f"{k} {v:.3f}" for k, v in losses.items())
         )
 
-        # 4. evaluate and checkpoint -----------------------------------------------------------------
-        out_of_time = 0 < cfg.time_limit_minutes <= run.minutes()
-        last = iteration == cfg.iterations or out_of_time
-        if iteration % cfg.checkpoint_every == 0 or last:
-            run.checkpoint(net, "latest.pt", {"iteration": iteration, "games": games})
-        if cfg.eval_every and (iteration % cfg.eval_every == 0 or last):
-            run.checkpoint(net, f"iter_{iteration}.pt", {"iteration": iteration, "games": games})
-            run.evaluate(net, iteration)
-        if out_of_time:
-            run.log(f"time limit of {cfg.time_limit_minutes} minutes reached")
-            break
+    def evaluate(self, step: int) -> None:
+        """4. the network alone (its most probable legal move); ``iter_<k>.pt`` beside each evaluation."""
+        if step:
+            self.run.checkpoint(self.net, f"iter_{step}.pt")
+        self.run.evaluate(self.net, step)
 
-    # 5. finish: the final evaluation of the network and its start, on fresh deals -----------------------
-    return run.finish(net, start, iteration, {"games": games})
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "numpy_rng": self.rng.bit_generator.state,
+            "games": self.games,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.rng.bit_generator.state = state["numpy_rng"]
+        self.games = int(state["games"])
+
+    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+        """5. the final evaluation of the network and its start, on fresh deals (``Run.finish``)."""
+        return None, {"games": self.games}
 
 
 def cli(argv: list[str] | None = None) -> int:

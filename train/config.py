@@ -102,6 +102,22 @@ class CommonConfig:
     """Agent specs of the final evaluation."""
     final_eval_start: bool = True
     """The final evaluation also plays the network the run started from, on the same deals."""
+    # the loop (``train.loop``); a step is the trainer's unit: an update, an iteration, a round
+    init_checkpoint: str = ""
+    """Start from the network in this checkpoint (its sizes replace ``net``); empty: a fresh network."""
+    time_limit_minutes: float = 0.0
+    """Stop after the step that reaches this many minutes of training (then the final evaluation); 0: no limit."""
+    eval_every: int = 10
+    """Steps between periodic evaluations (also one at the start and one at the last step); 0: none
+    (the final evaluation on fresh deals still runs)."""
+    checkpoint_every: int = 10
+    """Steps between resumable checkpoints ``checkpoints/latest.pt`` (also at the last step and on Ctrl-C)."""
+    checkpoint_minutes: list[float] = field(default_factory=list)
+    """Also keep ``checkpoints/minute-<m>.pt``, the network after the step that passes ``m``
+    minutes of training (for curves over compute, e.g. ``[10, 30, 60]``)."""
+    resume: str = ""
+    """A run's ``checkpoints/latest.pt`` to continue: its config is the starting point of the options
+    given; its network, optimizer, pools, buffers, generators, counters and minutes are restored."""
 
     def memory_bytes(self) -> int:
         """A rough estimate of the largest buffers the run allocates (checked against the machine's
@@ -130,6 +146,10 @@ class CommonConfig:
                 raise ConfigError(f"eval_opponents[{spec!r}] must be in 1..{LIMITS['eval_pairs']} pairs, got {pairs}")
         if any(not spec.strip() for spec in self.final_eval_opponents):
             raise ConfigError("final_eval_opponents: an agent spec must not be empty")
+        between(self, "time_limit_minutes", 0.0, math.inf)
+        between(self, "eval_every", 0, LIMITS["period"])
+        between(self, "checkpoint_every", 1, LIMITS["period"])
+        check_minutes(self, "checkpoint_minutes")
 
 
 @dataclass
@@ -183,17 +203,12 @@ class PPOConfig(CommonConfig):
 class SelfPlayConfig(PPOConfig):
     """Batched self-play PPO (``train.selfplay``); its step is one update (rollout + optimisation)."""
 
-    init_checkpoint: str = ""
-    """Start from the network in this checkpoint (e.g. ``train.distill``'s ``final.pt``); its network
-    sizes replace ``net``. Empty: a fresh network."""
     num_games: int = 128
     """Games stepped together on the vector engine (each step: one decision in every game)."""
     rollout_steps: int = 64
     """Vector steps per rollout; the learner's decisions among them form the PPO batch."""
     total_updates: int = 100
     """PPO updates in the run; 0 trains nothing (the final evaluation of the start)."""
-    time_limit_minutes: float = 0.0
-    """Stop early (checkpoint and final evaluation) after this much training; 0: no limit."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over ``total_updates``."""
     update_epochs: int = 3
@@ -218,19 +233,9 @@ class SelfPlayConfig(PPOConfig):
     """Periodic evaluations also play the sampled policy (``eval/win_rate_sampled_vs_<agent>``)."""
     snapshot_every: int = 10
     """Updates between snapshots of the learner added to the pool."""
-    eval_every: int = 10
-    """Updates between evaluations (and one at the end); 0: only at the end."""
-    checkpoint_every: int = 10
-    """Updates between checkpoints (always one at the end)."""
-    checkpoint_minutes: list[float] = field(default_factory=list)
-    """Also keep ``checkpoints/minute-<m>.pt``, the network after the update that passes ``m``
-    minutes of training (for curves over compute, e.g. ``[10, 30, 60]``)."""
     keep_best: str = ""
     """An ``eval_opponents`` spec: the network of the best periodic win rate against it is kept as
     ``checkpoints/best.pt``, and the final evaluation plays it. Empty: the last network."""
-    resume: str = ""
-    """A checkpoint (``checkpoints/latest.pt``) whose run continues: its config is the starting point
-    of the options given, its network, optimizer, pool, generators and counters are restored."""
 
     def memory_bytes(self) -> int:
         """The rollout buffer and its training batch: observation, mask and greedy-prior terms
@@ -250,14 +255,11 @@ class SelfPlayConfig(PPOConfig):
         between(self, "total_updates", 0, LIMITS["total_updates"])
         between(self, "update_epochs", 1, LIMITS["update_epochs"])
         between(self, "num_minibatches", 1, LIMITS["num_minibatches"])
-        for key in ("snapshot_every", "checkpoint_every"):
-            between(self, key, 1, LIMITS["period"])
-        between(self, "eval_every", 0, LIMITS["period"])
-        for key in ("time_limit_minutes", "target_kl", "anchor_coef", "prior_lr_scale"):
+        between(self, "snapshot_every", 1, LIMITS["period"])
+        for key in ("target_kl", "anchor_coef", "prior_lr_scale"):
             between(self, key, 0.0, math.inf)
         between(self, "critic_warmup_updates", 0, LIMITS["total_updates"])
         above(self, "clip_coef", 0.0)
-        check_minutes(self, "checkpoint_minutes")
         if self.total_updates and self.critic_warmup_updates >= self.total_updates:
             raise ConfigError(
                 f"critic_warmup_updates ({self.critic_warmup_updates}) must be below total_updates "
@@ -289,8 +291,6 @@ class DistillConfig(CommonConfig):
     """The network's sizes; distillation needs the greedy prior (``prior_scale > 0``)."""
     teacher: str = "mcts:sims=100"
     """The agent spec whose move choices are distilled (root visit shares per kind of move)."""
-    init_checkpoint: str = ""
-    """Start from the network in this checkpoint; empty: a fresh greedy-prior network (``net``)."""
     positions: int = 60_000
     """Greedy self-play positions labelled first (those with one legal kind of move are dropped)."""
     temp: float = 0.5
@@ -350,15 +350,8 @@ class ExItConfig(CommonConfig):
     )
     """The network's sizes when ``init_checkpoint`` is empty; it needs the greedy prior
     (``prior_scale > 0``): only the choice of move kind is trained."""
-    init_checkpoint: str = ""
-    """Start from the network in this checkpoint (its sizes replace ``net``); empty: a fresh network."""
     iterations: int = 20
     """Iterations of positions -> labels -> fit -> gate."""
-    time_limit_minutes: float = 0.0
-    """Stop after the iteration that passes this many minutes (then the final evaluation); 0: no limit."""
-    checkpoint_minutes: list[float] = field(default_factory=list)
-    """Also keep ``checkpoints/minute-<m>.pt``, the network after the iteration that passes ``m``
-    minutes of training (for curves over compute, e.g. ``[30, 60]``)."""
     positions_per_iteration: int = 1500
     """Positions labelled per iteration (all with a choice of move kind)."""
     greedy_share: float = 0.5
@@ -403,8 +396,6 @@ class ExItConfig(CommonConfig):
     """Paired deals of the gate (the fitted network against the one before it)."""
     gate_threshold: float = 0.5
     """The fitted network is kept only if its gate win rate is above this; else the old weights come back."""
-    eval_every: int = 1
-    """Iterations between evaluations of the network alone (and one at the end); 0: only the final one."""
     search_eval_opponents: dict[str, int] = field(default_factory=dict)
     """At each evaluation, also the ``az`` search with the current network (``search_eval_sims``
     simulations, the agent's other defaults) against these specs, paired deals each, e.g.
@@ -461,10 +452,7 @@ class ExItConfig(CommonConfig):
         between(self, "batch_size", 1, LIMITS["batch_size"])
         between(self, "gate_pairs", 1, LIMITS["eval_pairs"])
         between(self, "gate_threshold", 0.0, 1.0)
-        between(self, "eval_every", 0, LIMITS["period"])
-        between(self, "time_limit_minutes", 0.0, math.inf)
-        check_minutes(self, "checkpoint_minutes")
-        between(self, "search_eval_sims", 1, LIMITS["sims"])
+
         for spec, pairs in self.search_eval_opponents.items():
             if not spec.strip():
                 raise ConfigError("search_eval_opponents: an agent spec must not be empty")
@@ -479,12 +467,8 @@ class AlphaZeroConfig(CommonConfig):
     """AlphaZero-style training (``train.alphazero``): batched search self-play, a replay buffer, a
     learner. Its step is one iteration (self-play games, then learner steps)."""
 
-    init_checkpoint: str = ""
-    """Start from the network in this checkpoint; empty: a fresh network (``net``)."""
     iterations: int = 100
     """Iterations of self-play + learning."""
-    time_limit_minutes: float = 0.0
-    """Stop after this much training (then checkpoint and final evaluation); 0: no limit."""
     games_per_iteration: int = 64
     """Self-play games per iteration, searched together (one forward pass per simulation step)."""
     sims: int = 16
@@ -535,10 +519,6 @@ class AlphaZeroConfig(CommonConfig):
     """Value-only learner steps on the warm-up games."""
     warmup_temp: float = 0.5
     """Softmax temperature (score points) of the warm-up games' greedy play."""
-    eval_every: int = 5
-    """Iterations between evaluations of the network alone (and one at the end); 0: only at the end."""
-    checkpoint_every: int = 1
-    """Iterations between checkpoints."""
 
     def memory_bytes(self) -> int:
         """The replay buffer (state, policy target, value per position) and the search trees."""
@@ -551,9 +531,7 @@ class AlphaZeroConfig(CommonConfig):
         for key in ("updates_per_iteration", "warmup_games", "warmup_steps", "temp_plies"):
             between(self, key, 0, LIMITS[key])
         between(self, "selfplay_chunk", 0, LIMITS["games_per_iteration"])
-        between(self, "eval_every", 0, LIMITS["period"])
-        between(self, "checkpoint_every", 1, LIMITS["period"])
-        check_backend(self, "selfplay_backend")
+
         if self.address and self.selfplay_backend != "ray":
             raise ConfigError("address needs selfplay_backend=ray (it names the Ray cluster of the self-play)")
         if self.selfplay_backend == "ray" and not self.selfplay_chunk:
@@ -561,7 +539,7 @@ class AlphaZeroConfig(CommonConfig):
                 "selfplay_backend=ray plays chunks of selfplay_chunk games as Ray tasks: "
                 f"set selfplay_chunk > 0 (at most games_per_iteration = {self.games_per_iteration})"
             )
-        for key in ("time_limit_minutes", "warmup_temp", "weight_decay", "c_puct", "vf_coef"):
+        for key in ("warmup_temp", "weight_decay", "c_puct", "vf_coef"):
             between(self, key, 0.0, math.inf)
         for key in ("learning_rate", "max_grad_norm", "dirichlet_alpha"):
             above(self, key, 0.0)
@@ -574,7 +552,7 @@ class AlphaZeroConfig(CommonConfig):
 @dataclass
 class SB3Config(PPOConfig):
     """sb3-contrib's MaskablePPO on ``SingleAgentEnv`` (``train.sb3_maskable``); its step is one
-    learner decision."""
+    update (a rollout of ``n_envs * n_steps`` learner decisions and its optimisation)."""
 
     n_envs: int = 8
     """Environments collecting experience; each has its own pool opponent."""
@@ -587,15 +565,9 @@ class SB3Config(PPOConfig):
     clip_range: float = 0.2
     """PPO ratio clip."""
     total_timesteps: int = 200_000
-    """Learner decisions in the run."""
-    time_limit_minutes: float = 0.0
-    """Stop early after this much training (then checkpoint and final evaluation); 0: no limit."""
+    """Learner decisions in the run (rounded up to whole updates of ``n_envs * n_steps``)."""
     snapshot_every: int = 10_000
     """Learner decisions between snapshots added to the opponent pool."""
-    eval_every: int = 50_000
-    """Learner decisions between evaluations (and one at the end); 0: only at the end."""
-    checkpoint_every: int = 50_000
-    """Learner decisions between checkpoints (always one at the end)."""
 
     def memory_bytes(self) -> int:
         """SB3's rollout buffer: float32 observations and masks of every step of every env."""
@@ -606,11 +578,7 @@ class SB3Config(PPOConfig):
         for key in ("n_envs", "n_steps", "batch_size", "total_timesteps"):
             between(self, key, 1, LIMITS[key])
         between(self, "n_epochs", 1, LIMITS["epochs"])
-        for key in ("snapshot_every", "checkpoint_every"):
-            between(self, key, 1, LIMITS["period"])
-        between(self, "eval_every", 0, LIMITS["period"])
-        between(self, "time_limit_minutes", 0.0, math.inf)
-        above(self, "clip_range", 0.0)
+
         if self.net.prior_scale != 0:
             raise ConfigError(
                 f"net.prior_scale must be 0 for MaskablePPO, got {self.net.prior_scale}: its policy "
@@ -647,16 +615,8 @@ class RLlibConfig(PPOConfig):
     """PPO ratio clip."""
     total_iterations: int = 100
     """Training iterations (sample + update) in the run."""
-    time_limit_minutes: float = 0.0
-    """Stop early (checkpoint, then the final evaluation) after this much training; 0: no limit."""
     snapshot_every: int = 5
     """Iterations between copies of the learner into the frozen pool."""
-    eval_every: int = 5
-    """Iterations between evaluations (and one at the end); 0: only at the end."""
-    checkpoint_every: int = 10
-    """Iterations between checkpoints."""
-    init_checkpoint: str = ""
-    """A checkpoint whose network starts the learner and the pool (its sizes must equal ``net``)."""
     address: str = ""
     """The Ray cluster to join (``auto`` or HOST:PORT); empty: a local Ray runtime."""
 
@@ -675,11 +635,7 @@ class RLlibConfig(PPOConfig):
             between(self, key, 1, LIMITS["train_batch_size"])
         between(self, "num_epochs", 1, LIMITS["epochs"])
         between(self, "total_iterations", 0, LIMITS["iterations"])
-        for key in ("snapshot_every", "checkpoint_every"):
-            between(self, key, 1, LIMITS["period"])
-        between(self, "eval_every", 0, LIMITS["period"])
-        between(self, "time_limit_minutes", 0.0, math.inf)
-        above(self, "clip_param", 0.0)
+
         if self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"minibatch_size ({self.minibatch_size}) must be at most train_batch_size ({self.train_batch_size})"

@@ -17,7 +17,8 @@ Steps, in order (``main`` reads the same way):
    against greedy, half against itself) labelled and added; training again on every label so far.
 4. **Finish**: the final evaluation of the network and of its start on the same fresh deals.
 
-The evaluation after round r is step r + 1 of the learning curve (step 0: the start).
+The loop is ``train.loop``'s: step r + 1 is round r (step 0 of the learning curve: the start);
+an evaluation every ``eval_every`` rounds; ``--resume`` brings back the network and every label so far.
 TensorBoard: ``distill/`` (held-out accuracy and loss per epoch, train loss), ``eval/``.
 """
 
@@ -44,7 +45,9 @@ from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.registry import make_agent
-from train.run import Run, frozen_copy, load_network, preflight
+from train.config import STATE_LEN
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
+from train.run import Run, frozen_copy, preflight
 from train.seeds import Stream, stream_seed
 
 HELD_OUT = 0.1  # share of each round's new positions never trained on
@@ -55,33 +58,64 @@ def main(cfg: DistillConfig, name: str = "distill") -> dict[str, Any]:
     cfg.validate()
     preflight(cfg)
     make_agent(cfg.teacher)  # a teacher that does not build stops the run before anything is written
-    if cfg.init_checkpoint:
-        net = load_network(cfg.init_checkpoint, "init_checkpoint")
-    else:
-        torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-        net = PatchworkNet(cfg.net)
+    net = initial_network(cfg)
     with open_backend(cfg.backend, cfg.address or None, cfg.workers) as backend:
-        run = Run(cfg, name, "round")
-        start = frozen_copy(net)
-        run.checkpoint(net, "start.pt")
-        if cfg.eval_opponents:
-            run.evaluate(net, 0)
-        states, targets, held_out = new_labels(cfg, run, 0, None, backend)
-        accuracy = [train_round(cfg, run, net, states, targets, held_out, 0)]
-        for round_ in range(1, cfg.rounds + 1):
-            new_states, new_targets, new_held_out = new_labels(cfg, run, round_, net, backend)
-            states, targets = np.concatenate([states, new_states]), np.concatenate([targets, new_targets])
-            held_out = np.concatenate([held_out, new_held_out])
-            accuracy.append(train_round(cfg, run, net, states, targets, held_out, round_))
-            run.checkpoint(net, "latest.pt")
-    summary = {
-        "teacher": cfg.teacher,
-        "positions": len(states),
-        "held_out_accuracy": accuracy,
-        "label_counts": np.bincount(targets.argmax(1), minlength=5).tolist(),
-        "start_checkpoint": str(run.folder / "checkpoints" / "start.pt"),
-    }
-    return run.finish(net, start, cfg.rounds + 1, summary)
+        run, resumed = open_run(cfg, name, "round")
+        return run_loop(run, Distill(run, net, backend, resumed), cfg.rounds + 1, resumed)
+
+
+class Distill(Trainer):
+    """The loop's step ``k``: round ``k - 1`` (new labels, then ``epochs`` passes on every label so far)."""
+
+    def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:
+        super().__init__(run)
+        cfg = run.cfg
+        assert isinstance(cfg, DistillConfig)
+        self.cfg, self.backend = cfg, backend
+        torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
+        self.net = resumed.net if resumed else net if net is not None else PatchworkNet(cfg.net)
+        self.start = frozen_copy(self.net)
+        self.states = np.zeros((0, STATE_LEN), dtype=np.int64)
+        self.targets = np.zeros((0, 5), dtype=np.float64)
+        self.held_out = np.zeros(0, dtype=np.bool_)
+        self.accuracy: list[list[float]] = []
+        if resumed is not None:
+            self.start.load_state_dict(resumed.start)
+            self.load_state_dict(resumed.trainer)
+
+    def step(self, step: int) -> None:
+        round_ = step - 1
+        states, targets, held_out = new_labels(self.cfg, self.run, round_, self.net if round_ else None, self.backend)
+        self.states = np.concatenate([self.states, states])
+        self.targets = np.concatenate([self.targets, targets])
+        self.held_out = np.concatenate([self.held_out, held_out])
+        self.accuracy.append(
+            train_round(self.cfg, self.run, self.net, self.states, self.targets, self.held_out, round_)
+        )
+
+    def evaluate(self, step: int) -> None:
+        if self.cfg.eval_opponents:
+            self.run.evaluate(self.net, step)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "states": torch.from_numpy(self.states),
+            "targets": torch.from_numpy(self.targets),
+            "held_out": torch.from_numpy(self.held_out),
+            "accuracy": self.accuracy,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.states, self.targets = state["states"].numpy(), state["targets"].numpy()
+        self.held_out, self.accuracy = state["held_out"].numpy(), [list(a) for a in state["accuracy"]]
+
+    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+        return None, {
+            "teacher": self.cfg.teacher,
+            "positions": len(self.states),
+            "held_out_accuracy": self.accuracy,
+            "label_counts": np.bincount(self.targets.argmax(1), minlength=5).tolist(),
+        }
 
 
 def new_labels(
@@ -122,8 +156,7 @@ def train_round(
     held_out: npt.NDArray[np.bool_],
     round_: int,
 ) -> list[float]:
-    """``epochs`` passes on every label so far, then the round's evaluation; the held-out accuracy
-    per epoch."""
+    """``epochs`` passes on every label so far; the held-out accuracy per epoch."""
     seed = round_seed(cfg, round_)
     stats = distill(
         net,
@@ -135,8 +168,6 @@ def train_round(
         held_out=held_out,
         log=epoch_log(run, round_ * (cfg.epochs + 1)),
     )
-    if cfg.eval_opponents:
-        run.evaluate(net, round_ + 1)
     return [s.val_accuracy for s in stats]
 
 

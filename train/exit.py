@@ -19,11 +19,12 @@ Steps, in order (``main`` reads the same way):
    held out, never trained on); the gate: the fitted network against the one before on
    ``gate_pairs`` paired deals, kept only if it wins more than ``gate_threshold``, else the old
    weights come back.
-3. **Evaluate and checkpoint**: every ``eval_every`` iterations the network alone against
-   ``eval_opponents`` (the same deals every time), with ``search_eval_opponents`` also the expert
-   (``search_eval``: the ``az`` search with the network, e.g. against ``mcts:sims=100``), and
-   ``checkpoints/iter_<k>.pt``; ``latest.pt`` every iteration, ``minute-<m>.pt`` for ``checkpoint_minutes``; stop at
-   ``time_limit_minutes``.
+3. **Evaluate and checkpoint** (``train.loop``): every ``eval_every`` iterations the network alone
+   against ``eval_opponents`` (the same deals every time), with ``search_eval_opponents`` also the
+   expert (``search_eval``: the ``az`` search with the network, e.g. against ``mcts:sims=100``),
+   and ``checkpoints/iter_<k>.pt``; ``latest.pt`` every ``checkpoint_every`` iterations
+   (``--resume``: the network, the window of labels and the history come back), ``minute-<m>.pt``
+   for ``checkpoint_minutes``; stop at ``time_limit_minutes``.
 4. **Finish**: the final evaluation of the network and of its start on the same fresh deals.
 
 Per iteration, ``exit_history.json`` (one row each) and TensorBoard ``exit/``: positions per second
@@ -68,7 +69,8 @@ from patchwork_env.players.az_search import SearchConfig
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.network import PatchworkNet, count_parameters
 from patchwork_env.players.registry import make_agent
-from train.run import Run, eval_tag, frozen_copy, load_network, preflight
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
+from train.run import Run, eval_tag, frozen_copy, preflight
 from train.seeds import Stream, stream_seed
 
 # the per-iteration numbers also drawn in TensorBoard (``exit/<name>``)
@@ -94,45 +96,72 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
             make_agent(spec)
         except AgentSpecError as exc:
             raise ConfigError(f"search_eval_opponents: {exc}") from None
-    # 1. start ---------------------------------------------------------------------------------------
-    torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-    net = load_network(cfg.init_checkpoint, "init_checkpoint") if cfg.init_checkpoint else PatchworkNet(cfg.net)
-    run = Run(cfg, name, "iteration")
-    run.log(
-        f"network: {count_parameters(net):,} parameters ({cfg.init_checkpoint or 'fresh'}); run folder {run.folder}"
-    )
-    start = frozen_copy(net)
-    run.checkpoint(net, "start.pt")
-    rows: list[dict[str, Any]] = [{"iteration": 0, "minutes": run.minutes()}]
-    if cfg.eval_every and cfg.eval_opponents:
-        rows[0]["eval"] = run.evaluate(net, 0)
-    # 2. iterations: positions -> labels -> fit -> gate; 3. evaluate and checkpoint -------------------
-    window = Window(cfg.window)
-    iteration = 0
+    net = initial_network(cfg)
     with open_backend(cfg.label_backend, cfg.address or None) as backend:
-        for iteration in range(1, cfg.iterations + 1):
-            row = iterate(cfg, run, net, window, iteration, backend)
-            run.minute_checkpoints(net, cfg.checkpoint_minutes)
-            out_of_time = 0 < cfg.time_limit_minutes <= run.minutes()
-            last = iteration == cfg.iterations or out_of_time
-            if cfg.eval_every and cfg.eval_opponents and (iteration % cfg.eval_every == 0 or last):
-                run.checkpoint(net, f"iter_{iteration}.pt", {"iteration": iteration})
-                row["eval"] = run.evaluate(net, iteration)
-                if cfg.search_eval_opponents:
-                    row["search_eval"] = search_eval(cfg, run, net, iteration)
-            run.checkpoint(net, "latest.pt", {"iteration": iteration})
-            rows.append({**row, "minutes": run.minutes()})
-            write_atomic(run.folder / "exit_history.json", json.dumps(rows, indent=1))
-            if out_of_time:
-                run.log(f"time limit of {cfg.time_limit_minutes} minutes reached after {iteration} iterations")
-                break
-    # 4. finish: the final evaluation of the network and its start, on fresh deals ----------------------
-    summary = {
-        "kept": [bool(r["kept_new"]) for r in rows[1:]],
-        "positions": sum(r["positions"] for r in rows[1:]),
-        "start_checkpoint": str(run.folder / "checkpoints" / "start.pt"),
-    }
-    return run.finish(net, start, iteration, summary)
+        run, resumed = open_run(cfg, name, "iteration")
+        return run_loop(run, ExIt(run, net, backend, resumed), cfg.iterations, resumed)
+
+
+class ExIt(Trainer):
+    """The loop's step: one iteration (``iterate``); ``exit_history.json`` gets its row."""
+
+    def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:
+        super().__init__(run)
+        cfg = run.cfg
+        assert isinstance(cfg, ExItConfig)
+        self.cfg, self.backend = cfg, backend
+        # 1. start --------------------------------------------------------------------------------------
+        torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
+        self.net = resumed.net if resumed else net if net is not None else PatchworkNet(cfg.net)
+        run.log(
+            f"network: {count_parameters(self.net):,} parameters ({cfg.init_checkpoint or 'fresh'}); "
+            f"run folder {run.folder}"
+        )
+        self.start = frozen_copy(self.net)
+        self.window = Window(cfg.window)
+        self.rows: list[dict[str, Any]] = [{"iteration": 0, "minutes": run.minutes()}]
+        if resumed is not None:
+            self.start.load_state_dict(resumed.start)
+            self.load_state_dict(resumed.trainer)
+
+    def step(self, step: int) -> None:
+        """2. positions -> labels -> fit -> gate."""
+        row = iterate(self.cfg, self.run, self.net, self.window, step, self.backend)
+        self.rows.append({**row, "minutes": self.run.minutes()})
+        self.write_history()
+
+    def evaluate(self, step: int) -> None:
+        """3. the network alone (and with ``search_eval_opponents`` the expert); ``iter_<k>.pt``."""
+        if not self.cfg.eval_opponents:
+            return
+        row = self.rows[-1]
+        if step:
+            self.run.checkpoint(self.net, f"iter_{step}.pt")
+        row["eval"] = self.run.evaluate(self.net, step)
+        if step and self.cfg.search_eval_opponents:
+            row["search_eval"] = search_eval(self.cfg, self.run, self.net, step)
+        self.write_history()
+
+    def state_dict(self) -> dict[str, Any]:
+        parts = [
+            {"states": torch.from_numpy(s), "targets": torch.from_numpy(t), "held_out": torch.from_numpy(h)}
+            for s, t, h in self.window.parts
+        ]
+        return {"window": parts, "rows": json.dumps(self.rows)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.window.parts = [
+            (p["states"].numpy(), p["targets"].numpy(), p["held_out"].numpy()) for p in state["window"]
+        ]
+        self.rows = json.loads(state["rows"])
+
+    def write_history(self) -> None:
+        write_atomic(self.run.folder / "exit_history.json", json.dumps(self.rows, indent=1))
+
+    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+        """4. the final evaluation of the network and its start, on fresh deals (``Run.finish``)."""
+        done = self.rows[1:]
+        return None, {"kept": [bool(r["kept_new"]) for r in done], "positions": sum(r["positions"] for r in done)}
 
 
 def iterate(

@@ -20,7 +20,8 @@ Ray: without ``address`` the command starts a local Ray runtime (and stops it at
 
 The run folder (``train.run``) gets ``checkpoints/final.pt`` in the project's format (plays
 as ``ppo:PATH`` in the arena, ``patchwork play`` and as a ``SingleAgentEnv`` opponent),
-``checkpoints/rllib/`` (RLlib's own checkpoint: ``Algorithm.from_checkpoint`` resumes from it),
+``checkpoints/rllib/`` (RLlib's own checkpoint of the end: ``Algorithm.from_checkpoint`` loads it),
+``checkpoints/latest.pt`` with ``checkpoints/rllib-latest/`` (``--resume`` continues the run: ``train.loop``),
 TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_history.json``,
 ``learning_curve.png`` and ``final_eval.json``.
 """
@@ -41,11 +42,13 @@ import random
 import statistics
 import time
 import zlib
+from pathlib import Path
 from typing import Any
 
 from patchwork_env.evaluation.backend import import_ray, init_ray
 from patchwork_env.players.network import PatchworkNet
 from train.config import ConfigError
+from train.loop import Resumed, Trainer, open_run, run_loop
 from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_seed
 
@@ -79,8 +82,9 @@ def map_agent(
     return LEARNER if agent_id == learner_seat else rng.choices(opponents, weights)[0]
 
 
-def build_algorithm(cfg: RLlibConfig) -> Any:
-    """The PPO ``Algorithm`` for ``cfg`` (Ray must be running)."""
+def build_algorithm(cfg: RLlibConfig, start: PatchworkNet | None = None) -> Any:
+    """The PPO ``Algorithm`` for ``cfg`` (Ray must be running); the learner and the pool start as
+    ``start`` if given."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -128,8 +132,8 @@ def build_algorithm(cfg: RLlibConfig) -> Any:
         .debugging(seed=stream_seed(cfg.seed, Stream.TRAIN))
     )
     algo: Any = config.build_algo()
-    if cfg.init_checkpoint:
-        algo.learner_group.set_weights({LEARNER: module_state(initial_net(cfg))})
+    if start is not None:
+        algo.learner_group.set_weights({LEARNER: module_state(start)})
     state = algo.learner_group.get_weights([LEARNER])[LEARNER]
     snapshots = [m for m in opponents if m.startswith("snapshot_")]
     algo.learner_group.set_weights({m: state for m in snapshots})  # the pool starts as copies of the start
@@ -184,75 +188,101 @@ def main(cfg: RLlibConfig, name: str = "rllib") -> dict[str, Any]:
     cfg.validate()
     preflight(cfg)
     import_ray()  # the ray extra: a missing one is an error line, not a traceback
-    start = initial_net(cfg) if cfg.init_checkpoint else None  # a checkpoint that does not fit fails first
+    start = initial_net(cfg) if cfg.init_checkpoint and not cfg.resume else None  # one that does not fit fails first
     started = init_ray(cfg.address or None)  # a cluster that cannot be joined leaves no run folder
     try:
-        return train(cfg, Run(cfg, name, "iteration"), start)
+        run, resumed = open_run(cfg, name, "iteration")
+        return run_loop(run, RLlibSelfPlay(run, start, resumed), cfg.total_iterations, resumed)
     finally:
         if started:
             import_ray().shutdown()
 
 
-def train(cfg: RLlibConfig, run: Run, start: PatchworkNet | None) -> dict[str, Any]:
-    algo = build_algorithm(cfg)
-    writer = run.writer
-    start = frozen_copy(start if start is not None else learner_net(algo, cfg))
-    run.checkpoint(start, "start.pt")
-    snapshots = [m for m in opponent_ids(cfg)[0] if m.startswith("snapshot_")]
-    train_seconds = 0.0  # in algo.train() alone (sampling + update), for throughput
-    counts = {"env_steps": 0.0, "learner_decisions": 0.0, "games": 0.0}
-    iteration = 0
-    sampling: list[float] = []  # env steps per second of sampling alone, per iteration
-    stopped_early = False
-    while iteration < cfg.total_iterations:
+class RLlibSelfPlay(Trainer):
+    """The loop's step: one ``algo.train()`` (sampling on the EnvRunners, one PPO update), then the
+    pool's round-robin refresh. ``--resume`` restores RLlib's own checkpoint of the algorithm
+    (``checkpoints/rllib-latest``, written with every ``latest.pt``); its games are dealt anew."""
+
+    def __init__(self, run: Run, start: PatchworkNet | None, resumed: Resumed | None) -> None:
+        super().__init__(run)
+        cfg = run.cfg
+        assert isinstance(cfg, RLlibConfig)
+        self.cfg = cfg
+        self.algo = build_algorithm(cfg, start)
+        self.snapshots = [m for m in opponent_ids(cfg)[0] if m.startswith("snapshot_")]
+        self.train_seconds = 0.0  # in algo.train() alone (sampling + update), for throughput
+        self.counts = {"env_steps": 0.0, "learner_decisions": 0.0, "games": 0.0}
+        self.sampling: list[float] = []  # env steps per second of sampling alone, per iteration
+        if resumed is not None:
+            self.load_state_dict(resumed.trainer)
+        self.net = learner_net(self.algo, cfg)
+        self.start = frozen_copy(start if start is not None else self.net)
+        if resumed is not None:
+            self.start.load_state_dict(resumed.start)
+
+    def step(self, step: int) -> None:
+        cfg, writer, algo = self.cfg, self.run.writer, self.algo
         started = time.time()
         result = algo.train()
-        train_seconds += time.time() - started
-        iteration += 1
-        previous, counts = counts, throughput(result)
-        step = int(counts["env_steps"])
+        self.train_seconds += time.time() - started
+        previous, self.counts = self.counts, throughput(result)
+        counts, seconds = self.counts, self.train_seconds
+        env_step = int(counts["env_steps"])
         timers = result.get("timers", {})  # RLlib's own (smoothed) seconds per iteration
         if timers.get("env_runner_sampling_timer"):
-            sampling.append((counts["env_steps"] - previous["env_steps"]) / timers["env_runner_sampling_timer"])
-            writer.add_scalar("charts/sampling_env_steps_per_second", sampling[-1], step)
+            self.sampling.append((counts["env_steps"] - previous["env_steps"]) / timers["env_runner_sampling_timer"])
+            writer.add_scalar("charts/sampling_env_steps_per_second", self.sampling[-1], env_step)
         if timers.get("learner_update_timer"):
-            writer.add_scalar("charts/update_seconds", timers["learner_update_timer"], step)
-        writer.add_scalar("charts/env_steps_per_second", counts["env_steps"] / train_seconds, step)
-        writer.add_scalar("charts/learner_decisions_per_second", counts["learner_decisions"] / train_seconds, step)
-        writer.add_scalar("charts/games", counts["games"], step)
+            writer.add_scalar("charts/update_seconds", timers["learner_update_timer"], env_step)
+        writer.add_scalar("charts/env_steps_per_second", counts["env_steps"] / seconds, env_step)
+        writer.add_scalar("charts/learner_decisions_per_second", counts["learner_decisions"] / seconds, env_step)
+        writer.add_scalar("charts/games", counts["games"], env_step)
         learner_stats = result.get("learners", {}).get(LEARNER, {})
         for key in ("policy_loss", "vf_loss", "entropy", "vf_explained_var"):
             if isinstance(learner_stats.get(key), numbers.Real):
-                writer.add_scalar(f"losses/{key}", float(learner_stats[key]), step)
-        run.log(
-            f"iteration {iteration}: {step:,} env steps, {int(counts['learner_decisions']):,} learner decisions, "
-            f"{counts['env_steps'] / train_seconds:,.0f} env steps/s"
+                writer.add_scalar(f"losses/{key}", float(learner_stats[key]), env_step)
+        self.run.log(
+            f"iteration {step}: {env_step:,} env steps, {int(counts['learner_decisions']):,} learner decisions, "
+            f"{counts['env_steps'] / seconds:,.0f} env steps/s"
         )
-        if snapshots and iteration % cfg.snapshot_every == 0:
-            slot = snapshots[(iteration // cfg.snapshot_every - 1) % len(snapshots)]
+        if self.snapshots and step % cfg.snapshot_every == 0:
+            slot = self.snapshots[(step // cfg.snapshot_every - 1) % len(self.snapshots)]
             algo.learner_group.set_weights({slot: algo.learner_group.get_weights([LEARNER])[LEARNER]})
             algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, policies=[slot])
-        if iteration % cfg.checkpoint_every == 0:
-            run.checkpoint(learner_net(algo, cfg), "latest.pt")
-        if cfg.eval_every and iteration % cfg.eval_every == 0:
-            run.evaluate(learner_net(algo, cfg), iteration)
-        if 0 < cfg.time_limit_minutes <= run.minutes():
-            stopped_early = iteration < cfg.total_iterations
-            break
-    net = learner_net(algo, cfg)
-    algo.save_to_path(str((run.folder / "checkpoints" / "rllib").resolve()))
-    algo.stop()
-    summary = {
-        "rllib_checkpoint": str(run.folder / "checkpoints" / "rllib"),
-        "stopped_early": stopped_early,
-        "env_steps": int(counts["env_steps"]),
-        "learner_decisions": int(counts["learner_decisions"]),
-        "games": int(counts["games"]),
-        "env_steps_per_second": counts["env_steps"] / max(train_seconds, 1e-9),
-        "learner_decisions_per_second": counts["learner_decisions"] / max(train_seconds, 1e-9),
-        "sampling_env_steps_per_second_median": statistics.median(sampling) if sampling else None,
-    }
-    return run.finish(net, start, iteration, summary)
+        self.net.load_state_dict(learner_net(algo, cfg).state_dict())
+
+    def state_dict(self) -> dict[str, Any]:
+        path = (self.run.folder / "checkpoints" / "rllib-latest").resolve()
+        self.algo.save_to_path(str(path))
+        return {
+            "rllib_checkpoint": str(path),
+            "train_seconds": self.train_seconds,
+            "counts": dict(self.counts),
+            "sampling": list(self.sampling),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        path = Path(state["rllib_checkpoint"])
+        if not path.is_dir():
+            raise ConfigError(f"resume: RLlib's checkpoint of the run, {path}, is missing")
+        self.algo.restore_from_path(str(path))
+        self.train_seconds = float(state["train_seconds"])
+        self.counts = {k: float(v) for k, v in state["counts"].items()}
+        self.sampling = [float(v) for v in state["sampling"]]
+
+    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+        algo, counts, seconds = self.algo, self.counts, max(self.train_seconds, 1e-9)
+        algo.save_to_path(str((self.run.folder / "checkpoints" / "rllib").resolve()))
+        algo.stop()
+        return None, {
+            "rllib_checkpoint": str(self.run.folder / "checkpoints" / "rllib"),
+            "env_steps": int(counts["env_steps"]),
+            "learner_decisions": int(counts["learner_decisions"]),
+            "games": int(counts["games"]),
+            "env_steps_per_second": counts["env_steps"] / seconds,
+            "learner_decisions_per_second": counts["learner_decisions"] / seconds,
+            "sampling_env_steps_per_second_median": statistics.median(self.sampling) if self.sampling else None,
+        }
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -13,11 +13,13 @@ batched over the games), so every transition is the learner's own.
 Opponents (``PoolCallback``): before every rollout one opponent is drawn for all the games, with
 the self-play trainer's schedule: with probability ``latest_prob`` a frozen copy of the current
 learner (sampling from its policy), else ``random``, ``greedy`` or a past snapshot by their
-weights; a snapshot joins the pool every ``snapshot_every`` learner decisions. The same callback
-runs the arena evaluation (``eval/win_rate_vs_<agent>``), writes checkpoints in the project's
-format (``ppo:PATH`` works on them) and the learning curve. SB3 logs its own metrics
-(``train/``, ``rollout/``) to the same TensorBoard folder. The run folder is ``train.run``'s;
-``sb3_model.zip`` is SB3's own save (``MaskablePPO.load``).
+weights; a snapshot joins the pool every ``snapshot_every`` learner decisions. The loop is
+``train.loop``'s, its step one rollout and update (``total_timesteps`` rounded up to whole
+rollouts; ``eval_every`` and ``checkpoint_every`` count updates): the arena evaluations
+(``eval/win_rate_vs_<agent>``), checkpoints in the project's format (``ppo:PATH`` works on them),
+``--resume`` (network, optimizer, pool, counters; the games in progress are dealt anew), the
+learning curve. SB3 logs its own metrics (``train/``, ``rollout/``) to the same TensorBoard
+folder. The run folder is ``train.run``'s; ``sb3_model.zip`` is SB3's own save (``MaskablePPO.load``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.policy import PPOAgent
 from patchwork_env.players.registry import make_agent
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
 from train.run import Run, frozen_copy, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
@@ -134,26 +137,18 @@ class MarginReward(VecEnvWrapper):  # type: ignore[misc]
 
 
 class PoolCallback(BaseCallback):  # type: ignore[misc]
-    """Opponent refresh before each rollout, snapshots, arena evaluations, checkpoints, progress."""
+    """Opponent refresh before each rollout, snapshots into the pool, the training win rates."""
 
-    def __init__(self, cfg: SB3Config, run: Run, pool: OpponentPool, venv: SB3VecEnv) -> None:
+    def __init__(self, cfg: SB3Config, pool: OpponentPool, venv: SB3VecEnv) -> None:
         super().__init__()
-        self.cfg, self.run, self.pool, self.venv = cfg, run, pool, venv
+        self.cfg, self.pool, self.venv = cfg, pool, venv
         self.rng = stream_rng(cfg.seed, Stream.TRAIN, 2)  # opponent draws
         self.next_snapshot = cfg.snapshot_every
-        self.next_eval = cfg.eval_every or cfg.total_timesteps + 1
-        self.next_checkpoint = cfg.checkpoint_every
-        self.bar: Any = None
         self.opponent_name = "random"
 
     @property
     def net(self) -> PatchworkNet:
         return callback_net(self.model)
-
-    def _on_training_start(self) -> None:
-        self.bar = progress_bar(
-            total=self.cfg.total_timesteps, unit="dec", dynamic_ncols=True, disable=not self.cfg.progress
-        )
 
     def _on_rollout_start(self) -> None:
         self.pool.set_latest(self.net)
@@ -172,33 +167,13 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
         self.opponent_name = self.pool.name(code)
 
     def _on_step(self) -> bool:
-        steps = self.num_timesteps
-        self.bar.update(self.training_env.num_envs)
         for info in self.locals.get("infos", []):
             if "won" in info:
                 self.logger.record_mean(f"charts/train_win_rate_vs_{self.opponent_name}", float(info["won"]))
-        if steps >= self.next_snapshot:
-            self.pool.add(self.net, steps)
+        if self.num_timesteps >= self.next_snapshot:
+            self.pool.add(self.net, self.num_timesteps)
             self.next_snapshot += self.cfg.snapshot_every
-        if steps >= self.next_eval:
-            self.evaluate()
-            self.next_eval += self.cfg.eval_every
-        if steps >= self.next_checkpoint:
-            self.checkpoint()
-            self.next_checkpoint += self.cfg.checkpoint_every
-        return not 0 < self.cfg.time_limit_minutes < self.run.minutes()
-
-    def evaluate(self) -> None:
-        was_training = self.net.training
-        self.run.evaluate(self.net, self.num_timesteps)
-        self.net.train(was_training)
-
-    def checkpoint(self) -> None:
-        self.run.checkpoint(self.net, "latest.pt")
-
-    def _on_training_end(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+        return True
 
 
 def make_env(cfg: SB3Config) -> tuple[SB3VecEnv, Any]:
@@ -214,50 +189,108 @@ def main(cfg: SB3Config, name: str = "sb3") -> dict[str, Any]:
     """Train MaskablePPO; returns the summary (``train.run.Run.finish``)."""
     cfg.validate()
     preflight(cfg)
-    run = Run(cfg, name, "timestep")
-    venv, env = make_env(cfg)
-    pool = OpponentPool(
-        cfg.net,
-        size=cfg.pool_size,
-        latest_prob=cfg.latest_prob,
-        random_weight=cfg.random_weight,
-        greedy_weight=cfg.greedy_weight,
-        snapshot_weight=cfg.snapshot_weight,
-    )
-    model = MaskablePPO(
-        PatchworkPolicy,
-        env,
-        learning_rate=cfg.learning_rate,
-        n_steps=cfg.n_steps,
-        batch_size=cfg.batch_size,
-        n_epochs=cfg.n_epochs,
-        gamma=cfg.gamma,
-        gae_lambda=cfg.gae_lambda,
-        clip_range=cfg.clip_range,
-        ent_coef=cfg.ent_coef,
-        vf_coef=cfg.vf_coef,
-        max_grad_norm=cfg.max_grad_norm,
-        policy_kwargs={"net_config": cfg.net.to_dict(), "optimizer_kwargs": {"eps": 1e-5}},
-        seed=stream_seed(cfg.seed, Stream.TRAIN, 1),
-        device="cpu",
-        verbose=0,
-    )
-    model.set_logger(configure(str(run.folder), ["tensorboard"]))
-    callback = PoolCallback(cfg, run, pool, venv)
-    start = frozen_copy(callback_net(model))
-    run.checkpoint(start, "start.pt")
-    print(f"run folder: {run.folder}")
-    try:
-        model.learn(total_timesteps=cfg.total_timesteps, callback=callback)
-    except KeyboardInterrupt:
-        callback.checkpoint()
-        print("\ninterrupted; checkpoint: checkpoints/latest.pt")
-        raise
-    callback.evaluate()
-    callback.checkpoint()
-    model.save(run.folder / "sb3_model.zip")
-    env.close()
-    return run.finish(callback.net, start, int(model.num_timesteps), {})
+    net = initial_network(cfg)
+    run, resumed = open_run(cfg, name, "update")
+    updates = -(-cfg.total_timesteps // (cfg.n_envs * cfg.n_steps))  # whole rollouts
+    return run_loop(run, MaskablePPOTrainer(run, net, resumed), updates, resumed)
+
+
+class MaskablePPOTrainer(Trainer):
+    """The loop's step: one ``MaskablePPO.learn`` call of one rollout (``n_envs * n_steps`` learner
+    decisions) and its update. On ``--resume`` the games in progress are dealt anew."""
+
+    def __init__(self, run: Run, net: PatchworkNet | None, resumed: Resumed | None) -> None:
+        super().__init__(run)
+        cfg = run.cfg
+        assert isinstance(cfg, SB3Config)
+        self.cfg = cfg
+        self.venv, self.env = make_env(cfg)
+        start = resumed.net if resumed is not None else net
+        net_config = start.config if start is not None else cfg.net
+        self.pool = OpponentPool(
+            net_config,
+            size=cfg.pool_size,
+            latest_prob=cfg.latest_prob,
+            random_weight=cfg.random_weight,
+            greedy_weight=cfg.greedy_weight,
+            snapshot_weight=cfg.snapshot_weight,
+        )
+        self.model = MaskablePPO(
+            PatchworkPolicy,
+            self.env,
+            learning_rate=cfg.learning_rate,
+            n_steps=cfg.n_steps,
+            batch_size=cfg.batch_size,
+            n_epochs=cfg.n_epochs,
+            gamma=cfg.gamma,
+            gae_lambda=cfg.gae_lambda,
+            clip_range=cfg.clip_range,
+            ent_coef=cfg.ent_coef,
+            vf_coef=cfg.vf_coef,
+            max_grad_norm=cfg.max_grad_norm,
+            policy_kwargs={"net_config": net_config.to_dict(), "optimizer_kwargs": {"eps": 1e-5}},
+            seed=stream_seed(cfg.seed, Stream.TRAIN, 1),
+            device="cpu",
+            verbose=0,
+        )
+        self.model.set_logger(configure(str(run.folder), ["tensorboard"]))
+        self.callback = PoolCallback(cfg, self.pool, self.venv)
+        self.net = callback_net(self.model)
+        if start is not None:
+            self.net.load_state_dict(start.state_dict())
+        self.start = frozen_copy(self.net)
+        if resumed is not None:
+            self.start.load_state_dict(resumed.start)
+            self.load_state_dict(resumed.trainer)
+        self.bar = progress_bar(
+            total=cfg.total_timesteps,
+            initial=self.model.num_timesteps,
+            unit="dec",
+            dynamic_ncols=True,
+            disable=not cfg.progress,
+        )
+        print(f"run folder: {run.folder}")
+
+    def step(self, step: int) -> None:
+        before = self.model.num_timesteps
+        self.model.learn(
+            total_timesteps=self.cfg.n_envs * self.cfg.n_steps, callback=self.callback, reset_num_timesteps=False
+        )
+        self.bar.update(self.model.num_timesteps - before)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.model.policy.optimizer.state_dict(),
+            "pool": self.pool.state_dict(),
+            "numpy_rng": self.callback.rng.bit_generator.state,
+            "counters": {
+                "num_timesteps": self.model.num_timesteps,
+                "n_updates": self.model._n_updates,
+                "next_snapshot": self.callback.next_snapshot,
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.policy.optimizer.load_state_dict(state["optimizer"])
+        self.pool.load_state_dict(state["pool"])
+        self.callback.rng.bit_generator.state = state["numpy_rng"]
+        counters = state["counters"]
+        self.model.num_timesteps = int(counters["num_timesteps"])
+        self.model._n_updates = int(counters["n_updates"])
+        self.callback.next_snapshot = int(counters["next_snapshot"])
+
+    def evaluate(self, step: int) -> None:
+        was_training = self.net.training
+        self.run.evaluate(self.net, step)
+        self.net.train(was_training)
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+        self.model.save(self.run.folder / "sb3_model.zip")
+        self.env.close()
+        return None, {"timesteps": int(self.model.num_timesteps), "sb3_model": str(self.run.folder / "sb3_model.zip")}
 
 
 def callback_net(model: Any) -> PatchworkNet:

@@ -16,9 +16,9 @@ consecutive transitions and the final reward reaches both seats. Then clipped PP
 learner's decisions. With ``net.prior_scale > 0`` the network is a residual policy on greedy's
 one-ply evaluation, whose terms the rollout computes from the game states and stores.
 
-Every ``eval_every`` updates the network plays the ``eval_opponents`` (``train.run``); resuming
-restores the network, optimizer, counters, pool, generators and evaluation history (the games in
-progress are dealt anew).
+The loop around the step is ``train.loop``'s (time limit, evaluations every ``eval_every`` updates,
+checkpoints, ``--resume``: the network, optimizer, pool, generators, counters and the games in
+progress come back, so a resumed run continues exactly where it stopped).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ if __name__ == "__main__":
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,7 @@ from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
 from patchwork_env.players.heuristic import NUM_FEATURES
 from patchwork_env.players.network import PatchworkNet, count_parameters, prior_for, sample_actions
-from train.config import ConfigError
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
 from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
@@ -58,101 +57,103 @@ def main(cfg: SelfPlayConfig, name: str = "selfplay") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``)."""
     cfg.validate()
     preflight(cfg)
-    checkpoint = read_checkpoint(cfg.resume) if cfg.resume else None
-    trainer = resumed_state(cfg, checkpoint)
-    net = start_network(cfg, checkpoint)
-    learner = new_learner(cfg, net, trainer)
-    if cfg.resume and not cfg.run_dir:  # a resumed run writes into its own folder
-        cfg = dataclasses.replace(cfg, run_dir=str(read_run_dir(cfg.resume)))
-    run = Run(cfg, name, "update", trainer.get("eval_history"), trainer.get("elapsed_seconds", 0.0) / 60)
-    best: dict[str, Any] = dict(trainer.get("best", {}))
-    if checkpoint is None:
-        run.checkpoint(learner.net, "start.pt")  # the start alone, as an agent
-        if cfg.eval_every:
-            evaluate(run, learner, best)  # update 0 of the learning curve
-        run.checkpoint(learner.net, "latest.pt", trainer_state(run, learner, best))
-    bar = progress_bar(
-        total=cfg.total_updates,
-        initial=learner.update,
-        unit="upd",
-        dynamic_ncols=True,
-        disable=not cfg.progress,
-        file=sys.stdout,
-    )
-    bar.write(f"run folder: {run.folder}  (network: {count_parameters(learner.net):,} parameters)")
-    stopped_early = False
-    diagnostics: dict[str, float] = {}
-    try:
-        while learner.update < cfg.total_updates:
-            collected = collect_rollout(learner)
-            metrics = update_policy(learner, collected)
-            log_update(run, learner, collected, metrics)
-            diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
-            bar.update(1)
-            bar.set_postfix(dps=f"{metrics['charts/decisions_per_second']:.0f}", refresh=False)
-            run.minute_checkpoints(learner.net, cfg.checkpoint_minutes)
-            out_of_time = 0 < cfg.time_limit_minutes < run.minutes()
-            last = learner.update >= cfg.total_updates or out_of_time
-            if (cfg.eval_every and learner.update % cfg.eval_every == 0) or last:
-                evaluate(run, learner, best)
-            if learner.update % cfg.checkpoint_every == 0 or last:
-                run.checkpoint(learner.net, "latest.pt", trainer_state(run, learner, best))
-            if out_of_time and not learner.update >= cfg.total_updates:
-                bar.write(f"time limit of {cfg.time_limit_minutes} minutes reached after {learner.update} updates")
-                stopped_early = True
-                break
-    except KeyboardInterrupt:
-        path = run.checkpoint(learner.net, "latest.pt", trainer_state(run, learner, best))
-        print(f"\ninterrupted after {learner.update} updates; checkpoint: {path}")
-        raise
-    finally:
-        bar.close()
-    evaluated, evaluated_path = learner.net, run.folder / "checkpoints" / "final.pt"
-    if best:  # keep_best: the final evaluation plays the best periodic network
-        evaluated_path = run.folder / "checkpoints" / "best.pt"
-        evaluated = net_from_checkpoint(read_checkpoint(evaluated_path))
-        print(
-            f"keep_best: evaluating checkpoints/best.pt (update {best['update']}, "
-            f"periodic win rate {best['win_rate']:.3f} vs {best['opponent']})"
+    net = initial_network(cfg)
+    run, resumed = open_run(cfg, name, "update")
+    return run_loop(run, SelfPlay(run, net, resumed), cfg.total_updates, resumed)
+
+
+class SelfPlay(Trainer):
+    """The loop's step: one rollout over the games in progress, one PPO update on it."""
+
+    def __init__(self, run: Run, net: PatchworkNet | None, resumed: Resumed | None) -> None:
+        super().__init__(run)
+        cfg = run.cfg
+        assert isinstance(cfg, SelfPlayConfig)
+        self.learner = new_learner(cfg, resumed.net if resumed else net if net is not None else start_network(cfg))
+        self.net, self.start = self.learner.net, self.learner.start
+        self.best: dict[str, Any] = {}
+        self.diagnostics: dict[str, float] = {}
+        if resumed is not None:
+            self.start.load_state_dict(resumed.start)
+            self.load_state_dict(resumed.trainer)
+        self.bar = progress_bar(
+            total=cfg.total_updates,
+            initial=self.learner.update,
+            unit="upd",
+            dynamic_ncols=True,
+            disable=not cfg.progress,
+            file=sys.stdout,
         )
-    summary = {
-        "evaluated_checkpoint": str(evaluated_path),
-        "last_update_diagnostics": diagnostics,
-        "best": best,
-        "learner_decisions": learner.decisions,
-        "games_finished": learner.games_done,
-        "stopped_early": stopped_early,
-        "start_checkpoint": str(run.folder / "checkpoints" / "start.pt"),
-    }
-    return run.finish(learner.net, learner.start, learner.update, summary, evaluated)
+        self.bar.write(f"run folder: {run.folder}  (network: {count_parameters(self.net):,} parameters)")
+
+    def step(self, step: int) -> None:
+        collected = collect_rollout(self.learner)
+        metrics = update_policy(self.learner, collected)
+        log_update(self.run, self.learner, collected, metrics)
+        self.diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
+        self.bar.update(1)
+        self.bar.set_postfix(dps=f"{metrics['charts/decisions_per_second']:.0f}", refresh=False)
+
+    def evaluate(self, step: int) -> None:
+        evaluate(self.run, self.learner, self.best)
+
+    def state_dict(self) -> dict[str, Any]:
+        learner = self.learner
+        return {
+            "optimizer": learner.optimizer.state_dict(),
+            "pool": learner.pool.state_dict(),
+            "numpy_rng": learner.rng.bit_generator.state,
+            "torch_rng": learner.gen.get_state(),
+            # tensors, as a checkpoint holds them (the streams' uint64 words as int64 bits)
+            "games": {k: torch.from_numpy(v.view(np.int64)) for k, v in learner.games.snapshot().items()},
+            "codes": torch.from_numpy(learner.codes.copy()),
+            "seats": torch.from_numpy(learner.seats.copy()),
+            "game_length": torch.from_numpy(learner.game_length.copy()),
+            "counters": {k: getattr(learner, k) for k in ("update", "global_step", "decisions", "games_done")},
+            "best": self.best,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        learner = self.learner
+        learner.optimizer.load_state_dict(state["optimizer"])
+        learner.pool.load_state_dict(state["pool"])
+        learner.rng.bit_generator.state = state["numpy_rng"]
+        learner.gen.set_state(state["torch_rng"])
+        games = {k: v.numpy() for k, v in state["games"].items()}
+        learner.games.restore(
+            {**games, "deal_rng": games["deal_rng"].view(np.uint64), "play_rng": games["play_rng"].view(np.uint64)}
+        )
+        learner.codes, learner.seats = state["codes"].numpy().copy(), state["seats"].numpy().copy()
+        learner.game_length = state["game_length"].numpy().copy()
+        for key, value in state["counters"].items():
+            setattr(learner, key, int(value))
+        self.best = dict(state["best"])
+
+    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+        evaluated: PatchworkNet | None = None
+        path = self.run.folder / "checkpoints" / "final.pt"
+        if self.best:  # keep_best: the final evaluation plays the best periodic network
+            path = self.run.folder / "checkpoints" / "best.pt"
+            evaluated = net_from_checkpoint(read_checkpoint(path))
+            print(
+                f"keep_best: evaluating checkpoints/best.pt (update {self.best['update']}, "
+                f"periodic win rate {self.best['win_rate']:.3f} vs {self.best['opponent']})"
+            )
+        summary = {
+            "evaluated_checkpoint": str(path),
+            "last_update_diagnostics": self.diagnostics,
+            "best": self.best,
+            "learner_decisions": self.learner.decisions,
+            "games_finished": self.learner.games_done,
+        }
+        return evaluated, summary
+
+    def close(self) -> None:
+        self.bar.close()
 
 
-def resumed_state(cfg: SelfPlayConfig, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
-    """The trainer state of the checkpoint a run resumes (empty for a fresh run); its network must
-    have the config's sizes."""
-    if checkpoint is None:
-        return {}
-    trainer: dict[str, Any] = checkpoint.get("trainer", {})
-    if "optimizer" not in trainer:
-        raise ConfigError(f"{cfg.resume} holds a network but no trainer state: it cannot be resumed")
-    stored, wanted = dict(checkpoint.get("net_config", {})), cfg.net.to_dict()
-    changed = sorted(k for k in wanted if k in stored and stored[k] != wanted[k])
-    if changed:
-        detail = ", ".join(f"net.{k}: checkpoint {stored[k]!r}, config {wanted[k]!r}" for k in changed)
-        raise ConfigError(f"cannot resume {cfg.resume} with another network ({detail}); start a new run to change it")
-    return trainer
-
-
-def read_run_dir(resume: str) -> str:
-    """The run folder of a checkpoint (``<run>/checkpoints/latest.pt`` -> ``<run>``)."""
-    parent = Path(resume).parent
-    return str(parent.parent if parent.name == "checkpoints" else parent)
-
-
-def start_network(cfg: SelfPlayConfig, checkpoint: dict[str, Any] | None) -> PatchworkNet:
-    """The resumed network, the one of ``init_checkpoint``, or a fresh one (seeded)."""
-    if checkpoint is not None:
-        return net_from_checkpoint(checkpoint, cfg.resume)
+def start_network(cfg: SelfPlayConfig) -> PatchworkNet:
+    """A fresh network (seeded), or the one of ``init_checkpoint``."""
     if cfg.init_checkpoint:
         return load_network(cfg.init_checkpoint, "init_checkpoint")
     torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
@@ -184,9 +185,9 @@ class Learner:
     games_done: int = 0
 
 
-def new_learner(cfg: SelfPlayConfig, net: PatchworkNet, trainer: dict[str, Any]) -> Learner:
-    """A learner around ``net``; a checkpoint's ``trainer`` state (may be empty) restores the
-    optimizer, the pool, the generators and the counters."""
+def new_learner(cfg: SelfPlayConfig, net: PatchworkNet) -> Learner:
+    """A fresh learner around ``net``: optimizer, pool, generators, games (``SelfPlay.load_state_dict``
+    puts back a resumed run's)."""
     net.train()
     pool = OpponentPool(
         net.config,
@@ -198,19 +199,6 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet, trainer: dict[str, Any])
     )
     rng = stream_rng(cfg.seed, Stream.TRAIN)
     gen = torch.Generator().manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-    optimizer = make_optimizer(net, cfg)
-    start = frozen_copy(net)
-    counters: dict[str, int] = {}
-    if trainer:
-        optimizer.load_state_dict(trainer["optimizer"])
-        for group in optimizer.param_groups:  # checkpoints from before per-group learning rates
-            group.setdefault("base_lr", cfg.learning_rate)
-        pool.load_state_dict(trainer["pool"])
-        rng.bit_generator.state = trainer["numpy_rng"]
-        gen.set_state(trainer["torch_rng"])
-        if trainer.get("start_model") is not None:  # older checkpoints: the resumed network is the start
-            start.load_state_dict(trainer["start_model"])
-        counters = {k: int(trainer[k]) for k in ("update", "global_step", "decisions", "games_done")}
     settings = PPOSettings(
         update_epochs=cfg.update_epochs,
         num_minibatches=cfg.num_minibatches,
@@ -231,8 +219,8 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet, trainer: dict[str, Any])
     return Learner(
         cfg=cfg,
         net=net,
-        start=start,
-        optimizer=optimizer,
+        start=frozen_copy(net),
+        optimizer=make_optimizer(net, cfg),
         pool=pool,
         rng=rng,
         gen=gen,
@@ -242,7 +230,6 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet, trainer: dict[str, Any])
         seats=seats,
         game_length=np.zeros(n, np.int64),
         rollout=rollout,
-        **counters,
     )
 
 
@@ -389,25 +376,6 @@ def evaluate(run: Run, learner: Learner, best: dict[str, Any]) -> None:
     if rate is not None and rate > best.get("win_rate", -1.0):
         best.update(update=learner.update, win_rate=rate, opponent=cfg.keep_best)
         run.checkpoint(learner.net, "best.pt")
-
-
-def trainer_state(run: Run, learner: Learner, best: dict[str, Any]) -> dict[str, Any]:
-    """What ``--resume`` restores (stored in ``latest.pt``)."""
-    return {
-        "config": dataclasses.asdict(run.cfg),
-        "optimizer": learner.optimizer.state_dict(),
-        "pool": learner.pool.state_dict(),
-        "numpy_rng": learner.rng.bit_generator.state,
-        "torch_rng": learner.gen.get_state(),
-        "update": learner.update,
-        "global_step": learner.global_step,
-        "decisions": learner.decisions,
-        "games_done": learner.games_done,
-        "eval_history": run.history,
-        "best": best,
-        "elapsed_seconds": 60 * run.minutes(),
-        "start_model": learner.start.state_dict(),
-    }
 
 
 def cli(argv: list[str] | None = None) -> int:

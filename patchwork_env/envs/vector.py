@@ -175,6 +175,24 @@ class VectorGames:
         self._arrays.states[:] = checked
         self._k.refresh(self._batch_fields, self._to_move, False)
 
+    def snapshot(self) -> dict[str, npt.NDArray[Any]]:
+        """Copies of what the games' future depends on: the positions and every game's deal and
+        play streams (a trainer's checkpoint keeps them, so a resumed run plays on the same games)."""
+        return {name: getattr(self._arrays, name).copy() for name in ("states", "deal_rng", "play_rng")}
+
+    def restore(self, snapshot: dict[str, npt.NDArray[Any]]) -> None:
+        """Put back what ``snapshot`` returned (of a batch of the same size); positions are checked
+        as ``set_states`` checks them."""
+        for name in ("deal_rng", "play_rng"):
+            array = np.asarray(snapshot[name])
+            if array.shape != (self.num_games,) or array.dtype != np.uint64:
+                raise ValueError(
+                    f"{name} must be {self.num_games} uint64 stream words, got {array.dtype} {array.shape}"
+                )
+        self.set_states(snapshot["states"])
+        self._arrays.deal_rng[:] = snapshot["deal_rng"]
+        self._arrays.play_rng[:] = snapshot["play_rng"]
+
     def game(self, i: int) -> GameState:
         """Game ``i`` (an integer in 0..num_games-1; no negative indices) as an (immutable) ``GameState``."""
         if not is_integer(i) or not 0 <= i < self.num_games:
