@@ -174,7 +174,7 @@ def test_specs_build_the_named_agents() -> None:
         ("mcts:sims=4,sims=5", ["given twice"]),
         ("mcts:sims=0", ["'sims' must be in [1, 100000]"]),
         ("mcts:time=-1", ["'time' must be in [0.001, 3600]"]),
-        ("greedy:temp=-1", ["'temp' must be in [0, 1e+06]"]),
+        ("greedy:temp=-1", ["'temp' must be in [0, 1000000]"]),
         ("random:x=1", ["random has no parameter 'x'", "no parameters"]),
         ("ppo", ["ppo needs ppo:PATH"]),
         ("", ["non-empty string"]),

@@ -107,7 +107,7 @@ def test_a_file_with_wrong_keys_or_types_names_them(data: dict[str, object], mes
         ({"num_games": 0}, r"num_games must be in \[1, 65536\]"),
         ({"num_games": 2**31 - 1}, r"num_games must be in \[1, 65536\]"),
         ({"num_games": 4096, "rollout_steps": 4096}, r"num_games \* rollout_steps must be <= 2097152"),
-        ({"latest_prob": 1.5}, r"latest_prob must be in \[0.0, 1.0\]"),
+        ({"latest_prob": 1.5}, r"latest_prob must be in \[0, 1\]"),
         ({"torch_threads": 10**9}, r"torch_threads must be in \[1, 256\]"),
         ({"pool_size": 0}, r"pool_size must be >= 1 when snapshot_weight > 0"),
         ({"random_weight": 0, "greedy_weight": 0, "snapshot_weight": 0}, r"at least one must be positive"),

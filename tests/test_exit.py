@@ -291,8 +291,8 @@ def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path)
         (["--positions-per-iteration", "2147483647"], "positions_per_iteration must be in [2, 10000000]"),
         (["--window", "100000"], "window must be in [1, 1000]"),
         (["--positions-per-iteration", "100000", "--position-stride", "1000"], "decisions played per iteration"),
-        (["--greedy-share", "1.5"], "greedy_share must be in [0.0, 1.0]"),
-        (["--target", "best"], "target must be 'policy' or 'visits'"),
+        (["--greedy-share", "1.5"], "greedy_share must be in [0, 1]"),
+        (["--target", "best"], "target must be one of policy, visits"),
         (["--gate-threshold", "nan"], "gate_threshold must be a finite number"),
         (["--checkpoint-minutes", "-1"], "checkpoint_minutes must be at most 100 numbers"),
         (
@@ -306,7 +306,7 @@ def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path)
         (["--search-eval-opponents", "nosuch", "3"], "search_eval_opponents: unknown agent 'nosuch'"),
         (["--search-eval-opponents", "greedy", "0"], "search_eval_opponents['greedy'] must be in 1..100000 pairs"),
         (["--unsure-sims", "50"], "unsure_sims must be in [101, 100000], got 50"),
-        (["--unsure-sims", "400", "--unsure-margin", "0"], "unsure_margin must be > 0.0, got 0.0"),
+        (["--unsure-sims", "400", "--unsure-margin", "0"], "unsure_margin must be > 0 and <= 1, got 0.0"),
     ],
 )
 def test_command_line_errors_are_one_line_and_write_nothing(

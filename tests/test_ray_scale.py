@@ -111,6 +111,14 @@ def test_rllib_smoke_run_on_the_cluster_plays_only_legal_moves(cluster_report: d
     assert result.pairs[0].games == 4
 
 
+def test_rllib_resumes_its_run_with_rllibs_own_state(cluster_report: dict[str, Any]) -> None:
+    """``--resume latest.pt --total-iterations 3`` continues the two-iteration run in its folder: the
+    algorithm's counters come back from ``checkpoints/rllib-latest`` and go on."""
+    first, resumed = cluster_report["rllib"], cluster_report["rllib_resumed"]
+    assert resumed["run_folder"] == first["run_folder"] and resumed["iterations"] == 3
+    assert resumed["env_steps"] > first["env_steps"] and resumed["learner_decisions"] > first["learner_decisions"]
+
+
 # --- without a cluster --------------------------------------------------------------------------
 class SequentialBackend:
     """The backend protocol in this process: ``shared`` and the items travel pickled, like to a worker."""
@@ -163,7 +171,7 @@ def test_opponent_weights_follow_the_config() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--reward", "margin"], "reward must be 'win' or 'score'"),
+        (["--reward", "margin"], "reward must be one of win, score"),
         (["--minibatch-size", "5000"], "minibatch_size (5000) must be at most train_batch_size"),
         (["--num-env-runners", "-1"], "num_env_runners must be in [0, "),
     ],

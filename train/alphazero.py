@@ -20,7 +20,7 @@ Steps, in order (``train`` reads the same way):
    (its most probable legal move, as the ``pretrained`` agent plays) against ``eval_opponents`` on
    paired deals, with ``iter_<k>.pt``; ``checkpoints/latest.pt`` every ``checkpoint_every``
    iterations (``--resume`` continues from it: network, optimizer, replay buffer, generators); the
-   project's checkpoint format: ``ppo:PATH`` / ``az:path=PATH`` load them.
+   project's checkpoint format: ``network:PATH`` / ``az:path=PATH`` load them.
 5. **Finish**: the final evaluation on fresh deals, ``final.pt``, the learning curve, a summary.
 
 The run folder is ``train.run``'s (TensorBoard: ``selfplay/``, ``losses/``, ``eval/``).

@@ -3,8 +3,11 @@ it); ``train.cli`` loads a YAML file into the dataclass and applies the command 
 
 Units: evaluation sizes count paired deals, each played twice with the seats swapped
 (``eval_opponents``, ``final_eval_pairs``); ``*_every`` fields count the trainer's own step, named
-in its docstring. ``validate`` checks values only (ranges and bounds, stated once in ``LIMITS``);
-the agents and checkpoints a config names are built or read by the run, once, at its start.
+in its docstring. A field's bounds stand beside it (``bounded``, ``above``: far above any config
+shipped here, low enough that a typo such as 2147483647 games is refused before anything is
+allocated) and one check reads them all (``check_bounds``, the rule ``patchwork_env.core.bounds``
+that the agent specs use too); ``validate`` adds what spans fields. The agents and checkpoints a
+config names are built or read by the run, once, at its start.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchwork_env.cli.common import MAX_SEED
+from patchwork_env.core.bounds import out_of_bounds
 from patchwork_env.evaluation.backend import BACKENDS
 from patchwork_env.players.net_config import NetConfig
 
@@ -24,49 +28,28 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message names the field."""
 
 
-# upper bounds of the sizes a run allocates or loops over: far above any config shipped here,
-# low enough that a typo (2147483647 games) is refused before anything is allocated
-LIMITS: dict[str, int] = {
-    "torch_threads": 256,
-    "eval_workers": 256,
-    "final_eval_pairs": 100_000,
-    "eval_pairs": 100_000,
-    "pool_size": 1_000,
-    "num_games": 65_536,
-    "rollout_steps": 4_096,
-    "games_x_steps": 2**21,  # num_games * rollout_steps: decisions held in one rollout buffer
-    "total_updates": 10**7,
-    "update_epochs": 1_000,
-    "num_minibatches": 65_536,
-    "positions": 10**7,
-    "rounds": 1_000,
-    "epochs": 1_000,
-    "workers": 256,
-    "iterations": 10**7,
-    "games_per_iteration": 65_536,
-    "sims": 100_000,
-    "considered": 2_026,
-    "buffer_size": 10**7,
-    "batch_size": 1_048_576,
-    "updates_per_iteration": 10**6,
-    "warmup_games": 1_000_000,
-    "warmup_steps": 10**7,
-    "temp_plies": 1_000,
-    "n_envs": 4_096,
-    "n_steps": 65_536,
-    "total_timesteps": 10**10,
-    "env_runners": 1_024,
-    "train_batch_size": 10**7,
-    "period": 10**10,
-    "position_stride": 1_000,
-    "rollouts": 1_000,
-    "search_batch": 65_536,
-    "window": 1_000,
-}
 CLOCKS = ("wall", "process")
 # the engine's sizes, for memory estimates without loading it (tests/test_config.py checks them)
 OBS_DIM, NUM_ACTIONS, STATE_LEN, PRIOR_FEATURES = 1452, 2026, 129, 9
 RUN_DIR = re.compile(r"^[A-Za-z0-9._/\-]*$")
+INF = math.inf
+MAX_PAIRS = 100_000  # paired deals of one evaluation
+MAX_POSITIONS = 10**7  # positions labelled, played or trained on
+
+
+def bounded(default: Any, low: float, high: float) -> Any:
+    """A field whose values lie in ``[low, high]`` (``check_bounds`` reads it)."""
+    return field(default=default, metadata={"bounds": (low, high)})
+
+
+def above(default: Any, low: float, high: float = INF) -> Any:
+    """A field whose values lie in ``(low, high]``."""
+    return field(default=default, metadata={"bounds": (low, high), "low_open": True})
+
+
+def one_of(default: str, *choices: str) -> Any:
+    """A field whose value is one of ``choices``."""
+    return field(default=default, metadata={"choices": choices})
 
 
 @dataclass
@@ -79,13 +62,13 @@ class CommonConfig:
     resumes it or ``overwrite`` is set."""
     overwrite: bool = False
     """Start afresh in a ``run_dir`` that holds an earlier run: its files are removed first."""
-    seed: int = 0
+    seed: int = bounded(0, 0, MAX_SEED)
     """Seed of everything random in training (games, sampling, opponents, network init)."""
-    torch_threads: int = 1
+    torch_threads: int = bounded(1, 1, 256)
     """Threads torch may use. 1 leaves the other core to the game engine."""
     progress: bool = True
     """Show progress (bars, one line per evaluation)."""
-    clock: str = "wall"
+    clock: str = one_of("wall", *CLOCKS)
     """What a minute of training is (time limits, minute checkpoints, the curve's x axis): ``wall``
     (elapsed time) or ``process`` (this process's CPU time, so that runs sharing the cores get the
     same compute per minute; work done by Ray workers does not count)."""
@@ -93,9 +76,9 @@ class CommonConfig:
     """The network's sizes (``patchwork_env.players.net_config``)."""
     eval_opponents: dict[str, int] = field(default_factory=lambda: {"random": 20, "greedy": 50})
     """Periodic evaluation: agent spec -> paired deals."""
-    eval_workers: int = 1
+    eval_workers: int = bounded(1, 1, 256)
     """Processes of the evaluations (1: in this process)."""
-    final_eval_pairs: int = 100
+    final_eval_pairs: int = bounded(100, 0, 100_000)
     """Paired deals against each of ``final_eval_opponents`` at the end, on deals no periodic
     evaluation played; 0: none."""
     final_eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
@@ -105,12 +88,12 @@ class CommonConfig:
     # the loop (``train.loop``); a step is the trainer's unit: an update, an iteration, a round
     init_checkpoint: str = ""
     """Start from the network in this checkpoint (its sizes replace ``net``); empty: a fresh network."""
-    time_limit_minutes: float = 0.0
+    time_limit_minutes: float = bounded(0.0, 0.0, INF)
     """Stop after the step that reaches this many minutes of training (then the final evaluation); 0: no limit."""
-    eval_every: int = 10
+    eval_every: int = bounded(10, 0, 10**10)
     """Steps between periodic evaluations (also one at the start and one at the last step); 0: none
     (the final evaluation on fresh deals still runs)."""
-    checkpoint_every: int = 10
+    checkpoint_every: int = bounded(10, 1, 10**10)
     """Steps between resumable checkpoints ``checkpoints/latest.pt`` (also at the last step and on Ctrl-C)."""
     checkpoint_minutes: list[float] = field(default_factory=list)
     """Also keep ``checkpoints/minute-<m>.pt``, the network after the step that passes ``m``
@@ -127,28 +110,20 @@ class CommonConfig:
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first impossible value."""
         check_numbers(self)
+        check_bounds(self)
         try:
             self.net.validate(prefix="net.")
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         if not RUN_DIR.match(self.run_dir) or ".." in self.run_dir.split("/"):
             raise ConfigError(f"run_dir may hold letters, digits and ._-/ (no '..'), got {self.run_dir!r}")
-        between(self, "seed", 0, MAX_SEED)
-        if self.clock not in CLOCKS:
-            raise ConfigError(f"clock must be one of {', '.join(CLOCKS)}, got {self.clock!r}")
-        between(self, "torch_threads", 1, LIMITS["torch_threads"])
-        between(self, "eval_workers", 1, LIMITS["eval_workers"])
-        between(self, "final_eval_pairs", 0, LIMITS["final_eval_pairs"])
         for spec, pairs in self.eval_opponents.items():
             if not spec.strip():
                 raise ConfigError("eval_opponents: an agent spec must not be empty")
-            if not 1 <= pairs <= LIMITS["eval_pairs"]:
-                raise ConfigError(f"eval_opponents[{spec!r}] must be in 1..{LIMITS['eval_pairs']} pairs, got {pairs}")
+            if not 1 <= pairs <= MAX_PAIRS:
+                raise ConfigError(f"eval_opponents[{spec!r}] must be in 1..{MAX_PAIRS} pairs, got {pairs}")
         if any(not spec.strip() for spec in self.final_eval_opponents):
             raise ConfigError("final_eval_opponents: an agent spec must not be empty")
-        between(self, "time_limit_minutes", 0.0, math.inf)
-        between(self, "eval_every", 0, LIMITS["period"])
-        between(self, "checkpoint_every", 1, LIMITS["period"])
         check_minutes(self, "checkpoint_minutes")
 
 
@@ -156,43 +131,35 @@ class CommonConfig:
 class PPOConfig(CommonConfig):
     """What the PPO trainers share (self-play, MaskablePPO, RLlib): the loss, the reward, the pool."""
 
-    learning_rate: float = 3e-4
+    learning_rate: float = above(3e-4, 0.0)
     """Adam learning rate (start value when annealed)."""
-    gamma: float = 1.0
+    gamma: float = bounded(1.0, 0.0, 1.0)
     """Discount per own decision (only the end of a game is rewarded: 1.0)."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = bounded(0.95, 0.0, 1.0)
     """GAE lambda over each seat's own decisions."""
-    ent_coef: float = 0.01
+    ent_coef: float = bounded(0.01, 0.0, INF)
     """Entropy bonus (entropy over legal actions only)."""
-    vf_coef: float = 0.5
+    vf_coef: float = bounded(0.5, 0.0, INF)
     """Weight of the value loss."""
-    max_grad_norm: float = 0.5
+    max_grad_norm: float = above(0.5, 0.0)
     """Gradient norm clip."""
-    reward_margin_weight: float = 0.0
+    reward_margin_weight: float = bounded(0.0, 0.0, 1.0)
     """Final reward = (1 - w) * (+1 win / -1 loss) + w * clip(margin / reward_margin_scale, -1, 1)."""
-    reward_margin_scale: float = 30.0
+    reward_margin_scale: float = above(30.0, 0.0)
     """Score margin (points) that counts as a full +1/-1 in the margin part of the reward."""
-    pool_size: int = 8
+    pool_size: int = bounded(8, 0, 1000)
     """Past snapshots of the learner kept as opponents (the oldest is dropped)."""
-    latest_prob: float = 0.5
+    latest_prob: float = bounded(0.5, 0.0, 1.0)
     """Share of games where the latest learner plays both seats; the others draw a pool opponent."""
-    random_weight: float = 0.1
+    random_weight: float = bounded(0.1, 0.0, INF)
     """Weight of ``random`` among pool opponents."""
-    greedy_weight: float = 0.3
+    greedy_weight: float = bounded(0.3, 0.0, INF)
     """Weight of ``greedy`` among pool opponents."""
-    snapshot_weight: float = 0.6
+    snapshot_weight: float = bounded(0.6, 0.0, INF)
     """Weight of the past snapshots (together; one drawn uniformly) among pool opponents."""
 
     def validate(self) -> None:
         super().validate()
-        above(self, "learning_rate", 0.0)
-        above(self, "reward_margin_scale", 0.0)
-        above(self, "max_grad_norm", 0.0)
-        for key in ("gamma", "gae_lambda", "reward_margin_weight", "latest_prob"):
-            between(self, key, 0.0, 1.0)
-        for key in ("ent_coef", "vf_coef", "random_weight", "greedy_weight", "snapshot_weight"):
-            between(self, key, 0.0, math.inf)
-        between(self, "pool_size", 0, LIMITS["pool_size"])
         if self.random_weight + self.greedy_weight + self.snapshot_weight <= 0:
             raise ConfigError("random_weight, greedy_weight and snapshot_weight: at least one must be positive")
         if self.snapshot_weight > 0 and self.pool_size < 1:
@@ -203,35 +170,35 @@ class PPOConfig(CommonConfig):
 class SelfPlayConfig(PPOConfig):
     """Batched self-play PPO (``train.selfplay``); its step is one update (rollout + optimisation)."""
 
-    num_games: int = 128
+    num_games: int = bounded(128, 1, 65_536)
     """Games stepped together on the vector engine (each step: one decision in every game)."""
-    rollout_steps: int = 64
+    rollout_steps: int = bounded(64, 1, 4096)
     """Vector steps per rollout; the learner's decisions among them form the PPO batch."""
-    total_updates: int = 100
+    total_updates: int = bounded(100, 0, 10**7)
     """PPO updates in the run; 0 trains nothing (the final evaluation of the start)."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over ``total_updates``."""
-    update_epochs: int = 3
+    update_epochs: int = bounded(3, 1, 1000)
     """Passes over the batch per update."""
-    num_minibatches: int = 4
+    num_minibatches: int = bounded(4, 1, 65_536)
     """Minibatches per pass."""
-    clip_coef: float = 0.2
+    clip_coef: float = above(0.2, 0.0)
     """PPO ratio clip."""
     clip_vloss: bool = True
     """Clip the value update like the policy's."""
-    target_kl: float = 0.0
+    target_kl: float = bounded(0.0, 0.0, INF)
     """Stop an update's passes early when the approximate KL exceeds this; 0: never."""
-    critic_warmup_updates: int = 0
+    critic_warmup_updates: int = bounded(0, 0, 10**7)
     """First updates that train only the value head (the policy stays the start policy). Must be
     below ``total_updates``, or the policy never trains."""
-    anchor_coef: float = 0.0
+    anchor_coef: float = bounded(0.0, 0.0, INF)
     """Weight of ``KL(policy || start policy)`` in the loss; 0: no anchor."""
-    prior_lr_scale: float = 1.0
+    prior_lr_scale: float = bounded(1.0, 0.0, INF)
     """Learning rate of the greedy prior's weighting layer relative to the rest (``net.prior_scale > 0``):
     its output multiplies greedy's value terms, so one step moves the policy far."""
     eval_sampled: bool = True
     """Periodic evaluations also play the sampled policy (``eval/win_rate_sampled_vs_<agent>``)."""
-    snapshot_every: int = 10
+    snapshot_every: int = bounded(10, 1, 10**10)
     """Updates between snapshots of the learner added to the pool."""
     keep_best: str = ""
     """An ``eval_opponents`` spec: the network of the best periodic win rate against it is kept as
@@ -245,21 +212,11 @@ class SelfPlayConfig(PPOConfig):
 
     def validate(self) -> None:
         super().validate()
-        between(self, "num_games", 1, LIMITS["num_games"])
-        between(self, "rollout_steps", 1, LIMITS["rollout_steps"])
-        if self.num_games * self.rollout_steps > LIMITS["games_x_steps"]:
+        if self.num_games * self.rollout_steps > 2**21:
             raise ConfigError(
-                f"num_games * rollout_steps must be <= {LIMITS['games_x_steps']} decisions per rollout "
+                f"num_games * rollout_steps must be <= {2**21} decisions per rollout "
                 f"(the rollout buffer holds them all), got {self.num_games * self.rollout_steps}"
             )
-        between(self, "total_updates", 0, LIMITS["total_updates"])
-        between(self, "update_epochs", 1, LIMITS["update_epochs"])
-        between(self, "num_minibatches", 1, LIMITS["num_minibatches"])
-        between(self, "snapshot_every", 1, LIMITS["period"])
-        for key in ("target_kl", "anchor_coef", "prior_lr_scale"):
-            between(self, key, 0.0, math.inf)
-        between(self, "critic_warmup_updates", 0, LIMITS["total_updates"])
-        above(self, "clip_coef", 0.0)
         if self.total_updates and self.critic_warmup_updates >= self.total_updates:
             raise ConfigError(
                 f"critic_warmup_updates ({self.critic_warmup_updates}) must be below total_updates "
@@ -291,22 +248,22 @@ class DistillConfig(CommonConfig):
     """The network's sizes; distillation needs the greedy prior (``prior_scale > 0``)."""
     teacher: str = "mcts:sims=100"
     """The agent spec whose move choices are distilled (root visit shares per kind of move)."""
-    positions: int = 60_000
+    positions: int = bounded(60_000, 2, 10**7)
     """Greedy self-play positions labelled first (those with one legal kind of move are dropped)."""
-    temp: float = 0.5
+    temp: float = bounded(0.5, 0.0, INF)
     """Softmax temperature (score points) of the greedy self-play that samples them."""
-    rounds: int = 0
+    rounds: int = bounded(0, 0, 1000)
     """DAgger rounds after the first: each labels ``dagger_positions`` positions of the network's own
     games (half against greedy, half against itself) and trains again on every label so far."""
-    dagger_positions: int = 40_000
+    dagger_positions: int = bounded(40_000, 2, 10**7)
     """Positions sampled per DAgger round."""
-    epochs: int = 6
+    epochs: int = bounded(6, 1, 1000)
     """Passes over the labels per round."""
-    lr: float = 1e-3
+    lr: float = above(1e-3, 0.0)
     """Adam learning rate."""
-    workers: int = 2
+    workers: int = bounded(2, 1, 256)
     """Processes labelling positions (with ``backend=ray``: CPUs of the local Ray runtime)."""
-    backend: str = "local"
+    backend: str = one_of("local", *BACKENDS)
     """Where the teacher labels: ``local`` (``workers`` processes) or ``ray`` (Ray tasks, on a local
     runtime or the cluster of ``address``); the same labels on both."""
     address: str = ""
@@ -326,14 +283,6 @@ class DistillConfig(CommonConfig):
                 "distillation trains the choice of move kind and needs net.prior_scale > 0 "
                 "(placements come from the greedy prior)"
             )
-        between(self, "positions", 2, LIMITS["positions"])  # one held out, one to train on
-        between(self, "dagger_positions", 2, LIMITS["positions"])
-        between(self, "rounds", 0, LIMITS["rounds"])
-        between(self, "epochs", 1, LIMITS["epochs"])
-        between(self, "workers", 1, LIMITS["workers"])
-        between(self, "temp", 0.0, math.inf)
-        above(self, "lr", 0.0)
-        check_backend(self, "backend")
         if self.address and self.backend != "ray":
             raise ConfigError("address needs backend=ray (it names the Ray cluster of the labelling)")
 
@@ -350,51 +299,51 @@ class ExItConfig(CommonConfig):
     )
     """The network's sizes when ``init_checkpoint`` is empty; it needs the greedy prior
     (``prior_scale > 0``): only the choice of move kind is trained."""
-    iterations: int = 20
+    iterations: int = bounded(20, 1, 10**7)
     """Iterations of positions -> labels -> fit -> gate."""
-    positions_per_iteration: int = 1500
+    positions_per_iteration: int = bounded(1500, 2, 10**7)
     """Positions labelled per iteration (all with a choice of move kind)."""
-    greedy_share: float = 0.5
+    greedy_share: float = bounded(0.5, 0.0, 1.0)
     """Share of the positions from the network's games against ``greedy`` (it plays its most
     probable move); the rest from its games against itself (sampled from its policy)."""
-    position_stride: int = 4
+    position_stride: int = bounded(4, 1, 1000)
     """Decisions played per position kept (a random subset is kept: positions from more games)."""
-    sims: int = 100
+    sims: int = bounded(100, 1, 100_000)
     """Simulations of the labelling search per position (``az:sims``)."""
-    rollouts: int = 4
+    rollouts: int = bounded(4, 1, 1000)
     """Greedy rollouts per valued leaf of the search (``az:rollouts``; the leaf value is theirs alone)."""
-    expand: int = 4
+    expand: int = bounded(4, 1, 100_000)
     """Visits of a leaf before the network expands it (``az:expand``)."""
-    considered: int = 16
+    considered: int = bounded(16, 1, 2026)
     """Gumbel root: kinds of move kept for sequential halving (``az:considered``)."""
-    c_puct: float = 1.25
+    c_puct: float = bounded(1.25, 0.0, INF)
     """PUCT constant below the root (``az:c_puct``)."""
-    target: str = "policy"
+    target: str = one_of("policy", "policy", "visits")
     """The label: ``policy``, the search's improved policy (Gumbel: softmax(logit + sigma(completed
     Q))), or ``visits``, its root visit shares."""
     unsure_sims: int = 0
     """Positions whose label is unsure (its two largest kinds of move within ``unsure_margin``) are
     searched again with this many simulations (more than ``sims``), that label kept; 0: off."""
-    unsure_margin: float = 0.2
+    unsure_margin: float = bounded(0.2, 0.0, 1.0)
     """With ``unsure_sims``: the gap between a label's two largest kinds of move below which it is unsure."""
-    search_batch: int = 64
+    search_batch: int = bounded(64, 1, 65_536)
     """Positions searched together (one forward pass per simulation step for all of them)."""
-    label_backend: str = "local"
+    label_backend: str = one_of("local", *BACKENDS)
     """Where the search labels: ``local`` (this process) or ``ray`` (each batch of ``search_batch``
     positions a Ray task, on a local runtime or the cluster of ``address``); the same labels on both."""
     address: str = ""
     """With ``label_backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT); empty: a local runtime."""
-    window: int = 6
+    window: int = bounded(6, 1, 1000)
     """Iterations of labels the fit trains on (the newest)."""
-    epochs: int = 2
+    epochs: int = bounded(2, 1, 1000)
     """Passes over the window per iteration."""
-    lr: float = 1e-3
+    lr: float = above(1e-3, 0.0)
     """Adam learning rate of the fit."""
-    batch_size: int = 256
+    batch_size: int = bounded(256, 1, 1_048_576)
     """Minibatch of the fit."""
-    gate_pairs: int = 100
+    gate_pairs: int = bounded(100, 1, 100_000)
     """Paired deals of the gate (the fitted network against the one before it)."""
-    gate_threshold: float = 0.5
+    gate_threshold: float = bounded(0.5, 0.0, 1.0)
     """The fitted network is kept only if its gate win rate is above this; else the old weights come back."""
     search_eval_opponents: dict[str, int] = field(default_factory=dict)
     """At each evaluation, also the ``az`` search with the current network (``search_eval_sims``
@@ -417,49 +366,27 @@ class ExItConfig(CommonConfig):
                 "expert iteration trains the choice of move kind and needs net.prior_scale > 0 "
                 "(placements come from the greedy prior)"
             )
-        between(self, "iterations", 1, LIMITS["iterations"])
-        between(self, "positions_per_iteration", 2, LIMITS["positions"])  # one held out, one to train on
-        between(self, "position_stride", 1, LIMITS["position_stride"])
-        between(self, "window", 1, LIMITS["window"])
-        if self.positions_per_iteration * self.position_stride > LIMITS["positions"]:
+        if self.positions_per_iteration * self.position_stride > MAX_POSITIONS:
             raise ConfigError(
-                f"positions_per_iteration * position_stride must be <= {LIMITS['positions']} decisions played "
+                f"positions_per_iteration * position_stride must be <= {MAX_POSITIONS} decisions played "
                 f"per iteration, got {self.positions_per_iteration * self.position_stride}"
             )
-        if self.window * self.positions_per_iteration > LIMITS["positions"]:
+        if self.window * self.positions_per_iteration > MAX_POSITIONS:
             raise ConfigError(
-                f"window * positions_per_iteration must be <= {LIMITS['positions']} labels trained on, "
+                f"window * positions_per_iteration must be <= {MAX_POSITIONS} labels trained on, "
                 f"got {self.window * self.positions_per_iteration}"
             )
-        between(self, "greedy_share", 0.0, 1.0)
-        between(self, "sims", 1, LIMITS["sims"])
-        between(self, "expand", 1, LIMITS["sims"])
-        between(self, "rollouts", 1, LIMITS["rollouts"])
-        between(self, "considered", 1, LIMITS["considered"])
-        between(self, "c_puct", 0.0, math.inf)
-        if self.target not in ("policy", "visits"):
-            raise ConfigError(f"target must be 'policy' or 'visits', got {self.target!r}")
-        between(self, "unsure_margin", 0.0, 1.0)
         if self.unsure_sims:
-            between(self, "unsure_sims", self.sims + 1, LIMITS["sims"])
-            above(self, "unsure_margin", 0.0)
-        between(self, "search_batch", 1, LIMITS["search_batch"])
-        check_backend(self, "label_backend")
+            check_value(self, "unsure_sims", (self.sims + 1, 100_000))
+            check_value(self, "unsure_margin", (0.0, 1.0), low_open=True)
         if self.address and self.label_backend != "ray":
             raise ConfigError("address needs label_backend=ray (it names the Ray cluster of the labelling)")
-        between(self, "epochs", 1, LIMITS["epochs"])
-        above(self, "lr", 0.0)
-        between(self, "batch_size", 1, LIMITS["batch_size"])
-        between(self, "gate_pairs", 1, LIMITS["eval_pairs"])
-        between(self, "gate_threshold", 0.0, 1.0)
 
         for spec, pairs in self.search_eval_opponents.items():
             if not spec.strip():
                 raise ConfigError("search_eval_opponents: an agent spec must not be empty")
-            if not 1 <= pairs <= LIMITS["eval_pairs"]:
-                raise ConfigError(
-                    f"search_eval_opponents[{spec!r}] must be in 1..{LIMITS['eval_pairs']} pairs, got {pairs}"
-                )
+            if not 1 <= pairs <= MAX_PAIRS:
+                raise ConfigError(f"search_eval_opponents[{spec!r}] must be in 1..{MAX_PAIRS} pairs, got {pairs}")
 
 
 @dataclass
@@ -467,57 +394,57 @@ class AlphaZeroConfig(CommonConfig):
     """AlphaZero-style training (``train.alphazero``): batched search self-play, a replay buffer, a
     learner. Its step is one iteration (self-play games, then learner steps)."""
 
-    iterations: int = 100
+    iterations: int = bounded(100, 1, 10**7)
     """Iterations of self-play + learning."""
-    games_per_iteration: int = 64
+    games_per_iteration: int = bounded(64, 1, 65_536)
     """Self-play games per iteration, searched together (one forward pass per simulation step)."""
-    sims: int = 16
+    sims: int = bounded(16, 1, 100_000)
     """Search simulations per self-play decision."""
-    root: str = "gumbel"
+    root: str = one_of("gumbel", "gumbel", "puct")
     """Root of the search: ``gumbel`` (Gumbel top-k + sequential halving, target from the completed
     Q values) or ``puct`` (Dirichlet noise, visit-count target)."""
-    considered: int = 8
+    considered: int = bounded(8, 1, 2026)
     """Gumbel root: actions kept for sequential halving."""
     rescale_values: bool = False
     """Gumbel root: min-max rescale the Q values before the policy target (mctx's default)."""
     train_placements: bool = True
     """Train every parameter; False: the placement-only parameters stay as they start."""
-    c_puct: float = 1.25
+    c_puct: float = bounded(1.25, 0.0, INF)
     """PUCT exploration constant below the root (and at a PUCT root)."""
-    dirichlet_alpha: float = 0.3
+    dirichlet_alpha: float = above(0.3, 0.0)
     """PUCT root: Dirichlet noise parameter."""
-    dirichlet_eps: float = 0.25
+    dirichlet_eps: float = bounded(0.25, 0.0, 1.0)
     """PUCT root: weight of the Dirichlet noise."""
-    temp_plies: int = 8
+    temp_plies: int = bounded(8, 0, 1000)
     """Decisions from the start of a game whose move is sampled from the policy target."""
-    selfplay_backend: str = "local"
+    selfplay_backend: str = one_of("local", *BACKENDS)
     """Where the self-play games run: ``local`` or ``ray`` (chunks of ``selfplay_chunk`` games as Ray
     tasks, on a local runtime or the cluster of ``address``)."""
-    selfplay_chunk: int = 0
+    selfplay_chunk: int = bounded(0, 0, 65_536)
     """Games per self-play chunk; 0: all ``games_per_iteration`` in one (needs > 0 with ray)."""
     address: str = ""
     """With ``selfplay_backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT)."""
-    learning_rate: float = 1e-3
+    learning_rate: float = above(1e-3, 0.0)
     """AdamW learning rate."""
-    weight_decay: float = 1e-4
+    weight_decay: float = bounded(1e-4, 0.0, INF)
     """AdamW weight decay."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = above(1.0, 0.0)
     """Gradient norm clip."""
-    vf_coef: float = 1.0
+    vf_coef: float = bounded(1.0, 0.0, INF)
     """Weight of the value loss."""
-    reward_margin_weight: float = 0.0
+    reward_margin_weight: float = bounded(0.0, 0.0, 1.0)
     """Weight of the score margin (over 30 points) in the value target."""
-    buffer_size: int = 60_000
+    buffer_size: int = bounded(60_000, 1, 10**7)
     """Replay buffer capacity (positions; the newest are kept)."""
-    batch_size: int = 256
+    batch_size: int = bounded(256, 1, 1_048_576)
     """Learner minibatch size."""
-    updates_per_iteration: int = 40
+    updates_per_iteration: int = bounded(40, 0, 10**6)
     """Learner steps after each iteration's self-play."""
-    warmup_games: int = 256
+    warmup_games: int = bounded(256, 0, 10**6)
     """Greedy self-play games whose outcomes train the value head before the first iteration."""
-    warmup_steps: int = 300
+    warmup_steps: int = bounded(300, 0, 10**7)
     """Value-only learner steps on the warm-up games."""
-    warmup_temp: float = 0.5
+    warmup_temp: float = bounded(0.5, 0.0, INF)
     """Softmax temperature (score points) of the warm-up games' greedy play."""
 
     def memory_bytes(self) -> int:
@@ -526,11 +453,6 @@ class AlphaZeroConfig(CommonConfig):
 
     def validate(self) -> None:
         super().validate()
-        for key in ("iterations", "games_per_iteration", "sims", "considered", "buffer_size", "batch_size"):
-            between(self, key, 1, LIMITS[key])
-        for key in ("updates_per_iteration", "warmup_games", "warmup_steps", "temp_plies"):
-            between(self, key, 0, LIMITS[key])
-        between(self, "selfplay_chunk", 0, LIMITS["games_per_iteration"])
 
         if self.address and self.selfplay_backend != "ray":
             raise ConfigError("address needs selfplay_backend=ray (it names the Ray cluster of the self-play)")
@@ -539,14 +461,6 @@ class AlphaZeroConfig(CommonConfig):
                 "selfplay_backend=ray plays chunks of selfplay_chunk games as Ray tasks: "
                 f"set selfplay_chunk > 0 (at most games_per_iteration = {self.games_per_iteration})"
             )
-        for key in ("warmup_temp", "weight_decay", "c_puct", "vf_coef"):
-            between(self, key, 0.0, math.inf)
-        for key in ("learning_rate", "max_grad_norm", "dirichlet_alpha"):
-            above(self, key, 0.0)
-        for key in ("dirichlet_eps", "reward_margin_weight"):
-            between(self, key, 0.0, 1.0)
-        if self.root not in ("gumbel", "puct"):
-            raise ConfigError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
 
 
 @dataclass
@@ -554,17 +468,17 @@ class SB3Config(PPOConfig):
     """sb3-contrib's MaskablePPO on ``SingleAgentEnv`` (``train.sb3_maskable``); its step is one
     update (a rollout of ``n_envs * n_steps`` learner decisions and its optimisation)."""
 
-    n_envs: int = 8
+    n_envs: int = bounded(8, 1, 4096)
     """Environments collecting experience; each has its own pool opponent."""
-    n_steps: int = 256
+    n_steps: int = bounded(256, 1, 65_536)
     """Steps per environment per rollout."""
-    batch_size: int = 256
+    batch_size: int = bounded(256, 1, 1_048_576)
     """Minibatch size."""
-    n_epochs: int = 4
+    n_epochs: int = bounded(4, 1, 1000)
     """Passes over each rollout."""
     clip_range: float = 0.2
     """PPO ratio clip."""
-    total_timesteps: int = 200_000
+    total_timesteps: int = bounded(200_000, 1, 10**10)
     """Learner decisions in the run (rounded up to whole updates of ``n_envs * n_steps``)."""
     snapshot_every: int = 10_000
     """Learner decisions between snapshots added to the opponent pool."""
@@ -575,9 +489,6 @@ class SB3Config(PPOConfig):
 
     def validate(self) -> None:
         super().validate()
-        for key in ("n_envs", "n_steps", "batch_size", "total_timesteps"):
-            between(self, key, 1, LIMITS[key])
-        between(self, "n_epochs", 1, LIMITS["epochs"])
 
         if self.net.prior_scale != 0:
             raise ConfigError(
@@ -595,25 +506,25 @@ class RLlibConfig(PPOConfig):
     """RLlib PPO (new API stack), multi-agent self-play on the AEC env (``train.rllib_selfplay``);
     its step is one iteration. ``reward_margin_*`` are not used (see ``reward``)."""
 
-    reward: str = "score"
+    reward: str = one_of("score", "win", "score")
     """The AEC env's final reward: ``win`` (+1/-1) or ``score`` (margin / 100, clipped to [-1, 1])."""
-    num_env_runners: int = 1
+    num_env_runners: int = bounded(1, 0, 1024)
     """EnvRunner actors that sample games (one CPU each); 0 samples in the trainer's process."""
-    num_envs_per_env_runner: int = 8
+    num_envs_per_env_runner: int = bounded(8, 1, 1024)
     """Games each EnvRunner steps side by side."""
-    num_cpus_per_env_runner: int = 1
+    num_cpus_per_env_runner: int = bounded(1, 1, 1024)
     """CPUs Ray reserves for each EnvRunner."""
-    num_cpus_for_main_process: int = 1
+    num_cpus_for_main_process: int = bounded(1, 1, 1024)
     """CPUs Ray reserves for the trainer's process (which holds the learner)."""
-    train_batch_size: int = 4000
+    train_batch_size: int = bounded(4000, 1, 10**7)
     """Env steps (decisions of both seats) sampled per iteration."""
-    minibatch_size: int = 500
+    minibatch_size: int = bounded(500, 1, 10**7)
     """PPO minibatch (learner decisions)."""
-    num_epochs: int = 2
+    num_epochs: int = bounded(2, 1, 1000)
     """Passes over each iteration's batch."""
     clip_param: float = 0.2
     """PPO ratio clip."""
-    total_iterations: int = 100
+    total_iterations: int = bounded(100, 0, 10**7)
     """Training iterations (sample + update) in the run."""
     snapshot_every: int = 5
     """Iterations between copies of the learner into the frozen pool."""
@@ -626,15 +537,6 @@ class RLlibConfig(PPOConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.reward not in ("win", "score"):
-            raise ConfigError(f"reward must be 'win' or 'score', got {self.reward!r}")
-        between(self, "num_env_runners", 0, LIMITS["env_runners"])
-        for key in ("num_envs_per_env_runner", "num_cpus_per_env_runner", "num_cpus_for_main_process"):
-            between(self, key, 1, LIMITS["env_runners"])
-        for key in ("train_batch_size", "minibatch_size"):
-            between(self, key, 1, LIMITS["train_batch_size"])
-        between(self, "num_epochs", 1, LIMITS["epochs"])
-        between(self, "total_iterations", 0, LIMITS["iterations"])
 
         if self.minibatch_size > self.train_batch_size:
             raise ConfigError(
@@ -643,16 +545,21 @@ class RLlibConfig(PPOConfig):
 
 
 # --- value checks ------------------------------------------------------------------------------
-def between(cfg: Any, key: str, low: float, high: float) -> None:
-    value = getattr(cfg, key)
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be in [{low}, {high}], got {value!r}")
+def check_bounds(cfg: Any) -> None:
+    """Every field declared with ``bounded`` or ``above`` lies in its bounds, with ``one_of`` among its choices."""
+    for f in dataclasses.fields(cfg):
+        if "bounds" in f.metadata:
+            check_value(cfg, f.name, f.metadata["bounds"], low_open=f.metadata.get("low_open", False))
+        if "choices" in f.metadata and getattr(cfg, f.name) not in f.metadata["choices"]:
+            choices = ", ".join(f.metadata["choices"])
+            raise ConfigError(f"{f.name} must be one of {choices}, got {getattr(cfg, f.name)!r}")
 
 
-def above(cfg: Any, key: str, low: float) -> None:
+def check_value(cfg: Any, key: str, bounds: tuple[float, float], *, low_open: bool = False) -> None:
     value = getattr(cfg, key)
-    if not value > low:
-        raise ConfigError(f"{key} must be > {low}, got {value!r}")
+    problem = out_of_bounds(value, bounds, low_open=low_open)
+    if problem:
+        raise ConfigError(f"{key} {problem}, got {value!r}")
 
 
 def check_minutes(cfg: Any, key: str) -> None:
@@ -662,11 +569,6 @@ def check_minutes(cfg: Any, key: str) -> None:
         isinstance(m, int | float) and not isinstance(m, bool) and 0 < m <= 10**6 for m in marks
     ):
         raise ConfigError(f"{key} must be at most 100 numbers in (0, 1e6], got {marks!r}")
-
-
-def check_backend(cfg: Any, key: str) -> None:
-    if getattr(cfg, key) not in BACKENDS:
-        raise ConfigError(f"{key} must be one of {', '.join(BACKENDS)}, got {getattr(cfg, key)!r}")
 
 
 def check_numbers(cfg: Any, prefix: str = "") -> None:

@@ -19,7 +19,7 @@ Ray: without ``address`` the command starts a local Ray runtime (and stops it at
 ``num_env_runners`` EnvRunners sample on any node and the learner stays in this process.
 
 The run folder (``train.run``) gets ``checkpoints/final.pt`` in the project's format (plays
-as ``ppo:PATH`` in the arena, ``patchwork play`` and as a ``SingleAgentEnv`` opponent),
+as ``network:PATH`` in the arena, ``patchwork play`` and as a ``SingleAgentEnv`` opponent),
 ``checkpoints/rllib/`` (RLlib's own checkpoint of the end: ``Algorithm.from_checkpoint`` loads it),
 ``checkpoints/latest.pt`` with ``checkpoints/rllib-latest/`` (``--resume`` continues the run: ``train.loop``),
 TensorBoard logs (``charts/`` throughput, ``losses/``, ``eval/``), ``eval_history.json``,

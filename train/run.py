@@ -35,10 +35,11 @@ from patchwork_env.core.files import write_atomic
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.evaluation.stats import format_win_rate
-from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint, save_checkpoint
+from patchwork_env.players import checkpoint
+from patchwork_env.players.checkpoint import save_checkpoint
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.network import PatchworkNet
-from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.policy import NetworkAgent
 from patchwork_env.players.registry import make_agent
 from train.config import CommonConfig, ConfigError
 from train.seeds import Stream, stream_seed
@@ -234,9 +235,10 @@ def available_memory() -> int:
 
 
 def load_network(path: str, field: str) -> PatchworkNet:
-    """The network of the checkpoint a config's ``field`` names (a ``CheckpointError`` naming it)."""
+    """The network of the checkpoint a config's ``field`` names (``patchwork_env.players.checkpoint.
+    load_network``; a ``CheckpointError`` naming the field)."""
     try:
-        return net_from_checkpoint(read_checkpoint(path), path)
+        return checkpoint.load_network(path)
     except (CheckpointError, FileNotFoundError) as exc:
         raise CheckpointError(f"{field}: {exc}") from None
 
@@ -276,7 +278,7 @@ def evaluate(
     """Paired arena games of a frozen copy of ``net`` (its most probable moves, or samples from its
     policy) against each opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin,
     seconds. With ``records``, the first deal's two games against each opponent go to that file."""
-    agent = PPOAgent(frozen_copy(net), deterministic=deterministic, name="learner")
+    agent = NetworkAgent(frozen_copy(net), deterministic=deterministic, name="learner")
     out: Results = {}
     for spec, pairs in opponents.items():
         started = time.perf_counter()

@@ -16,7 +16,7 @@ learner (sampling from its policy), else ``random``, ``greedy`` or a past snapsh
 weights; a snapshot joins the pool every ``snapshot_every`` learner decisions. The loop is
 ``train.loop``'s, its step one rollout and update (``total_timesteps`` rounded up to whole
 rollouts; ``eval_every`` and ``checkpoint_every`` count updates): the arena evaluations
-(``eval/win_rate_vs_<agent>``), checkpoints in the project's format (``ppo:PATH`` works on them),
+(``eval/win_rate_vs_<agent>``), checkpoints in the project's format (``network:PATH`` plays them),
 ``--resume`` (network, optimizer, pool, counters; the games in progress are dealt anew), the
 learning curve. SB3 logs its own metrics (``train/``, ``rollout/``) to the same TensorBoard
 folder. The run folder is ``train.run``'s; ``sb3_model.zip`` is SB3's own save (``MaskablePPO.load``).
@@ -50,7 +50,7 @@ from agents.sb3_vec_env import SB3VecEnv
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
-from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.policy import NetworkAgent
 from patchwork_env.players.registry import make_agent
 from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
 from train.run import Run, frozen_copy, preflight
@@ -155,14 +155,14 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
         code = int(self.pool.draw(1, self.rng)[0][0])
         if code == SELF:
             assert self.pool.latest is not None
-            opponent: Any = PPOAgent(self.pool.latest, deterministic=False, name="latest")
+            opponent: Any = NetworkAgent(self.pool.latest, deterministic=False, name="latest")
         elif code == RANDOM:
             opponent = "random"
         elif code == GREEDY:
             opponent = make_agent("greedy")
         else:
             snap = next(s for s in self.pool.snapshots if s.id == code)
-            opponent = PPOAgent(snap.net, deterministic=False, name=f"snapshot-{snap.update}")
+            opponent = NetworkAgent(snap.net, deterministic=False, name=f"snapshot-{snap.update}")
         self.venv.venv.set_opponent(opponent)  # the PatchworkVectorEnv under the SB3 adapter
         self.opponent_name = self.pool.name(code)
 

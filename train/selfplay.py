@@ -45,7 +45,6 @@ from patchwork_env.core import rules
 from patchwork_env.envs import observation
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.evaluation.progress import progress_bar
-from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
 from patchwork_env.players.heuristic import NUM_FEATURES
 from patchwork_env.players.network import PatchworkNet, count_parameters, prior_for, sample_actions
 from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
@@ -134,7 +133,7 @@ class SelfPlay(Trainer):
         path = self.run.folder / "checkpoints" / "final.pt"
         if self.best:  # keep_best: the final evaluation plays the best periodic network
             path = self.run.folder / "checkpoints" / "best.pt"
-            evaluated = net_from_checkpoint(read_checkpoint(path))
+            evaluated = load_network(str(path), "keep_best")
             print(
                 f"keep_best: evaluating checkpoints/best.pt (update {self.best['update']}, "
                 f"periodic win rate {self.best['win_rate']:.3f} vs {self.best['opponent']})"

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchwork_env.core.bounds import number, out_of_bounds
 from patchwork_env.players.errors import AgentSpecError, MissingExtraError
 from patchwork_env.players.shipped import SHIPPED_NETWORKS
 
@@ -69,9 +70,9 @@ class Param:
             ) from None
         if isinstance(value, float) and not math.isfinite(value):
             raise AgentSpecError(f"{agent}: parameter {self.name!r} must be a finite number, got {text!r}")
-        if self.bounds is not None and not self.bounds[0] <= value <= self.bounds[1]:
-            lo, hi = self.bounds
-            raise AgentSpecError(f"{agent}: parameter {self.name!r} must be in [{lo:g}, {hi:g}], got {text!r}")
+        problem = out_of_bounds(value, self.bounds) if self.bounds is not None else None
+        if problem:
+            raise AgentSpecError(f"{agent}: parameter {self.name!r} {problem}, got {text!r}")
         if self.choices and value not in self.choices:
             raise AgentSpecError(
                 f"{agent}: parameter {self.name!r} must be one of {', '.join(self.choices)}, got {text!r}"
@@ -81,7 +82,7 @@ class Param:
     def describe(self) -> str:
         kind = "|".join(self.choices) if self.choices else self.type.__name__
         if self.bounds is not None:
-            kind += f" in [{self.bounds[0]:g}, {self.bounds[1]:g}]"
+            kind += f" in [{number(self.bounds[0])}, {number(self.bounds[1])}]"
         default = "none" if self.default in (None, "") else self.default
         return f"{self.name}={kind} (default {default}): {self.help}"
 
