@@ -139,7 +139,19 @@ def main(out_path: str) -> None:
         report["rllib"] = {k: summary[k] for k in ("run_folder", "iterations", "env_steps", "learner_decisions")}
         latest = str(run_dir / "checkpoints" / "latest.pt")  # --resume: one iteration more, RLlib's state restored
         cfg, name = parse_config(
-            RLlibConfig, ["--resume", latest, "--total-iterations", "3", "--address", cluster.address]
+            RLlibConfig,
+            [
+                "--resume",
+                latest,
+                "--total-iterations",
+                "3",
+                "--eval-every",
+                "0",
+                "--final-eval-pairs",
+                "0",
+                "--address",
+                cluster.address,
+            ],
         )
         summary = rllib_main(cfg, name)
         report["rllib_resumed"] = {

@@ -50,7 +50,7 @@ def cluster_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("ray_cluster") / "report.json"
     script = ROOT / "tests" / "ray_cluster_checks.py"
     command = f"ip link set lo up && exec {sys.executable} {script} {out}"
-    proc = subprocess.run(["unshare", "-n", "sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(["unshare", "-n", "sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"cluster checks failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     report: dict[str, Any] = json.loads(out.read_text())
     report["dir"] = out.parent

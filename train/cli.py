@@ -33,6 +33,7 @@ from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from train.config import CommonConfig, ConfigError
 
 C = TypeVar("C", bound=CommonConfig)
+A = TypeVar("A")
 MAX_CONFIG_BYTES = 1_000_000
 # what a run raises at its start because of what it was given: a config, an agent spec, a checkpoint,
 # a file, a Ray cluster that cannot be joined, a missing optional extra (Ray, an agent's torch)
@@ -98,6 +99,21 @@ def parse_config(
         raise
     cfg.validate()
     return cfg, name
+
+
+def parse_args(cls: type[A], argv: Sequence[str] | None = None, description: str | None = None) -> A:
+    """The options of a command in ``train/`` that is not a trainer (a dataclass of them, with
+    docstrings as ``--help``), on tyro as the trainers' are; a bad option is one ``error:`` line
+    and exit code 2."""
+    errors = io.StringIO()
+    prog = f"python -m train.{Path(sys.argv[0]).stem}"
+    try:
+        with contextlib.redirect_stderr(errors):
+            return tyro.cli(cls, args=sys.argv[1:] if argv is None else list(argv), description=description, prog=prog)
+    except SystemExit as exc:
+        if exc.code:
+            raise SystemExit(report(ConfigError(one_line(errors.getvalue())))) from None
+        raise
 
 
 def _resume_path(args: Sequence[str]) -> str | None:

@@ -18,10 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import tyro
-
 from patchwork_env.cli.common import fail
 from patchwork_env.core.files import check_output_folder
+from train.cli import parse_args
 
 
 @dataclass
@@ -76,4 +75,4 @@ def main(args: NewcomerArgs) -> list[Path]:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(NewcomerArgs))
+    main(parse_args(NewcomerArgs, description=__doc__.split("\n\n")[0]))

@@ -1,0 +1,191 @@
+"""A sweep of short from-scratch self-play PPO runs (Optuna's TPE sampler), to choose the recipe of
+``configs/selfplay_scratch.yaml`` by measurement:
+
+    python -m train.sweep --trials 12 --minutes 10 --out runs/sweep
+    python -m train.sweep --trials 12 --minutes 10 --out runs/sweep   # again: continues the study
+    python -m train.sweep --trials 6 --out runs/sweep --worker 1 &   # a second process on the same study
+
+Each trial trains ``train.selfplay`` from a random network for ``--minutes`` of this process's CPU
+time (``clock: process``, one torch thread) with the sampled settings over the base config, then
+plays ``--pairs`` paired deals against greedy (fresh deals: the final evaluation's stream). The
+study is kept in ``OUT/study.log`` (Optuna's journal: an interrupted sweep continues where it
+stopped); ``OUT/sweep.json`` lists every finished trial (settings, win rate, its 95% Wilson interval),
+rewritten whole after each trial. One trial's number is one seed's: confirm the best on 3 seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+from patchwork_env.cli.common import fail
+from patchwork_env.core.files import check_output_folder, write_atomic
+from patchwork_env.evaluation.stats import wilson_interval
+from patchwork_env.players.net_config import NetConfig
+from train.cli import load_yaml, parse_args
+from train.config import SelfPlayConfig
+
+BASE = "configs/selfplay_scratch.yaml"
+
+
+# what a trial may try: choices (lists) and ranges (tuples: low, high; "log" for a log scale, "int" for integers)
+SPACE: dict[str, Any] = {
+    "net.channels": [16, 32, 64],
+    "net.blocks": (1, 3, "int"),
+    "num_games": [64, 128, 256],
+    "rollout_steps": [16, 32, 64],
+    "update_epochs": (1, 4, "int"),
+    "num_minibatches": [4, 8, 16],
+    "learning_rate": (2e-4, 3e-3, "log"),
+    "ent_coef": (1e-3, 3e-2, "log"),
+    "reward_margin_weight": (0.0, 1.0),
+    "greedy_weight": (0.0, 0.8),
+    "latest_prob": (0.2, 0.8),
+}
+
+
+def suggest(trial: optuna.Trial) -> dict[str, Any]:
+    """The settings one trial tries: network size, batch, epochs, learning rate, entropy, reward
+    and the opponents' mix (``SPACE``)."""
+    out: dict[str, Any] = {}
+    for name, space in SPACE.items():
+        if isinstance(space, list):
+            out[name] = trial.suggest_categorical(name, space)
+        elif space[2:] == ("int",):
+            out[name] = trial.suggest_int(name, space[0], space[1])
+        else:
+            out[name] = trial.suggest_float(name, space[0], space[1], log=space[2:] == ("log",))
+    return out
+
+
+def trial_config(
+    base: SelfPlayConfig, settings: dict[str, Any], minutes: float, pairs: int, folder: Path
+) -> SelfPlayConfig:
+    """The base config with a trial's settings, cut to ``minutes`` of CPU time, evaluated against greedy only."""
+    net = {k.removeprefix("net."): v for k, v in settings.items() if k.startswith("net.")}
+    flat = {k: v for k, v in settings.items() if not k.startswith("net.")}
+    return dataclasses.replace(
+        base,
+        **flat,
+        net=NetConfig(**{**base.net.to_dict(), **net}),
+        run_dir=str(folder),
+        time_limit_minutes=minutes,
+        clock="process",
+        torch_threads=1,
+        progress=False,
+        eval_every=0,
+        eval_opponents={"greedy": 5},
+        eval_sampled=False,
+        checkpoint_minutes=[],
+        final_eval_pairs=pairs,
+        final_eval_opponents=["greedy"],
+        final_eval_start=False,
+    )
+
+
+@dataclass
+class SweepArgs:
+    """A sweep of short from-scratch self-play PPO runs (Optuna's TPE sampler)."""
+
+    trials: int = 12
+    """trials of this call (the study keeps earlier ones)"""
+    minutes: float = 10.0
+    """CPU minutes of training per trial"""
+    pairs: int = 100
+    """paired deals against greedy per trial"""
+    seed: int = 0
+    """the runs' seed and the sampler's"""
+    worker: int = 0
+    """this process's number when several share one study (its sampler's seed)"""
+    base: str = BASE
+    """the config the trials change"""
+    out: Path = Path("runs/sweep")
+    """the study's folder (continued if it holds one)"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(SweepArgs, argv, __doc__.split("\n\n")[0])
+    if args.trials < 1 or args.minutes <= 0 or args.pairs < 1 or args.worker < 0:
+        fail("--trials and --pairs must be >= 1, --minutes > 0 and --worker >= 0")
+    from train.selfplay import main as train
+
+    out = args.out
+    try:
+        check_output_folder(out, "--out")
+    except ValueError as exc:
+        fail(exc)
+    out.mkdir(parents=True, exist_ok=True)
+    base = load_yaml(SelfPlayConfig, args.base)
+    base = dataclasses.replace(base, seed=args.seed)
+    storage = JournalStorage(JournalFileBackend(str(out / "study.log")))
+    study = optuna.create_study(
+        study_name="selfplay-scratch",
+        storage=storage,
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=1000 * args.seed + args.worker, n_startup_trials=6),
+        load_if_exists=True,
+    )
+    if not study.trials:  # the base config first: the row every other trial is compared against
+        study.enqueue_trial(flat_base(base), skip_if_exists=True)
+
+    def objective(trial: optuna.Trial) -> float:
+        settings = suggest(trial)
+        folder = out / f"trial-{trial.number:03d}"
+        summary = train(trial_config(base, settings, args.minutes, args.pairs, folder))
+        greedy = summary["final_eval"]["greedy"]
+        trial.set_user_attr("games", int(greedy["games"]))
+        trial.set_user_attr("wins", float(greedy["win_rate"]) * int(greedy["games"]))
+        trial.set_user_attr("updates", int(summary.get("updates", 0)))
+        write_summary(study, out, args)
+        return float(greedy["win_rate"])
+
+    study.optimize(objective, n_trials=args.trials, catch=())
+    write_summary(study, out, args)
+    return 0
+
+
+def flat_base(base: SelfPlayConfig) -> dict[str, Any]:
+    """The base config's values of the swept settings, each moved into ``SPACE`` (the nearest
+    choice, or clipped into the range)."""
+    out: dict[str, Any] = {}
+    for name, space in SPACE.items():
+        value = getattr(base.net, name[4:]) if name.startswith("net.") else getattr(base, name)
+        if isinstance(space, list):
+            out[name] = min(space, key=lambda choice: abs(choice - value))
+        else:
+            out[name] = min(max(value, space[0]), space[1])
+    return out
+
+
+def write_summary(study: optuna.Study, out: Path, args: SweepArgs) -> None:
+    rows = []
+    for t in study.trials:
+        if t.state != optuna.trial.TrialState.COMPLETE or t.value is None:
+            continue
+        games = int(t.user_attrs.get("games", 0))
+        lo, hi = wilson_interval(round(t.value * games), games) if games else (0.0, 1.0)
+        rows.append(
+            {"trial": t.number, "win_rate_vs_greedy": t.value, "ci95": [lo, hi], "games": games, "params": t.params}
+        )
+    rows.sort(key=lambda r: -float(r["win_rate_vs_greedy"]))  # type: ignore[arg-type]
+    doc = {
+        "command": "python -m train.sweep " + " ".join(sys.argv[1:]),
+        "base": args.base,
+        "minutes": args.minutes,
+        "clock": "process",
+        "seed": args.seed,
+        "pairs": args.pairs,
+        "trials": rows,
+    }
+    write_atomic(out / "sweep.json", json.dumps(doc, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
