@@ -260,7 +260,7 @@ def test_sb3_vec_env_trains_maskable_ppo() -> None:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from agents.sb3_vec_env import SB3VecEnv
+    from agents.sb3 import SB3VecEnv
 
     venv = SB3VecEnv(num_envs=4, opponent="random", seed=0)
     venv.seed(3)

@@ -1,4 +1,7 @@
-"""``SB3VecEnv``: ``PatchworkVectorEnv`` as a stable-baselines3 ``VecEnv``.
+"""The stable-baselines3 / sb3-contrib adapters, in one place: ``SB3VecEnv`` (``PatchworkVectorEnv``
+as an SB3 ``VecEnv``), ``PatchworkPolicy`` (the project's network as MaskablePPO's policy) and
+``MarginReward`` (the final reward blended with the score margin). ``train.sb3_maskable`` trains
+with all three.
 
 SB3 does not take Gymnasium vector envs: it wants its own ``VecEnv`` class (``reset()`` returning
 only observations, ``step_wait()`` returning ``dones`` and a list of per-game info dicts with
@@ -6,7 +9,7 @@ only observations, ``step_wait()`` returning ``dones`` and a list of per-game in
 ``PatchworkVectorEnv``, whose games all step in one compiled call: no subprocesses, no per-game
 Python env objects.
 
->>> from agents.sb3_vec_env import SB3VecEnv
+>>> from agents.sb3 import SB3VecEnv
 >>> venv = SB3VecEnv(num_envs=4, opponent="random", seed=0)
 >>> obs = venv.reset()
 >>> obs.shape, venv.action_masks().shape
@@ -32,10 +35,17 @@ from typing import Any
 import gymnasium
 import numpy as np
 import numpy.typing as npt
-from stable_baselines3.common.vec_env import VecEnv
+import torch
+from sb3_contrib.common.maskable.distributions import MaskableDistribution
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
+from torch import nn
 
+from agents.ppo import shaped_final_rewards
 from patchwork_env.envs.vector_env import PatchworkVectorEnv
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet
 
 
 class SB3VecEnv(VecEnv):  # type: ignore[misc]
@@ -124,3 +134,82 @@ class SB3VecEnv(VecEnv):  # type: ignore[misc]
             return [indices]
         assert isinstance(indices, Iterable)
         return list(indices)
+
+
+class PatchworkPolicy(MaskableActorCriticPolicy):  # type: ignore[misc]
+    """MaskablePPO's policy with ``PatchworkNet`` as the whole actor-critic: the (identity) features
+    extractor hands the flat observation to the network, which gets the masks as well."""
+
+    def __init__(self, *args: Any, net_config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self.net_config = NetConfig(**(net_config or {}))
+        kwargs.update(net_arch=[], ortho_init=False)
+        super().__init__(*args, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        self._build_mlp_extractor()
+        self.net = PatchworkNet(self.net_config)
+        self.action_net = nn.Identity()  # type: ignore[assignment]  # the network has its own heads
+        self.value_net = nn.Identity()  # type: ignore[assignment]
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data: dict[str, Any] = super()._get_constructor_parameters()
+        data.update(net_config=self.net_config.to_dict())
+        for key in ("net_arch", "ortho_init"):
+            data.pop(key, None)
+        return data
+
+    def _distribution(self, obs: torch.Tensor, action_masks: Any) -> tuple[MaskableDistribution, torch.Tensor]:
+        features = self.extract_features(obs)
+        assert isinstance(features, torch.Tensor)  # one shared extractor
+        mask = None
+        if action_masks is not None:
+            mask = torch.as_tensor(action_masks, device=features.device).reshape(len(features), -1).bool()
+        logits, values = self.net(features, mask)
+        dist = self.action_dist.proba_distribution(action_logits=logits)
+        if mask is not None:
+            dist.apply_masking(mask)
+        return dist, values.unsqueeze(-1)
+
+    def forward(
+        self, obs: torch.Tensor, deterministic: bool = False, action_masks: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        dist, values = self._distribution(obs, action_masks)
+        actions = dist.get_actions(deterministic=deterministic)
+        return actions, values, dist.log_prob(actions)
+
+    def evaluate_actions(
+        self, obs: torch.Tensor, actions: torch.Tensor, action_masks: Any = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        dist, values = self._distribution(obs, action_masks)
+        return values, dist.log_prob(actions), dist.entropy()
+
+    def get_distribution(self, obs: Any, action_masks: Any = None) -> MaskableDistribution:
+        return self._distribution(obs, action_masks)[0]
+
+    def predict_values(self, obs: Any) -> torch.Tensor:
+        features = self.extract_features(obs)
+        assert isinstance(features, torch.Tensor)
+        return self.net.values(features).unsqueeze(-1)
+
+
+class MarginReward(VecEnvWrapper):  # type: ignore[misc]
+    """Final rewards blended with the score margin, as ``agents.ppo.shaped_final_rewards`` does for the
+    self-play trainer (the env's own reward is +1 / -1)."""
+
+    def __init__(self, venv: Any, weight: float, scale: float) -> None:
+        super().__init__(venv)
+        self.weight, self.scale = weight, scale
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        for i in np.flatnonzero(dones).tolist():
+            info = infos[i]
+            if "score" in info:
+                scores = np.array([[info["score"], info["opponent_score"]]])
+                winner = np.array([0 if info["won"] else 1])
+                rewards[i] = shaped_final_rewards(winner, scores, self.weight, self.scale)[0, 0]
+        return obs, rewards, dones, infos
