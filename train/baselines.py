@@ -15,17 +15,16 @@ for every seed and mark).
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import functools
 import shlex
 import statistics
 import sys
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, fail, seed_in
 from patchwork_env.evaluation import results_file
+from patchwork_env.evaluation.workers import WorkerError, run_unordered
 from train.cli import checked_results_path, exit_quietly_on_ctrl_c, write_results
 
 CONFIG = "configs/selfplay_scratch.yaml"
@@ -140,13 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"--jobs must be in 1..{len(args.seeds)} (the number of seeds), got {args.jobs}")
     if args.jobs == 1:
         runs = {seed: train_and_evaluate(args, seed) for seed in args.seeds}
-    else:
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {seed: pool.submit(train_and_evaluate, args, seed) for seed in args.seeds}
-            try:
-                runs = {seed: future.result() for seed, future in futures.items()}
-            except BrokenProcessPool:
-                fail("a seed's process died before it finished (out of memory?); see the run folders in --runs")
+    else:  # the library's worker pool (a dead worker is an error line, never a hang)
+        try:
+            done = dict(run_unordered(functools.partial(train_and_evaluate, args), args.seeds, args.jobs))
+        except WorkerError as exc:
+            fail(f"{exc}; see the run folders in --runs")
+        runs = {seed: done[seed] for seed in args.seeds}
     if args.results is not None:
         command = shlex.join(["python", "-m", "train.baselines", *argv])
         write_results(args.results, results_file.check(summarize(args, runs, command)))
