@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = {seed: done[seed] for seed in args.seeds}
     if args.results is not None:
         command = shlex.join(["python", "-m", "train.baselines", *argv])
-        write_results(args.results, results_file.check(summarize(args, runs, command)))
+        write_results(args.results, summarize(args, runs, command))
     return 0
 
 

@@ -15,7 +15,6 @@ import argparse
 import contextlib
 import dataclasses
 import io
-import json
 import re
 import sys
 import typing
@@ -28,7 +27,8 @@ import tyro
 import yaml
 
 from patchwork_env.cli.common import report
-from patchwork_env.core.files import check_output_path, write_atomic
+from patchwork_env.core.files import check_output_path
+from patchwork_env.evaluation import results_file
 from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from train.config import CommonConfig, ConfigError
 
@@ -188,8 +188,9 @@ def checked_results_path(path: Path | None, option: str = "--results") -> Path |
 
 
 def write_results(path: Path, data: dict[str, Any]) -> None:
-    """A results file, written atomically (whole or not at all), and the line that says so."""
-    write_atomic(path, json.dumps(data, indent=1) + "\n")
+    """A results file, checked against its kind's fields (``patchwork_env.evaluation.results_file``)
+    and written atomically (whole or not at all), and the line that says so."""
+    results_file.write(path, data)
     print(f"wrote {path}")
 
 

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         measured.append(measure(folder, config, history, args))
     if args.results is not None:
         command = shlex.join(["python", "-m", "train.exit_results", *argv])
-        write_results(args.results, results_file.check(summarize(measured, args, command)))
+        write_results(args.results, summarize(measured, args, command))
     return 0
 
 
