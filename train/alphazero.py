@@ -100,11 +100,8 @@ class AlphaZero(Trainer):
         run.log(f"network: {count_parameters(self.net):,} parameters; run folder {run.folder}")
         if resumed is None:
             self.value_warmup()
-        else:
-            self.load_state_dict(resumed.trainer)
         self.start = frozen_copy(self.net)  # the policy as it starts (the warm-up trains the value head alone)
-        if resumed is not None:
-            self.start.load_state_dict(resumed.start)
+        self.resume(resumed)
         self.search = BatchedSearch(NetEvaluator(self.net), search_config(cfg))
 
     def value_warmup(self) -> None:

@@ -79,9 +79,7 @@ class Distill(Trainer):
         self.targets = np.zeros((0, 5), dtype=np.float64)
         self.held_out = np.zeros(0, dtype=np.bool_)
         self.accuracy: list[list[float]] = []
-        if resumed is not None:
-            self.start.load_state_dict(resumed.start)
-            self.load_state_dict(resumed.trainer)
+        self.resume(resumed)
 
     def step(self, step: int) -> None:
         round_ = step - 1

@@ -120,9 +120,7 @@ class ExIt(Trainer):
         self.start = frozen_copy(self.net)
         self.window = Window(cfg.window)
         self.rows: list[dict[str, Any]] = [{"iteration": 0, "minutes": run.minutes()}]
-        if resumed is not None:
-            self.start.load_state_dict(resumed.start)
-            self.load_state_dict(resumed.trainer)
+        self.resume(resumed)
 
     def step(self, step: int) -> None:
         """2. positions -> labels -> fit -> gate."""

@@ -58,6 +58,13 @@ class Trainer:
         """Restore what ``state_dict`` returned (``net`` is already restored)."""
         raise NotImplementedError
 
+    def resume(self, resumed: Resumed | None) -> None:
+        """A resumed run's start network and trainer state, put back (nothing for a fresh run);
+        a trainer calls it once ``net``, ``start`` and what ``load_state_dict`` fills exist."""
+        if resumed is not None:
+            self.start.load_state_dict(resumed.start)
+            self.load_state_dict(resumed.trainer)
+
     def evaluate(self, step: int) -> None:
         """The periodic evaluation after ``step`` (0: the start): the network alone against the
         config's ``eval_opponents``; a trainer may add its own."""

@@ -213,12 +213,9 @@ class RLlibSelfPlay(Trainer):
         self.train_seconds = 0.0  # in algo.train() alone (sampling + update), for throughput
         self.counts = {"env_steps": 0.0, "learner_decisions": 0.0, "games": 0.0}
         self.sampling: list[float] = []  # env steps per second of sampling alone, per iteration
-        if resumed is not None:
-            self.load_state_dict(resumed.trainer)
         self.net = learner_net(self.algo, cfg)
         self.start = frozen_copy(start if start is not None else self.net)
-        if resumed is not None:
-            self.start.load_state_dict(resumed.start)
+        self.resume(resumed)
 
     def step(self, step: int) -> None:
         cfg, writer, algo = self.cfg, self.run.writer, self.algo
@@ -269,6 +266,7 @@ class RLlibSelfPlay(Trainer):
         self.train_seconds = float(state["train_seconds"])
         self.counts = {k: float(v) for k, v in state["counts"].items()}
         self.sampling = [float(v) for v in state["sampling"]]
+        self.net.load_state_dict(learner_net(self.algo, self.cfg).state_dict())
 
     def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
         algo, counts, seconds = self.algo, self.counts, max(self.train_seconds, 1e-9)

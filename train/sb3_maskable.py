@@ -153,9 +153,7 @@ class MaskablePPOTrainer(Trainer):
         if start is not None:
             self.net.load_state_dict(start.state_dict())
         self.start = frozen_copy(self.net)
-        if resumed is not None:
-            self.start.load_state_dict(resumed.start)
-            self.load_state_dict(resumed.trainer)
+        self.resume(resumed)
         self.bar = progress_bar(
             total=cfg.total_timesteps,
             initial=self.model.num_timesteps,

@@ -72,9 +72,7 @@ class SelfPlay(Trainer):
         self.net, self.start = self.learner.net, self.learner.start
         self.best: dict[str, Any] = {}
         self.diagnostics: dict[str, float] = {}
-        if resumed is not None:
-            self.start.load_state_dict(resumed.start)
-            self.load_state_dict(resumed.trainer)
+        self.resume(resumed)
         self.bar = progress_bar(
             total=cfg.total_updates,
             initial=self.learner.update,
