@@ -27,15 +27,21 @@ def test_a_sweep_writes_its_trials_and_a_second_call_continues_the_study(
     first = json.loads((out / "sweep.json").read_text())
     assert [t["trial"] for t in first["trials"]] == [0]  # the base config first
     assert first["trials"][0]["params"]["net.channels"] == 8 and first["trials"][0]["games"] == 2
-    assert sweep.main(["--trials", "1", *tiny]) == 0
+    results = tmp_path / "sweep-results.json"
+    assert sweep.main(["--trials", "1", *tiny, "--results", str(results)]) == 0
     second = json.loads((out / "sweep.json").read_text())
+    published = json.loads(results.read_text())  # a results file of the study (kind checked on write)
+    assert published["kind"] == "training" and [r["seed"] for r in published["runs"]] == [
+        f"trial {r['trial']}" for r in second["trials"]
+    ]
+    assert published["raw"]["trial 0"]["games"] == 2 and published["seeds"] == [0]
     assert sorted(t["trial"] for t in second["trials"]) == [0, 1]
     lo, hi = second["trials"][0]["ci95"]
     assert 0 <= lo <= second["trials"][0]["win_rate_vs_greedy"] <= hi <= 1
 
 
 def test_bad_options_are_one_error_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    for argv in (["--trials", "0"], ["--trails", "3"], ["--out", str(tmp_path / "f" / "x")]):
+    for argv in (["--trials", "-1"], ["--trails", "3"], ["--out", str(tmp_path / "f" / "x")]):
         if argv[0] == "--out":
             (tmp_path / "f").write_text("a file")
         with pytest.raises(SystemExit) as info:
