@@ -107,7 +107,7 @@ def test_several_seeds_write_one_results_file(tmp_path: Path, monkeypatch: pytes
         (["--opponents", "ppo:x.pt"], "'ppo:x.pt' is a checkpoint"),
         (["--workers", "0"], "--workers must be >= 1"),
         (["--num-gmaes", "8"], "Unrecognized options: --num-gmaes"),
-        (["--lr", "-1"], "lr must be > 0"),
+        (["--learning-rate", "-1"], "learning_rate must be > 0"),
         (["--eval-seed", "-1"], "--eval-seed: must be in 0.."),
         (["--results", "x.json"], "--results needs --seeds"),
     ],

@@ -248,8 +248,8 @@ def test_distill_config_is_checked(tmp_path: Path) -> None:
         _config(tmp_path, net={"prior_scale": 0.0}).validate()
     with pytest.raises(ConfigError, match=r"positions must be in \[2, "):
         _config(tmp_path, positions=1).validate()
-    with pytest.raises(ConfigError, match="lr must be > 0"):
-        _config(tmp_path, lr=0.0).validate()
+    with pytest.raises(ConfigError, match="learning_rate must be > 0"):
+        _config(tmp_path, learning_rate=0.0).validate()
     with pytest.raises(ConfigError, match=r"rounds must be in \[0, "):
         _config(tmp_path, rounds=-1).validate()
     with pytest.raises(AgentSpecError, match="mcts"):  # the run builds its teacher before it writes anything

@@ -259,7 +259,7 @@ class DistillConfig(CommonConfig):
     """Positions sampled per DAgger round."""
     epochs: int = bounded(6, 1, 1000)
     """Passes over the labels per round."""
-    lr: float = above(1e-3, 0.0)
+    learning_rate: float = above(1e-3, 0.0)
     """Adam learning rate."""
     workers: int = bounded(2, 1, 256)
     """Processes labelling positions (with ``backend=ray``: CPUs of the local Ray runtime)."""
@@ -337,7 +337,7 @@ class ExItConfig(CommonConfig):
     """Iterations of labels the fit trains on (the newest)."""
     epochs: int = bounded(2, 1, 1000)
     """Passes over the window per iteration."""
-    lr: float = above(1e-3, 0.0)
+    learning_rate: float = above(1e-3, 0.0)
     """Adam learning rate of the fit."""
     batch_size: int = bounded(256, 1, 1_048_576)
     """Minibatch of the fit."""

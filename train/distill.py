@@ -161,7 +161,7 @@ def train_round(
         states,
         targets,
         cfg.epochs,
-        cfg.lr,
+        cfg.learning_rate,
         seed=seed,
         held_out=held_out,
         log=epoch_log(run, round_ * (cfg.epochs + 1)),

@@ -178,7 +178,7 @@ def iterate(
     _, agreement = label_loss(net, states, targets)  # how far the search moved from the network's own choice
     window.add(states, targets, held_out(len(states), seed[2]))
     previous = frozen_copy(net)
-    stats = fit(net, window, cfg.epochs, cfg.lr, seed[3], cfg.batch_size)
+    stats = fit(net, window, cfg.epochs, cfg.learning_rate, seed[3], cfg.batch_size)
     t3 = time.time()
     decision = gate(net, previous, cfg.gate_pairs, seed[4], cfg.gate_threshold, cfg.eval_workers)
     t4 = time.time()
