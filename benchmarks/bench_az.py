@@ -1,6 +1,9 @@
 """Throughput of the AlphaZero search's leaf evaluator: game states in, masked log-probabilities
 and values out (``patchwork_env.players.az.NetEvaluator``: legal masks, observations and the greedy prior
-from the compiled rules, then one forward pass of the shipped network), per batch size.
+from the compiled rules, then one forward pass of the shipped network), per batch size; and the
+searches' simulations per second on one core (``mcts``, ``az`` with its default greedy rollouts at
+the leaves, ``az:rollouts=0`` valuing a leaf by the network alone): one move's search from each of
+a set of mid-game positions, ``SEARCH_SIMS`` simulations each (issue 41's reference rows).
 
     python -m benchmarks.bench_az [--seconds 1] [--repeats 5]
 
@@ -11,6 +14,7 @@ positions alike). Target (issue 16): >= 20,000 leaf evaluations/s batched, on 2 
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -20,6 +24,8 @@ from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, ti
 
 SIZES = (1, 256)
 TARGET = 20_000.0
+SEARCH_SIMS = 200
+SEARCHES = {"mcts": "mcts:sims={n},reuse=0", "az": "az:sims={n}", "az, network leaves": "az:sims={n},rollouts=0"}
 
 
 def cases(quick: bool = False) -> list[Case]:
@@ -45,9 +51,42 @@ def _case(evaluator: Callable[[npt.NDArray[np.int64]], object], batch: npt.NDArr
     return Case(f"az evals {len(batch)}", lambda s: timed(body, s))
 
 
+def search_cases(quick: bool = False) -> list[Case]:
+    """One move's search from each of a few mid-game positions, per search spec."""
+    from patchwork_env.core.state import new_game
+    from patchwork_env.players.registry import make_agent
+
+    greedy, rng = make_agent("greedy"), np.random.default_rng(0)
+    states = []
+    for seed in range(2 if quick else 6):  # greedy self-play to its 20th decision: a mid-game position
+        state = new_game(seed)
+        for _ in range(20):
+            state = state.step(greedy.act(state, rng))
+        states.append(state)
+    out = []
+    for name, spec in SEARCHES.items():
+        agent = make_agent(spec.format(n=SEARCH_SIMS // 4 if quick else SEARCH_SIMS))
+        sims = float(SEARCH_SIMS // 4 if quick else SEARCH_SIMS)
+
+        def body(agent: object = agent, sims: float = sims) -> Counts:
+            rng = np.random.default_rng(0)
+            for state in states:
+                agent.act(state, rng)  # type: ignore[attr-defined]
+            return {"sims": sims * len(states)}
+
+        body()  # warm-up: compilation, the network's first call
+        out.append(Case(f"search {name}", functools.partial(timed, body)))
+    return out
+
+
 def rows(runs: dict[str, list[Counts]]) -> list[Row]:
     out = []
     for key, runs_k in runs.items():
+        if key.startswith("search "):
+            name = f"{key.removeprefix('search ')} simulations (one core)"
+            out.append(row(name, rate(runs_k, "sims"), "sims/s", per_cpu_s=rate(runs_k, "sims", "cpu"),
+                           note=f"{SEARCH_SIMS} per move, mid-game"))  # fmt: skip
+            continue
         if not key.startswith("az evals"):
             continue
         n = int(key.split()[-1])
@@ -59,7 +98,7 @@ def rows(runs: dict[str, list[Counts]]) -> list[Row]:
 
 def az_rows(seconds: float, repeats: int, quick: bool = False) -> list[Row]:
     try:
-        built = cases(quick)
+        built = cases(quick) + search_cases(quick)
     except ImportError as exc:  # torch is an optional dependency (the train extra)
         return [row("AZ leaf evaluations", float("nan"), "evals/s", note=f"needs torch: {exc}")]
     return rows(run_cases(built, seconds, repeats))
