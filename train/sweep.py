@@ -185,8 +185,9 @@ def results(rows: list[dict[str, Any]], args: SweepArgs, command: str) -> dict[s
         f"reward and opponents' mix (`train.sweep.SPACE`); each trial trains `train.selfplay` from a random network "
         f"over `{args.base}` for {args.minutes:g} minutes of its process's CPU time (seed {args.seed}), then plays "
         f"{args.pairs} paired deals against greedy on fresh deals. Trial 0 is the base config. One seed per trial: "
-        "a difference under about 10 points is within the intervals. The study's trials ran in "
-        f"`{args.out}` (its `study.log`); this file lists every finished one.",
+        "a difference under about 10 points is within the intervals. The trials ran as `python -m train.sweep` "
+        f"processes on the study in `{args.out}` (its `study.log`; several at once with `--worker k`); this file, "
+        "written from the study, lists every finished trial.",
         "columns": columns,
         "runs": runs,
         "raw": {f"trial {r['trial']}": r for r in rows},
