@@ -111,3 +111,74 @@ def test_a_checkpoint_without_the_loops_state_is_refused_before_anything_is_writ
     with pytest.raises(ConfigError, match="no trainer state this version can resume"):
         main(dataclasses.replace(cfg, run_dir=str(tmp_path / "run")))
     assert not (tmp_path / "run").exists()
+
+
+class _Counting(Trainer):
+    """A trainer whose steps only count, to watch the loop's schedule."""
+
+    def __init__(self, run: Any, fail_at: int = 0) -> None:
+        from patchwork_env.players.net_config import NetConfig
+        from patchwork_env.players.network import PatchworkNet
+
+        super().__init__(run)
+        self.net = PatchworkNet(NetConfig(channels=4, blocks=1, hidden=8, head_features=2, head_hidden=4))
+        self.start = self.net
+        self.steps: list[int] = []
+        self.evaluated: list[int] = []
+        self.closed = 0
+        self.fail_at = fail_at
+
+    def step(self, step: int) -> None:
+        if step == self.fail_at:
+            raise KeyboardInterrupt
+        self.steps.append(step)
+
+    def evaluate(self, step: int) -> None:
+        self.evaluated.append(step)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"steps": list(self.steps)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.steps = list(state["steps"])
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_the_loop_evaluates_at_the_start_every_eval_every_and_at_the_last_step_and_always_closes(
+    tmp_path: Path,
+) -> None:
+    from train.loop import run_loop
+    from train.run import Run
+
+    cfg = from_dict(SelfPlayConfig, {"run_dir": str(tmp_path / "a"), "eval_every": 3, "checkpoint_every": 100,
+                                     "final_eval_pairs": 0, "progress": False}, "test")  # fmt: skip
+    trainer = _Counting(Run(cfg, "t", "update"))
+    summary = run_loop(trainer.run, trainer, 7, None)
+    assert trainer.steps == [1, 2, 3, 4, 5, 6, 7] and trainer.evaluated == [0, 3, 6, 7] and trainer.closed == 1
+    assert summary["updates"] == 7 and summary["stopped_early"] is False
+    assert read_checkpoint(tmp_path / "a" / "checkpoints" / "latest.pt")["trainer"]["loop"]["step"] == 7
+
+    none = dataclasses.replace(cfg, run_dir=str(tmp_path / "b"), eval_every=0)
+    quiet = _Counting(Run(none, "t", "update"))
+    run_loop(quiet.run, quiet, 2, None)
+    assert quiet.evaluated == []  # eval_every 0: no periodic evaluation, not even at the end
+
+    stopped = _Counting(Run(dataclasses.replace(cfg, run_dir=str(tmp_path / "c")), "t", "update"), fail_at=4)
+    with pytest.raises(KeyboardInterrupt):
+        run_loop(stopped.run, stopped, 7, None)
+    assert stopped.closed == 1  # the progress bars close on Ctrl-C too
+    saved = read_checkpoint(tmp_path / "c" / "checkpoints" / "latest.pt")["trainer"]
+    assert saved["loop"]["step"] == 3 and saved["state"]["steps"] == [1, 2, 3]  # the whole steps only
+
+
+def test_the_time_limit_stops_after_the_step_that_reaches_it(tmp_path: Path) -> None:
+    from train.loop import run_loop
+    from train.run import Run
+
+    cfg = from_dict(SelfPlayConfig, {"run_dir": str(tmp_path), "eval_every": 0, "final_eval_pairs": 0,
+                                     "progress": False, "time_limit_minutes": 1e-9}, "test")  # fmt: skip
+    trainer = _Counting(Run(cfg, "t", "update"))
+    summary = run_loop(trainer.run, trainer, 5, None)
+    assert trainer.steps == [1] and summary["stopped_early"] is True

@@ -51,7 +51,8 @@ class Trainer:
 
     def state_dict(self) -> dict[str, Any]:
         """Everything beyond ``net`` the trainer needs to continue (optimizer, pools, buffers,
-        generators, counters), as ``torch.save`` can store it."""
+        generators, counters) as a checkpoint holds it: tensors, numbers, strings, lists and dicts of
+        them (a checkpoint is read with ``weights_only``: no numpy arrays, no objects)."""
         raise NotImplementedError
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -69,10 +70,6 @@ class Trainer:
         """The periodic evaluation after ``step`` (0: the start): the network alone against the
         config's ``eval_opponents``; a trainer may add its own."""
         self.run.evaluate(self.net, step)
-
-    def checkpoint_network(self) -> PatchworkNet:
-        """The network ``latest.pt`` and ``minute-<m>.pt`` hold (the trained one)."""
-        return self.net
 
     def close(self) -> None:
         """After the last step or an interruption: release what the steps hold (progress bars)."""
@@ -164,7 +161,7 @@ def run_loop(run: Run, trainer: Trainer, total: int, resumed: Resumed | None) ->
         while step < total:
             trainer.step(step + 1)
             step += 1  # only a whole step counts: Ctrl-C within one checkpoints the step before
-            run.minute_checkpoints(trainer.checkpoint_network(), cfg.checkpoint_minutes)
+            run.minute_checkpoints(trainer.net, cfg.checkpoint_minutes)
             out_of_time = 0 < cfg.time_limit_minutes <= run.minutes()
             last = step >= total or out_of_time
             if cfg.eval_every and (step % cfg.eval_every == 0 or last):
@@ -179,6 +176,8 @@ def run_loop(run: Run, trainer: Trainer, total: int, resumed: Resumed | None) ->
         path = save_latest(run, trainer, step)
         print(f"\ninterrupted after {unit_count(step, run.unit)}; resume with --resume {path}", flush=True)
         raise
+    finally:
+        trainer.close()
     evaluated, summary = trainer.finish()
     summary = {
         **summary,
@@ -202,7 +201,7 @@ def save_latest(run: Run, trainer: Trainer, step: int) -> Path:
         "state": trainer.state_dict(),
         "start": trainer.start.state_dict(),
     }
-    return run.checkpoint(trainer.checkpoint_network(), "latest.pt", state)
+    return run.checkpoint(trainer.net, "latest.pt", state)
 
 
 def unit_count(n: int, unit: str) -> str:
