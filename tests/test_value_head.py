@@ -122,13 +122,20 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
     ("argv", "message"),
     [
         (["--checkpoint", "nope.pt", "--out", "x.pt"], "error: network checkpoint not found: nope.pt"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "0"], "error: argument --games: must be >= 1, got 0"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--lr", "-1"], "error: --lr must be a finite number > 0, got -1.0"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--lr", "inf"], "error: --lr must be a finite number > 0, got inf"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "0"], "error: --games must be >= 2"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--epochs", "0"], "error: --epochs must be >= 1, got 0"),
+        (
+            ["--checkpoint", "a.pt", "--out", "x.pt", "--learning-rate", "-1"],
+            "error: --learning-rate must be a finite number > 0, got -1.0",
+        ),
+        (
+            ["--checkpoint", "a.pt", "--out", "x.pt", "--learning-rate", "inf"],
+            "error: --learning-rate must be a finite number > 0, got inf",
+        ),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "1"], "error: --games must be >= 2"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "x"], "error: argument --games: must be a positive"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "x"], "error: Error parsing --games"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--margin-weight", "2"], "error: --margin-weight must be in [0, 1]"),
-        (["--out", "x.pt"], "error: the following arguments are required: --checkpoint"),
+        (["--out", "x.pt"], "error: missing required option: --checkpoint"),
     ],
 )
 def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
