@@ -13,33 +13,41 @@ other seeds). ``--results`` writes the per-seed rows, the mean and the least, an
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tyro
 import yaml
 
-from patchwork_env.cli.common import MAX_ARENA_SEED, Parser, fail, seed_in
+from patchwork_env.cli.common import MAX_ARENA_SEED, fail
 from patchwork_env.evaluation import results_file
-from train.cli import checked_results_path, exit_quietly_on_ctrl_c, write_results
+from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, write_results
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m train.exit_results", description=__doc__.splitlines()[0])
-    p.add_argument("runs", type=Path, nargs="+", help="run folders of train.exit (one per seed)")
-    p.add_argument("--pairs", type=int, default=200, help="paired deals of each final figure (two games each)")
-    p.add_argument("--curve-pairs", type=int, default=100, help="paired deals per point of the curve")
-    p.add_argument("--eval-seed", type=seed_in(MAX_ARENA_SEED), default=5050, help="the deals of every evaluation")
-    p.add_argument("--workers", type=int, default=1, help="processes playing the games")
-    p.add_argument("--results", type=Path, default=None, help="write the results file here")
-    return p
+@dataclass
+class ExitResultsArgs:
+    """Expert iteration over seeds, measured: finished runs of train.exit, one results file."""
+
+    runs: tyro.conf.Positional[tuple[Path, ...]]
+    """run folders of train.exit (one per seed)"""
+    pairs: int = 200
+    """paired deals of each final figure (two games each)"""
+    curve_pairs: int = 100
+    """paired deals per point of the curve"""
+    eval_seed: int = 5050
+    """the deals of every evaluation"""
+    workers: int = 1
+    """processes playing the games"""
+    results: Path | None = None
+    """write the results file here"""
 
 
-def counts(a: str, b: str, pairs: int, args: argparse.Namespace) -> dict[str, Any]:
+def counts(a: str, b: str, pairs: int, args: ExitResultsArgs) -> dict[str, Any]:
     """``a`` against ``b`` on ``pairs`` paired deals: the raw counts and the win rate of ``a``."""
     from patchwork_env.evaluation.arena import play_pairs
 
@@ -81,7 +89,7 @@ def minute_checkpoints(folder: Path) -> list[Path]:
 
 
 def measure(
-    folder: Path, config: dict[str, Any], history: list[dict[str, Any]], args: argparse.Namespace
+    folder: Path, config: dict[str, Any], history: list[dict[str, Any]], args: ExitResultsArgs
 ) -> dict[str, Any]:
     """One run's figures (raw counts) and what it was (seed, iterations, gates kept, minutes)."""
     checkpoints = folder / "checkpoints"
@@ -103,7 +111,7 @@ def measure(
     }
 
 
-def summarize(runs: list[dict[str, Any]], args: argparse.Namespace, command: str) -> dict[str, Any]:
+def summarize(runs: list[dict[str, Any]], args: ExitResultsArgs, command: str) -> dict[str, Any]:
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
 
@@ -163,7 +171,11 @@ def summarize(runs: list[dict[str, Any]], args: argparse.Namespace, command: str
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = parse_args(ExitResultsArgs, argv, __doc__.splitlines()[0])
+    if not args.runs:
+        fail("give the run folders of train.exit to measure (one per seed)")
+    if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
+        fail(f"--eval-seed must be in [0, {MAX_ARENA_SEED}], got {args.eval_seed}")
     for name in ("pairs", "curve_pairs"):
         if not 1 <= getattr(args, name) <= 10_000:
             fail(f"--{name.replace('_', '-')} must be in 1..10000, got {getattr(args, name)}")
