@@ -14,42 +14,49 @@ for every seed and mark).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import shlex
 import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, fail, seed_in
+from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, fail
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.workers import WorkerError, run_unordered
-from train.cli import checked_results_path, exit_quietly_on_ctrl_c, write_results
+from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, write_results
 
 CONFIG = "configs/selfplay_scratch.yaml"
 OPPONENTS = ("random", "greedy")
 CLOCK_WORDS = {"process": "the run's CPU time", "wall": "elapsed time"}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m train.baselines", description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=seed_in(MAX_SEED), nargs="+", default=[0], help="training seeds, one run each")
-    p.add_argument("--minutes", type=float, nargs="+", default=[10.0, 30.0, 60.0], help="marks of training time")
-    p.add_argument("--pairs", type=int, default=100, help="paired deals per opponent and mark (two games each)")
-    p.add_argument("--eval-seed", type=seed_in(MAX_ARENA_SEED), default=2000, help="the deals of every evaluation")
-    p.add_argument("--config", default=CONFIG, help="the trainer's config")
-    p.add_argument("--runs", type=Path, default=Path("runs/baselines"), help="folder of the run folders")
-    p.add_argument("--results", type=Path, default=None, help="write the results file here")
-    p.add_argument(
-        "--clock", choices=("process", "wall"), default="process",
-        help="what a minute of training is: the run's CPU time (fair when runs share cores) or elapsed time",
-    )  # fmt: skip
-    p.add_argument("--jobs", type=int, default=1, help="seeds trained and evaluated at once (processes)")
-    return p
+@dataclass
+class BaselinesArgs:
+    """Reference baselines from scratch: self-play PPO from a random network on several seeds."""
+
+    seeds: tuple[int, ...] = (0,)
+    """training seeds, one run each"""
+    minutes: tuple[float, ...] = (10.0, 30.0, 60.0)
+    """marks of training time"""
+    pairs: int = 100
+    """paired deals per opponent and mark (two games each)"""
+    eval_seed: int = 2000
+    """the deals of every evaluation"""
+    config: str = CONFIG
+    """the trainer's config"""
+    runs: Path = Path("runs/baselines")
+    """folder of the run folders"""
+    results: Path | None = None
+    """write the results file here"""
+    clock: Literal["process", "wall"] = "process"
+    """what a minute of training is: the run's CPU time (fair when runs share cores) or elapsed time"""
+    jobs: int = 1
+    """seeds trained and evaluated at once (processes)"""
 
 
-def train_seed(args: argparse.Namespace, seed: int) -> Path:
+def train_seed(args: BaselinesArgs, seed: int) -> Path:
     """One self-play run up to the last mark; returns its folder."""
     from train import selfplay
 
@@ -65,7 +72,7 @@ def train_seed(args: argparse.Namespace, seed: int) -> Path:
     return folder
 
 
-def evaluate_marks(args: argparse.Namespace, folder: Path) -> dict[str, dict[str, Any]]:
+def evaluate_marks(args: BaselinesArgs, folder: Path) -> dict[str, dict[str, Any]]:
     """Each minute checkpoint against random and greedy: the raw counts."""
     from patchwork_env.evaluation.arena import play_pairs
 
@@ -83,12 +90,12 @@ def evaluate_marks(args: argparse.Namespace, folder: Path) -> dict[str, dict[str
     return out
 
 
-def train_and_evaluate(args: argparse.Namespace, seed: int) -> dict[str, dict[str, Any]]:
+def train_and_evaluate(args: BaselinesArgs, seed: int) -> dict[str, dict[str, Any]]:
     """One seed: its run, then its marks' raw counts."""
     return evaluate_marks(args, train_seed(args, seed))
 
 
-def summarize(args: argparse.Namespace, runs: dict[int, dict[str, dict[str, Any]]], command: str) -> dict[str, Any]:
+def summarize(args: BaselinesArgs, runs: dict[int, dict[str, dict[str, Any]]], command: str) -> dict[str, Any]:
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
 
@@ -127,7 +134,11 @@ def summarize(args: argparse.Namespace, runs: dict[int, dict[str, dict[str, Any]
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    args = parse_args(BaselinesArgs, argv, __doc__.splitlines()[0])
+    if not args.seeds or not all(0 <= seed <= MAX_SEED for seed in args.seeds):
+        fail(f"--seeds must be one or more integers in [0, {MAX_SEED}], got {list(args.seeds)}")
+    if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
+        fail(f"--eval-seed must be in [0, {MAX_ARENA_SEED}], got {args.eval_seed}")
     if not 1 <= args.pairs <= 10_000:
         fail(f"--pairs must be in 1..10000, got {args.pairs}")
     if not all(0 < m <= 10_000 for m in args.minutes):

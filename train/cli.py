@@ -157,9 +157,12 @@ def one_line(text: str) -> str:
     lines = [line for line in lines if not line.startswith("For full helptext")]
     if not lines:
         return "invalid arguments (see --help)"
-    titles = {"Unrecognized options", "Missing argument", "Value error", "Parsing error", "Required options"}
+    titles = {"Unrecognized options", "Missing argument", "Value error", "Parsing error", "Required options",
+              "Invalid choice"}  # fmt: skip
     body = [line for line in lines if re.sub(r"[╭╮─+\-]", "", line).strip() not in titles]
     message = body[0] if body else lines[0]
+    if message.startswith("invalid choice"):  # wrapped over lines: all of it
+        message = " ".join(body)
     if message.startswith("Missing from"):  # required options: name them
         missing = [line.split()[0] for line in body[1:] if line.startswith("--")]
         message = f"missing required option{'s' if len(missing) > 1 else ''}: {', '.join(missing)}"
