@@ -143,7 +143,7 @@ def main(out_path: str) -> None:
             [
                 "--resume",
                 latest,
-                "--total-iterations",
+                "--iterations",
                 "3",
                 "--eval-every",
                 "0",

@@ -112,7 +112,7 @@ def test_rllib_smoke_run_on_the_cluster_plays_only_legal_moves(cluster_report: d
 
 
 def test_rllib_resumes_its_run_with_rllibs_own_state(cluster_report: dict[str, Any]) -> None:
-    """``--resume latest.pt --total-iterations 3`` continues the two-iteration run in its folder: the
+    """``--resume latest.pt --iterations 3`` continues the two-iteration run in its folder: the
     algorithm's counters come back from ``checkpoints/rllib-latest`` and go on."""
     first, resumed = cluster_report["rllib"], cluster_report["rllib_resumed"]
     assert resumed["run_folder"] == first["run_folder"] and resumed["iterations"] == 3

@@ -524,7 +524,7 @@ class RLlibConfig(PPOConfig):
     """Passes over each iteration's batch."""
     clip_param: float = 0.2
     """PPO ratio clip."""
-    total_iterations: int = bounded(100, 0, 10**7)
+    iterations: int = bounded(100, 0, 10**7)
     """Training iterations (sample + update) in the run."""
     snapshot_every: int = 5
     """Iterations between copies of the learner into the frozen pool."""

@@ -192,7 +192,7 @@ def main(cfg: RLlibConfig, name: str = "rllib") -> dict[str, Any]:
     started = init_ray(cfg.address or None)  # a cluster that cannot be joined leaves no run folder
     try:
         run, resumed = open_run(cfg, name, "iteration")
-        return run_loop(run, RLlibSelfPlay(run, start, resumed), cfg.total_iterations, resumed)
+        return run_loop(run, RLlibSelfPlay(run, start, resumed), cfg.iterations, resumed)
     finally:
         if started:
             import_ray().shutdown()
