@@ -41,7 +41,8 @@ def test_a_sweep_writes_its_trials_and_a_second_call_continues_the_study(
 
 
 def test_bad_options_are_one_error_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    for argv in (["--trials", "-1"], ["--trails", "3"], ["--out", str(tmp_path / "f" / "x")]):
+    missing_base = ["--base", str(tmp_path / "none.yaml"), "--out", str(tmp_path / "study")]
+    for argv in (["--trials", "-1"], ["--trails", "3"], ["--out", str(tmp_path / "f" / "x")], missing_base):
         if argv[0] == "--out":
             (tmp_path / "f").write_text("a file")
         with pytest.raises(SystemExit) as info:
@@ -49,3 +50,4 @@ def test_bad_options_are_one_error_line(capsys: pytest.CaptureFixture[str], tmp_
         assert info.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: "), err
+    assert not (tmp_path / "study").exists()  # a bad --base is refused before the study folder is made

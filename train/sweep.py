@@ -33,7 +33,7 @@ from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate, wilson_interval
 from patchwork_env.players.net_config import NetConfig
 from train.cli import checked_results_path, load_yaml, parse_args, write_results
-from train.config import SelfPlayConfig
+from train.config import ConfigError, SelfPlayConfig
 
 BASE = "configs/selfplay_scratch.yaml"
 
@@ -124,14 +124,17 @@ def main(argv: list[str] | None = None) -> int:
     checked_results_path(args.results)
     from train.selfplay import main as train
 
+    try:  # the base config is checked before anything is written
+        base = dataclasses.replace(load_yaml(SelfPlayConfig, args.base), seed=args.seed)
+        base.validate()
+    except ConfigError as exc:
+        fail(f"--base: {exc}")
     out = args.out
     try:
         check_output_folder(out, "--out")
     except ValueError as exc:
         fail(exc)
     out.mkdir(parents=True, exist_ok=True)
-    base = load_yaml(SelfPlayConfig, args.base)
-    base = dataclasses.replace(base, seed=args.seed)
     storage = JournalStorage(JournalFileBackend(str(out / "study.log")))
     study = optuna.create_study(
         study_name="selfplay-scratch",
