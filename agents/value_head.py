@@ -7,10 +7,19 @@ Here the network plays its most probable move (``patchwork_env.players.policy.mo
 policy against itself in the fourth; every decision of a finished game gets the game's result from
 the mover's side (``patchwork_env.players.az_search.final_value``, the quantity the search backs up). Only the
 value head (``value.*``) is fitted to it, on the frozen trunk: the policy stays bit-identical.
+
+A second target replaces the one game's result by what ``az`` computes at a leaf: the mean of many
+greedy rollouts from the position (``rollout_targets``; value distillation: the network then gives
+the rollouts' expectation without their noise or cost). The trunk's features carry little of that
+value (the head alone explains about a third of its variance), so ``fit_value_net`` trains the
+trunk with the head, and keeps the policy where it was with a penalty on its divergence from the
+start policy (KL over the legal actions).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from dataclasses import dataclass
 
@@ -20,15 +29,19 @@ import torch
 
 from agents.az_selfplay import deal_states, decisions_to_end
 from patchwork_env.core import rules
+from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
+from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
+from patchwork_env.players.az import rollout_values
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
-from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.network import PatchworkNet, net_inputs
 from patchwork_env.players.policy import NetworkAgent
 
 IntArray = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
 
 MIRROR_EVERY = 4  # game g is a sampled mirror game when g % MIRROR_EVERY == MIRROR_EVERY - 1
+LABEL_CHUNK = 500  # positions per labelling task (its generator: the seed and the chunk's index)
 
 
 def network_games(net: PatchworkNet, num_games: int, seed: int, margin_weight: float) -> tuple[IntArray, F32, IntArray]:
@@ -76,6 +89,8 @@ class ValueStats:
     val_mse: float
     val_explained_variance: float
     """1 - MSE / variance of the held-out targets (games never trained on)."""
+    val_policy_kl: float = 0.0
+    """``fit_value_net``: KL(start policy || policy) on held-out positions (0 when only the head moves)."""
 
 
 def fit_value_head(
@@ -94,13 +109,7 @@ def fit_value_head(
     features are computed once."""
     if epochs < 0 or not (math.isfinite(lr) and lr > 0) or not 0 < val_share < 1:
         raise ValueError(f"need epochs >= 0, lr > 0 and 0 < val_share < 1; got {epochs}, {lr}, {val_share}")
-    rng = np.random.default_rng(seed)
-    unique = np.unique(games)
-    held = rng.choice(unique, max(1, int(len(unique) * val_share)), replace=False)
-    val = np.isin(games, held)
-    train_rows, val_rows = np.flatnonzero(~val), np.flatnonzero(val)
-    if train_rows.size == 0:
-        raise ValueError("fit_value_head: every game was held out; give it more games")
+    train_rows, val_rows = held_out_split(games, val_share, seed)
     net.eval()
     feats = torch.cat([_pooled(net, states[i : i + 2048]) for i in range(0, len(states), 2048)])
     target = torch.from_numpy(values)
@@ -125,3 +134,132 @@ def fit_value_head(
         val_mse = mse(val_rows)
         history.append(ValueStats(epoch, mse(train_rows), val_mse, 1.0 - val_mse / variance))
     return history
+
+
+def held_out_split(games: IntArray, val_share: float, seed: int) -> tuple[IntArray, IntArray]:
+    """The rows to train on and the held-out rows: a ``val_share`` of the *games* (positions of one
+    game are alike; holding out rows would flatter the fit)."""
+    unique = np.unique(games)
+    held = np.random.default_rng(seed).choice(unique, max(1, int(len(unique) * val_share)), replace=False)
+    val = np.isin(games, held)
+    train_rows, val_rows = np.flatnonzero(~val), np.flatnonzero(val)
+    if train_rows.size == 0:
+        raise ValueError("every game was held out; give it more games")
+    return train_rows, val_rows
+
+
+def _label_chunk(rollouts: int, margin_weight: float, seed: int, chunk: tuple[int, IntArray]) -> F32:
+    index, states = chunk
+    stream = rng_state(int(np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(1, np.uint64)[0]))
+    return rollout_values(states, rollouts, margin_weight, stream).astype(np.float32)
+
+
+def rollout_targets(states: IntArray, rollouts: int, margin_weight: float, seed: int, workers: int = 1) -> F32:
+    """Each position's mean value over ``rollouts`` greedy rollouts (``patchwork_env.players.az.rollout_values``,
+    ``az``'s leaf value), from the mover's side; chunks of ``LABEL_CHUNK`` positions, each with its
+    own generator, so the targets do not depend on ``workers`` (processes; 1: this one)."""
+    if rollouts < 1 or workers < 1:
+        raise ValueError(f"need rollouts >= 1 and workers >= 1, got {rollouts} and {workers}")
+    check_state_rows(states)  # the rollout kernel trusts its input
+    chunks = [(i, states[lo : lo + LABEL_CHUNK]) for i, lo in enumerate(range(0, len(states), LABEL_CHUNK))]
+    label = functools.partial(_label_chunk, rollouts, margin_weight, seed)
+    if workers == 1:
+        return np.concatenate([label(c) for c in chunks]) if chunks else np.zeros(0, np.float32)
+    check_spawn_safe("rollout_targets workers")
+    done = {i: part for (i, _), part in run_unordered(label, chunks, workers, describe=lambda c: f"chunk {c[0]}")}
+    return np.concatenate([done[i] for i in range(len(chunks))])
+
+
+@torch.no_grad()
+def _net_values(net: PatchworkNet, states: IntArray) -> torch.Tensor:
+    net.eval()
+    return torch.cat(
+        [net.values(torch.from_numpy(observe_movers(states[i : i + 1024]))) for i in range(0, len(states), 1024)]
+    )
+
+
+def fit_value_net(
+    net: PatchworkNet,
+    states: IntArray,
+    values: F32,
+    games: IntArray,
+    epochs: int,
+    lr: float,
+    seed: int = 0,
+    kl_weight: float = 1.0,
+    val_share: float = 0.2,
+    batch_size: int = 256,
+) -> list[ValueStats]:
+    """Fit the trunk and value head of ``net`` to ``values`` (Adam, one-cycle learning rate, mean
+    squared error) with ``kl_weight`` x KL(start policy || policy) over the legal actions keeping the
+    policy near the start's (the policy-only parameters are not trained); a ``val_share`` of the
+    games held out for the statistics (their ``val_policy_kl``: the held-out policy's divergence
+    from the start)."""
+    if epochs < 1 or not (math.isfinite(lr) and lr > 0) or not 0 < val_share < 1 or kl_weight < 0:
+        raise ValueError(
+            "need epochs >= 1, lr > 0, 0 < val_share < 1 and kl_weight >= 0; "
+            f"got {epochs}, {lr}, {val_share}, {kl_weight}"
+        )
+    train_rows, val_rows = held_out_split(games, val_share, seed)
+    start = copy.deepcopy(net).eval()
+    target = torch.from_numpy(values)
+    variance = float(target[val_rows].var(unbiased=False)) or 1.0
+    kl_rows = val_rows[: 2 * batch_size]
+
+    rng = np.random.default_rng(seed)
+    train_sample = rng.choice(train_rows, min(len(train_rows), 10_000), replace=False)
+
+    def stats(epoch: int) -> ValueStats:
+        train_mse = float(((_net_values(net, states[train_sample]).clamp(-1, 1) - target[train_sample]) ** 2).mean())
+        val_mse = float(((_net_values(net, states[val_rows]).clamp(-1, 1) - target[val_rows]) ** 2).mean())
+        with torch.no_grad():
+            kl = float(_policy_kl(start, net, states[kl_rows]))
+        return ValueStats(epoch, train_mse, val_mse, 1.0 - val_mse / variance, kl)
+
+    history = [stats(0)]
+    steps = epochs * max(1, len(train_rows) // batch_size)
+    trained = _value_parameters(net, states[:1])
+    optimizer = torch.optim.Adam(trained, lr=lr)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps, pct_start=0.1)
+    for epoch in range(1, epochs + 1):
+        net.train()
+        order = rng.permutation(train_rows)
+        for k in range(max(1, len(order) // batch_size)):
+            rows = order[k * batch_size : (k + 1) * batch_size]
+            obs, masks, prior = net_inputs(net, states[rows])
+            logits, value = net(obs, masks, prior)
+            loss = ((value - target[rows]) ** 2).mean() + kl_weight * _kl(start, obs, masks, prior, logits)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(trained, 1.0)
+            optimizer.step()
+            schedule.step()
+        history.append(stats(epoch))
+    net.eval()
+    return history
+
+
+def _value_parameters(net: PatchworkNet, states: IntArray) -> list[torch.nn.Parameter]:
+    """The parameters the value depends on (the trunk and the value head). The policy-only ones stay
+    as they are: under Adam, the KL term's near-zero gradients would take full-size steps in them."""
+    net.zero_grad()
+    net.values(torch.from_numpy(observe_movers(states))).sum().backward()  # type: ignore[no-untyped-call]
+    trained = [p for p in net.parameters() if p.grad is not None]
+    net.zero_grad(set_to_none=True)
+    return trained
+
+
+def _kl(
+    start: PatchworkNet, obs: torch.Tensor, masks: torch.Tensor, prior: torch.Tensor | None, logits: torch.Tensor
+) -> torch.Tensor:
+    """Mean KL(start policy || policy of ``logits``) over the legal actions."""
+    with torch.no_grad():
+        start_logp = torch.log_softmax(start(obs, masks, prior)[0], -1)
+    logp = torch.log_softmax(logits, -1)
+    return torch.where(masks, start_logp.exp() * (start_logp - logp), torch.zeros_like(logp)).sum(-1).mean()
+
+
+def _policy_kl(start: PatchworkNet, net: PatchworkNet, states: IntArray) -> torch.Tensor:
+    net.eval()
+    obs, masks, prior = net_inputs(net, states)
+    return _kl(start, obs, masks, prior, net(obs, masks, prior)[0])

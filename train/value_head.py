@@ -1,12 +1,17 @@
-"""Fit a checkpoint's value head to the results of its own games, for search (``agents.value_head``).
+"""Fit a checkpoint's value to its games, for search (``agents.value_head``).
 
     python -m train.value_head --checkpoint patchwork_env/players/pretrained-v1.pt --out runs/value/pretrained.pt \\
         --games 2000 --epochs 10 --seed 0
+    python -m train.value_head --checkpoint patchwork_env/players/pretrained-v1.pt --out runs/value/rollouts.pt \\
+        --target rollouts --fit net --games 5000 --keep 0.5 --rollouts 32 --epochs 8 --workers 2 --seed 0
 
 The network plays ``--games`` games (its most probable move against greedy, seats alternating,
-and one game in four sampled against itself); the value head alone is fitted to each decision's
-final result from the mover's side; the policy is bit-identical in ``--out``. Prints the held-out
-explained variance (games never trained on) of the head before and after.
+and one game in four sampled against itself); a ``--keep`` share of their decisions is kept. The
+target of each: ``results``, its game's final result from the mover's side; ``rollouts``, the mean
+of ``--rollouts`` greedy rollouts from it (``az``'s leaf value). ``--fit head``: the value head alone
+(the policy bit-identical in ``--out``); ``net``: the trunk too, with ``--kl-weight`` x KL(start
+policy || policy) keeping the policy where it was. Prints the held-out explained variance (games
+never trained on) before and after each epoch.
 """
 
 # ruff: noqa: E402  (the command line is parsed before torch loads, so that --help is instant)
@@ -17,8 +22,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from patchwork_env.cli.common import MAX_SEED, fail
+from patchwork_env.players.az import MAX_ROLLOUTS
 from train.cli import parse_args
 
 
@@ -38,6 +45,20 @@ class ValueHeadArgs:
     """Adam learning rate"""
     margin_weight: float = 0.2
     """weight of the score margin in a result"""
+    target: Literal["results", "rollouts"] = "results"
+    """each decision's target: its game's result, or the mean of --rollouts greedy rollouts from it"""
+    rollouts: int = 32
+    """greedy rollouts per position (--target rollouts)"""
+    keep: float = 1.0
+    """share of the decisions kept (a random subset: positions from more games for the same labelling)"""
+    fit: Literal["head", "net"] = "head"
+    """train the value head alone, or the trunk and the value head (the policy held by --kl-weight)"""
+    kl_weight: float = 1.0
+    """--fit net: weight of KL(start policy || policy) in the loss"""
+    workers: int = 1
+    """processes labelling the rollout targets"""
+    results: str = ""
+    """also write the fit's statistics to this results file (JSON)"""
     seed: int = 0
     """deals, sampling and the held-out games"""
     threads: int = 2
@@ -50,28 +71,43 @@ def parse(argv: Sequence[str] | None = None) -> ValueHeadArgs:
         fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
     if args.games < 2:
         fail(f"--games must be >= 2 (a fifth of the games, at least one, is held out), got {args.games}")
-    for name in ("epochs", "threads"):
+    for name in ("epochs", "threads", "workers", "rollouts"):
         if getattr(args, name) < 1:
             fail(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.rollouts > MAX_ROLLOUTS:
+        fail(f"--rollouts must be <= {MAX_ROLLOUTS}, got {args.rollouts}")
+    if not 0.0 < args.keep <= 1.0:
+        fail(f"--keep must be in (0, 1], got {args.keep}")
+    if not (math.isfinite(args.kl_weight) and args.kl_weight >= 0):
+        fail(f"--kl-weight must be a finite number >= 0, got {args.kl_weight}")
     if not (math.isfinite(args.learning_rate) and args.learning_rate > 0):
         fail(f"--learning-rate must be a finite number > 0, got {args.learning_rate}")
     if not 0.0 <= args.margin_weight <= 1.0:
         fail(f"--margin-weight must be in [0, 1], got {args.margin_weight}")
-    if Path(args.out).is_dir():
-        fail(f"--out {args.out} is a folder; give a file path")
+    for option, path in (("--out", args.out), ("--results", args.results)):
+        if path and Path(path).is_dir():
+            fail(f"{option} {path} is a folder; give a file path")
+        if path and not Path(path).resolve().parent.is_dir():
+            fail(f"{option} {path}: {Path(path).parent} is not a folder")
     return args
 
 
 if __name__ == "__main__":
     ARGS = parse()
 
+import dataclasses
+import functools
+import shlex
 import time
 
+import numpy as np
 import torch
 
-from agents.value_head import fit_value_head, network_games
+from agents.value_head import ValueStats, fit_value_head, fit_value_net, network_games, rollout_targets
+from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
 from patchwork_env.players.errors import CheckpointError
+from train.cli import write_results
 
 
 def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -> int:
@@ -81,20 +117,56 @@ def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -
     except (FileNotFoundError, CheckpointError) as exc:
         fail(exc)
     torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
     start = time.perf_counter()
     states, values, games = network_games(net, args.games, args.seed, args.margin_weight)
-    played = time.perf_counter() - start
-    print(f"{args.games} games, {len(states):,} decisions in {played:.0f} s")
-    history = fit_value_head(net, states, values, games, args.epochs, args.learning_rate, args.seed)
+    if args.keep < 1.0:
+        kept = np.flatnonzero(np.random.default_rng(args.seed).random(len(states)) < args.keep)
+        states, values, games = states[kept], values[kept], games[kept]
+    print(f"{args.games} games, {len(states):,} decisions kept in {time.perf_counter() - start:.0f} s")
+    if args.target == "rollouts":
+        values = rollout_targets(states, args.rollouts, args.margin_weight, args.seed, args.workers)
+        print(f"  {args.rollouts} rollouts from each, {time.perf_counter() - start:.0f} s so far")
+    fit = fit_value_head if args.fit == "head" else functools.partial(fit_value_net, kl_weight=args.kl_weight)
+    history = fit(net, states, values, games, args.epochs, args.learning_rate, args.seed)
     for h in history:
         label = "before" if h.epoch == 0 else f"epoch {h.epoch}"
-        print(f"  {label:>8}: held-out explained variance {h.val_explained_variance:.3f} (mse {h.val_mse:.4f})")
+        kl = f", policy KL from the start {h.val_policy_kl:.4f}" if args.fit == "net" else ""
+        print(f"  {label:>8}: held-out explained variance {h.val_explained_variance:.3f} (mse {h.val_mse:.4f}){kl}")
     try:
         save_checkpoint(args.out, net)
     except OSError as exc:
         fail(f"cannot write --out {args.out}: {exc.strerror or exc}")
-    print(f"wrote {args.out} ({time.perf_counter() - start:.0f} s in all)")
+    seconds = time.perf_counter() - start
+    if args.results:
+        command = shlex.join(["python", "-m", "train.value_head", *(sys.argv[1:] if argv is None else argv)])
+        write_fit_results(args, command, len(states), history, seconds)
+    print(f"wrote {args.out} ({seconds:.0f} s in all)")
     return 0
+
+
+def write_fit_results(
+    args: ValueHeadArgs, command: str, positions: int, history: list[ValueStats], seconds: float
+) -> None:
+    """The fit's statistics as a ``training`` results file (one run; ``train.cli.write_results``)."""
+    columns = ["epoch", "train_mse", "val_mse", "val_explained_variance", "val_policy_kl"]
+    runs = [{c: getattr(h, c) for c in columns} for h in history]
+    labels = f" ({args.rollouts} greedy rollouts each)" if args.target == "rollouts" else ""
+    write_results(
+        Path(args.results),
+        {
+            "kind": "training",
+            "title": f"Value fit ({args.target} targets, {args.fit})",
+            "description": (
+                f"train.value_head on {args.checkpoint}: {args.games} games, {positions} positions kept, "
+                f"target {args.target}{labels}, fit {args.fit}; held-out: a fifth of the games"
+            ),
+            "columns": columns,
+            "runs": runs,
+            "raw": {"args": dataclasses.asdict(args), "seconds": seconds},
+            **provenance(command, [args.seed]),
+        },
+    )
 
 
 if __name__ == "__main__":

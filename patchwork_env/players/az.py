@@ -149,12 +149,26 @@ class NetEvaluator:
         return out
 
     def _rollout_values(self, states: IntArray) -> npt.NDArray[np.float64]:
-        wins, margins = rollout_results(
-            states, self.rollouts, DEFAULT_WEIGHTS, ROLLOUT_TEMP, ROLLOUT_CANDIDATES, self._rng
-        )
-        finals = outcome_value(2 * wins - 1, margins, self.margin_weight)
-        mean: npt.NDArray[np.float64] = finals.mean(axis=1)
-        return mean
+        return rollout_values(states, self.rollouts, self.margin_weight, self._rng)
+
+
+def rollout_values(
+    states: IntArray, rollouts: int, margin_weight: float, stream: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.float64]:
+    """The mean ``final_value`` of ``rollouts`` greedy rollouts from each unfinished state, from the
+    side of the player to move there: ``az``'s leaf value with rollouts alone (``mix=1``), and the
+    value head's target in ``agents.value_head.rollout_targets``. ``stream``: the kernels' generator
+    state (``rng_state``), advanced in place. The states must be checked rows (the kernel trusts them)."""
+    wins, margins = rollout_results(
+        np.ascontiguousarray(states, dtype=np.int64),
+        rollouts,
+        DEFAULT_WEIGHTS,
+        ROLLOUT_TEMP,
+        ROLLOUT_CANDIDATES,
+        stream,
+    )
+    mean: npt.NDArray[np.float64] = outcome_value(2 * wins - 1, margins, margin_weight).mean(axis=1)
+    return mean
 
 
 load_net = load_network  # its old name here
