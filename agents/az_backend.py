@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from agents.az_selfplay import Samples, play_games
-from patchwork_env.evaluation.backend import Backend
+from patchwork_env.evaluation.backend import Backend, LocalBackend
 from patchwork_env.players.az import NetEvaluator
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.net_config import NetConfig
@@ -120,8 +120,9 @@ def play_chunked(
     """``play_games`` over chunks of ``chunk`` games (0: one call over all the games, exactly
     ``play_games(search, num_games, seed, temp_plies)``); on ``backend`` one task per chunk."""
     chunks = chunks_of(num_games, chunk)
-    if backend is not None:
+    if backend is not None and not (isinstance(backend, LocalBackend) and backend.workers == 1):
         return merge(list(backend.map(_play_chunk, selfplay_job(search, seed, temp_plies), chunks)))
+    # in this process: ``search`` itself plays (any evaluator; no copy of the network, no thread change)
     if len(chunks) == 1:
         return play_games(search, num_games, seed, temp_plies)
     return merge([play_games(search, count, seed, temp_plies, first=first) for first, count in chunks])

@@ -30,8 +30,7 @@ advance plus each patch at greedy's best placement). So:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +42,7 @@ from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.envs.vector import VectorGames
-from patchwork_env.evaluation.backend import Backend
-from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
+from patchwork_env.evaluation.backend import Backend, LocalBackend
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
 from patchwork_env.players.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
 from patchwork_env.players.policy import NetworkAgent
@@ -137,12 +135,6 @@ def _init_labeller(spec: str, seed: int) -> None:
     _TEACHER["key"] = (spec, seed)
 
 
-def _init_worker(spec: str, seed: int) -> None:
-    """Runs once in each spawned labelling process: one thread each, the processes share the cores."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    _init_labeller(spec, seed)
-
-
 def _label(job: tuple[int, IntArray]) -> FloatArray:
     index, row = job
     agent = _TEACHER["agent"]
@@ -191,41 +183,13 @@ def teacher_targets(
     if not jobs:
         return np.zeros((0, NUM_GROUPS))
     chunk = max(1, min(64, len(jobs) // (4 * workers)))
-    labels: Iterator[FloatArray]
-    if backend is not None:
-        chunks = [jobs[k : k + chunk] for k in range(0, len(jobs), chunk)]
-        labels = (label for part in backend.map(_label_chunk, (teacher, seed), chunks) for label in part)
-        out = _collect(labels, len(jobs), chunk, progress)
-    elif workers == 1:
-        _init_labeller(teacher, seed)
-        labels = map(_label, jobs)
-        out = _collect(labels, len(jobs), chunk, progress)
-    else:  # the project's worker pool: a worker that dies is an error naming the positions, not a hang
-        check_spawn_safe("workers")
-        out = np.empty((len(jobs), NUM_GROUPS))
-        chunks = [jobs[k : k + chunk] for k in range(0, len(jobs), chunk)]
-        done = run_unordered(
-            _label_part, chunks, workers, _init_worker, (teacher, seed), lambda c: f"positions {c[0][0]}..{c[-1][0]}"
-        )
-        for part, labels_part in done:
-            out[[index for index, _ in part]] = labels_part
-            if progress is not None:
-                progress(len(part))
-    return out
-
-
-def _label_part(jobs: list[tuple[int, IntArray]]) -> list[FloatArray]:
-    return [_label(job) for job in jobs]
-
-
-def _collect(labels: Iterator[FloatArray], n: int, every: int, progress: Callable[[int], None] | None) -> FloatArray:
-    out = np.empty((n, NUM_GROUPS))
-    for i, label in enumerate(labels):
-        out[i] = label
-        if progress is not None and (i + 1) % every == 0:
-            progress(every)
-    if progress is not None and n % every:
-        progress(n % every)
+    chunks = [jobs[k : k + chunk] for k in range(0, len(jobs), chunk)]
+    out = np.empty((len(jobs), NUM_GROUPS))
+    parts = (backend or LocalBackend(workers)).map(_label_chunk, (teacher, seed), chunks)
+    for part, labels in zip(chunks, parts, strict=True):
+        out[[index for index, _ in part]] = labels
+        if progress is not None:
+            progress(len(part))
     return out
 
 

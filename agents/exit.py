@@ -41,7 +41,7 @@ import torch
 from agents.distill import NUM_GROUPS, DistillStats, distill, group_logits, legal_groups, student_positions
 from patchwork_env.core import rules
 from patchwork_env.evaluation.arena import PairResult, play_pairs
-from patchwork_env.evaluation.backend import Backend
+from patchwork_env.evaluation.backend import Backend, LocalBackend
 from patchwork_env.players.az import NetEvaluator
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.network import GROUP_BOUNDS, PatchworkNet, net_inputs
@@ -148,7 +148,7 @@ def _search(
         return np.zeros((0, rules.NUM_ACTIONS), dtype=np.float32), np.zeros(0, dtype=np.int64), np.zeros(0)
     shared = (net.eval(), states, settings, seed)
     starts = list(range(0, len(states), settings.search_batch))
-    parts = (label_batch(shared, lo) for lo in starts) if backend is None else backend.map(label_batch, shared, starts)
+    parts = (backend or LocalBackend()).map(label_batch, shared, starts)
     policies, actions, values = zip(*parts, strict=True)
     return np.concatenate(policies), np.concatenate(actions).astype(np.int64), np.concatenate(values)
 

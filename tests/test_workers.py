@@ -1,5 +1,5 @@
-"""patchwork_env.evaluation.workers and the arena's journal: a dying worker or agent never hangs a
-run, a script without a main guard is refused before any process starts, finished deals survive
+"""patchwork_env.evaluation.workers, the local backend and the arena's journal: a dying worker or
+agent never hangs a run, a script without a main guard is refused before any process starts, finished deals survive
 an interruption and are not played again."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 
 from patchwork_env.core.state import GameState
 from patchwork_env.evaluation.arena import Journal, play_pairs
+from patchwork_env.evaluation.backend import LocalBackend
 from patchwork_env.evaluation.workers import WorkerError, run_unordered
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,6 +96,27 @@ def test_run_unordered_gives_every_item_once_with_a_bounded_queue() -> None:
     assert len(seen) <= 2 * 2 + 2  # the queue's worth, not all 40
     out = dict([first, *results])
     assert out == {i: i * i for i in range(40)} and len(seen) == 40
+
+
+def _power(shared: int, x: int) -> int:
+    if x < 0:
+        os._exit(3)  # a worker that dies
+    time.sleep(0.01 * (x % 3))  # items finish out of order
+    return int(x**shared)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_local_backend_maps_in_item_order_and_a_dying_worker_is_an_error(workers: int, watchdog: object) -> None:
+    """``LocalBackend.map`` is the Ray backend's interface here: ``fn(shared, item)`` for every item,
+    in item order, ``shared`` sent once to each process; a worker that dies is a ``WorkerError``."""
+    backend = LocalBackend(workers)
+    assert list(backend.map(_power, 3, list(range(12)))) == [x**3 for x in range(12)]
+    assert list(backend.map(_power, 2, [])) == []
+    if workers > 1:
+        with pytest.raises(WorkerError, match="worker process died"):
+            list(backend.map(_power, 2, [1, 2, -1, 3]))
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        LocalBackend(0)
 
 
 def test_a_journal_keeps_finished_deals_and_a_rerun_plays_only_the_rest(tmp_path: Path) -> None:

@@ -1,10 +1,15 @@
-"""Ray as a backend for the embarrassingly parallel work: arena games, MCTS labelling, self-play.
+"""Backends for the embarrassingly parallel work: arena games, MCTS labelling, self-play.
 
 A backend runs a picklable function over a list of work items and gives the results back in the
-order of the items::
+order of the items, here or on Ray, through one interface (``Backend.map``)::
 
+    backend = LocalBackend(workers=2)                   # 1: in this process
     with RayBackend(address=None) as backend:          # None: a local Ray runtime, started here
         results = list(backend.map(fn, shared, items))  # [fn(shared, item) for item in items]
+
+``LocalBackend`` runs the items in this process or on the project's worker pool
+(``patchwork_env.evaluation.workers``: a worker that dies is an error naming the items in flight,
+never a hang); ``RayBackend`` as Ray tasks, described below.
 
 ``fn`` must be importable by the workers (a module-level function of this project), ``shared``
 (agents, a teacher spec...) is put in Ray's object store once and handed to every call, and each
@@ -32,6 +37,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
+
+from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -90,6 +97,45 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         raise ConnectionError(f"nothing answers at {address} ({exc}); is the head up (ray start --head)?") from None
 
 
+_SHARED: dict[str, Any] = {}  # in a LocalBackend's worker: the map's function and shared object
+
+
+def _set_shared(fn: Callable[[Any, Any], Any], shared: Any) -> None:
+    _SHARED["call"] = (fn, shared)
+
+
+def _call_shared(item: tuple[int, Any]) -> Any:
+    fn, shared = _SHARED["call"]
+    return fn(shared, item[1])
+
+
+class LocalBackend:
+    """Work items in this process (``workers=1``, one after the other, lazily) or on ``workers``
+    spawned processes (``patchwork_env.evaluation.workers.run_unordered``; ``shared`` is sent once
+    to each process), the results in item order either way."""
+
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.workers = workers
+
+    def map(self, fn: Callable[[Any, T], R], shared: Any, items: Sequence[T]) -> Iterator[R]:
+        if self.workers == 1 or len(items) <= 1:
+            yield from (fn(shared, item) for item in items)
+            return
+        check_spawn_safe("workers")
+        done: dict[int, R] = {}
+        ready = 0
+        tasks = run_unordered(
+            _call_shared, enumerate(items), self.workers, _set_shared, (fn, shared), lambda it: f"work item {it[0]}"
+        )
+        for (index, _), result in tasks:
+            done[index] = result
+            while ready in done:
+                yield done.pop(ready)
+                ready += 1
+
+
 def _call(fn: Callable[[Any, T], R], shared: Any, item: T) -> R:
     """One work item (the body of every Ray task)."""
     return fn(shared, item)
@@ -140,15 +186,15 @@ class RayBackend:
 
 
 @contextmanager
-def open_backend(name: str, address: str | None = None, num_cpus: int | None = None) -> Iterator[RayBackend | None]:
-    """The backend a trainer's ``*_backend`` key names, for a ``with`` block: ``None`` for
-    ``local`` (the caller's own processes); for ``ray`` a ``RayBackend`` that has joined Ray on
-    entry (a cluster that cannot be joined fails here, before the caller writes anything) and
-    leaves it on exit. ``num_cpus``: those of a local Ray runtime started here."""
+def open_backend(name: str, address: str | None = None, num_cpus: int | None = None) -> Iterator[Backend]:
+    """The backend a trainer's ``*_backend`` key names, for a ``with`` block: for ``local`` a
+    ``LocalBackend`` of ``num_cpus`` processes (None: this one); for ``ray`` a ``RayBackend`` that
+    has joined Ray on entry (a cluster that cannot be joined fails here, before the caller writes
+    anything) and leaves it on exit (``num_cpus``: those of a local Ray runtime started here)."""
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {name!r}")
     if name == "local":
-        yield None
+        yield LocalBackend(num_cpus or 1)
         return
     with RayBackend(address, num_cpus) as backend:
         yield backend
