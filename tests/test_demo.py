@@ -99,7 +99,7 @@ def test_several_seeds_write_one_results_file(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--pairs", "0"], "--pairs: must be >= 1"),
+        (["--pairs", "0"], "--pairs must be in 1..1000000, got 0"),
         (["--config", "configs/nope.yaml"], "no such file 'configs/nope.yaml'"),
         (["--opponents", "grredy"], "unknown agent 'grredy'"),
         (["--opponents", "random", "random"], "--opponents must be distinct"),
@@ -108,7 +108,9 @@ def test_several_seeds_write_one_results_file(tmp_path: Path, monkeypatch: pytes
         (["--workers", "0"], "--workers must be >= 1"),
         (["--num-gmaes", "8"], "Unrecognized options: --num-gmaes"),
         (["--learning-rate", "-1"], "learning_rate must be > 0"),
-        (["--eval-seed", "-1"], "--eval-seed: must be in 0.."),
+        (["--eval-seed", "-1"], "--eval-seed must be in 0.."),
+        (["--seeds", "x"], "--seeds"),
+        (["--smoke", "yes"], "Unrecognized options: yes"),
         (["--results", "x.json"], "--results needs --seeds"),
     ],
 )

@@ -105,11 +105,23 @@ def parse_args(cls: type[A], argv: Sequence[str] | None = None, description: str
     """The options of a command in ``train/`` that is not a trainer (a dataclass of them, with
     docstrings as ``--help``), on tyro as the trainers' are; a bad option is one ``error:`` line
     and exit code 2."""
+    args, rest = parse_known_args(cls, argv, description)
+    if rest:
+        raise SystemExit(report(ConfigError(f"Unrecognized options: {' '.join(rest)} (see --help)")))
+    return args
+
+
+def parse_known_args(
+    cls: type[A], argv: Sequence[str] | None = None, description: str | None = None
+) -> tuple[A, list[str]]:
+    """``parse_args`` for a command that passes the options it does not know on (``train.demo``
+    to its trainer): those options, in their order, beside the command's own."""
     errors = io.StringIO()
     prog = f"python -m train.{Path(sys.argv[0]).stem}"
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
         with contextlib.redirect_stderr(errors):
-            return tyro.cli(cls, args=sys.argv[1:] if argv is None else list(argv), description=description, prog=prog)
+            return tyro.cli(cls, args=args, description=description, prog=prog, return_unknown_args=True)
     except SystemExit as exc:
         if exc.code:
             raise SystemExit(report(ConfigError(one_line(errors.getvalue())))) from None

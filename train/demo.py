@@ -19,11 +19,12 @@ of its games and the commands to go on.
 # ruff: noqa: E402  (the command line is parsed before torch loads, so that --help is instant)
 from __future__ import annotations
 
-import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, add_pairs_option, seed_in
+from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_PAIRS, MAX_SEED, fail
+from train.cli import parse_known_args
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = "configs/demo.yaml"
@@ -57,58 +58,55 @@ SMOKE = [
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
-        prog="python -m train.demo",
-        description="Train a network for a few minutes, measure the end against its start, write a report.",
-        epilog="Every other option is python -m train.distill's (its --help lists them), e.g. --seed 1.",
-    )
-    p.add_argument("--config", default=DEFAULT_CONFIG, help=f"the trainer's YAML config (default {DEFAULT_CONFIG})")
-    add_pairs_option(p, DEFAULT_PAIRS, f"per pair of agents in the final evaluation ({SMOKE_PAIRS} with --smoke)")
-    p.add_argument(
-        "--opponents",
-        nargs="+",
-        default=["random", "greedy"],
-        metavar="SPEC",
-        help="baselines the start and the end both play (default: random greedy)",
-    )
-    p.add_argument(
-        "--eval-seed",
-        type=seed_in(MAX_ARENA_SEED),
-        default=EVAL_SEED,
-        help=f"seed of the final evaluation's deals (default {EVAL_SEED})",
-    )
-    p.add_argument("--workers", type=int, default=2, help="processes of the final evaluation (default 2)")
-    p.add_argument(
-        "--smoke",
-        action="store_true",
-        help="a tiny network (8 channels, 1 block), 100 positions labelled by mcts:sims=4, 2 deals per "
-        "pair: checks the pipeline in under a minute; the numbers mean nothing",
-    )
-    p.add_argument(
-        "--seeds",
-        nargs="+",
-        type=seed_in(MAX_SEED),
-        default=None,
-        metavar="S",
-        help="run the demo once per seed (with --results: the published measurement)",
-    )
-    p.add_argument("--results", type=Path, default=None, help="with --seeds: write the summary results file here")
-    return p
+@dataclass
+class DemoArgs:
+    """Train a network for a few minutes, measure the end against its start, write a report.
+
+    Every other option is python -m train.distill's (its --help lists them), e.g. --seed 1."""
+
+    config: str = DEFAULT_CONFIG
+    """the trainer's YAML config"""
+    pairs: int = DEFAULT_PAIRS
+    """paired deals per pair of agents in the final evaluation (2 with --smoke), each played twice"""
+    opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
+    """baselines the start and the end both play"""
+    eval_seed: int = EVAL_SEED
+    """seed of the final evaluation's deals"""
+    workers: int = 2
+    """processes of the final evaluation"""
+    smoke: bool = False
+    """a tiny network and budget: checks the pipeline in under a minute; the numbers mean nothing"""
+    seeds: list[int] | None = None
+    """run the demo once per seed (with --results: the published measurement)"""
+    results: Path | None = None
+    """with --seeds: write the summary results file here"""
+
+
+def parse(argv: list[str]) -> tuple[DemoArgs, list[str]]:
+    """The demo's own options (checked: one ``error:`` line and exit 2) and the trainer's."""
+    args, rest = parse_known_args(DemoArgs, argv)
+    if not 1 <= args.pairs <= MAX_PAIRS:
+        fail(f"--pairs must be in 1..{MAX_PAIRS}, got {args.pairs}")
+    if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
+        fail(f"--eval-seed must be in 0..{MAX_ARENA_SEED}, got {args.eval_seed}")
+    for seed in args.seeds or []:
+        if not 0 <= seed <= MAX_SEED:
+            fail(f"--seeds must be in 0..{MAX_SEED}, got {seed}")
+    if args.workers < 1:
+        fail(f"--workers must be >= 1, got {args.workers}")
+    return args, rest
 
 
 if __name__ == "__main__":
-    PARSED = build_parser().parse_known_args()  # --help ends here, before torch loads
+    PARSED = parse(sys.argv[1:])  # --help ends here, before torch loads
 
 import json
 import os
 import shlex
 import statistics
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from patchwork_env.cli.common import fail
 from patchwork_env.cli.evaluate import format_table, plot_elo
 from patchwork_env.core.files import write_atomic
 from patchwork_env.core.records import write_records
@@ -141,7 +139,7 @@ class Plan:
     trainer_options: list[str]
 
 
-def make_plan(args: argparse.Namespace, rest: list[str], argv: list[str], seed: int | None = None) -> Plan:
+def make_plan(args: DemoArgs, rest: list[str], argv: list[str], seed: int | None = None) -> Plan:
     """Check every argument (one ``error:`` line and exit 2 otherwise)."""
     path = next((p for p in (Path(args.config), ROOT / args.config) if p.is_file()), None)
     if path is None:
@@ -156,8 +154,6 @@ def make_plan(args: argparse.Namespace, rest: list[str], argv: list[str], seed: 
             fail(f"--opponents: {spec!r} is a checkpoint; the demo measures its own network against baselines")
     if len(set(opponents)) != len(opponents):
         fail(f"--opponents must be distinct, got {opponents}")
-    if args.workers < 1:
-        fail(f"--workers must be >= 1, got {args.workers}")
     options = [*(SMOKE if args.smoke else []), *rest, *(["--seed", str(seed)] if seed is not None else [])]
     options += ["--final-eval-pairs", "0"]  # the demo evaluates the end and the start itself
     try:
@@ -440,15 +436,16 @@ def summarize(runs: list[dict[str, Any]], command: str) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None, parsed: tuple[argparse.Namespace, list[str]] | None = None) -> Path:
+def main(argv: list[str] | None = None, parsed: tuple[DemoArgs, list[str]] | None = None) -> Path:
     """Run the demo (once, or once per ``--seeds``); returns the path of the (last) report."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args, rest = parsed or build_parser().parse_known_args(argv)
+    args, rest = parsed or parse(argv)
     if args.results is not None and not args.seeds:
         fail("--results needs --seeds (one demo per seed)")
     checked_results_path(args.results)
     runs = []
-    for seed in args.seeds or [None]:
+    seeds: list[int | None] = list(args.seeds) if args.seeds else [None]
+    for seed in seeds:
         plan = make_plan(args, rest, argv, seed)
         runs.append(run_once(plan))
     if args.results is not None:
