@@ -225,5 +225,6 @@ def test_command_with_rollout_targets_writes_its_results_file(tmp_path: Path) ->
     assert cli.main(argv) == 0
     data = results_file.check(json.loads(results.read_text()))
     assert data["kind"] == "training" and data["command"].startswith("python -m train.value_head")
-    assert [run["epoch"] for run in data["runs"]] == [0, 1]
+    assert [h["epoch"] for h in data["raw"]["history"]] == [0, 1] and data["runs"][0]["seed"] == 0
+    assert set(data["columns"]) == set(data["runs"][0]["cells"])  # what the results page renders
     assert data["raw"]["args"]["target"] == "rollouts" and data["raw"]["args"]["fit"] == "net"

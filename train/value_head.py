@@ -148,9 +148,16 @@ def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -
 def write_fit_results(
     args: ValueHeadArgs, command: str, positions: int, history: list[ValueStats], seconds: float
 ) -> None:
-    """The fit's statistics as a ``training`` results file (one run; ``train.cli.write_results``)."""
-    columns = ["epoch", "train_mse", "val_mse", "val_explained_variance", "val_policy_kl"]
-    runs = [{c: getattr(h, c) for c in columns} for h in history]
+    """The fit as a ``training`` results file (one run: its held-out numbers before and after; the
+    epochs in ``raw``), rendered on the results page (``tools/render_results.py``)."""
+    first, last = history[0], history[-1]
+    cells = {
+        "positions": positions,
+        "held-out explained variance, before": round(first.val_explained_variance, 3),
+        "after": round(last.val_explained_variance, 3),
+        "held-out mse, after": round(last.val_mse, 4),
+        "policy KL from the start": round(last.val_policy_kl, 4),
+    }
     labels = f" ({args.rollouts} greedy rollouts each)" if args.target == "rollouts" else ""
     write_results(
         Path(args.results),
@@ -161,9 +168,13 @@ def write_fit_results(
                 f"train.value_head on {args.checkpoint}: {args.games} games, {positions} positions kept, "
                 f"target {args.target}{labels}, fit {args.fit}; held-out: a fifth of the games"
             ),
-            "columns": columns,
-            "runs": runs,
-            "raw": {"args": dataclasses.asdict(args), "seconds": seconds},
+            "columns": list(cells),
+            "runs": [{"seed": args.seed, "cells": cells}],
+            "raw": {
+                "history": [dataclasses.asdict(h) for h in history],
+                "args": dataclasses.asdict(args),
+                "seconds": seconds,
+            },
             **provenance(command, [args.seed]),
         },
     )
