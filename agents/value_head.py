@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,10 +104,11 @@ def fit_value_head(
     seed: int = 0,
     val_share: float = 0.2,
     batch_size: int = 512,
+    progress: Callable[[ValueStats], None] | None = None,
 ) -> list[ValueStats]:
     """Fit ``net.value`` (the value head alone) to ``values`` with Adam on mean squared error; a
-    ``val_share`` of the *games* is held out for the statistics. The trunk is frozen, so its
-    features are computed once."""
+    ``val_share`` of the *games* is held out for the statistics (each epoch's given to
+    ``progress``). The trunk is frozen, so its features are computed once."""
     if epochs < 0 or not (math.isfinite(lr) and lr > 0) or not 0 < val_share < 1:
         raise ValueError(f"need epochs >= 0, lr > 0 and 0 < val_share < 1; got {epochs}, {lr}, {val_share}")
     train_rows, val_rows = held_out_split(games, val_share, seed)
@@ -122,6 +124,8 @@ def fit_value_head(
 
     variance = float(target[val_rows].var(unbiased=False)) or 1.0
     history = [ValueStats(0, mse(train_rows), mse(val_rows), 1.0 - mse(val_rows) / variance)]
+    if progress is not None:
+        progress(history[-1])
     train_t = torch.from_numpy(train_rows)
     for epoch in range(1, epochs + 1):
         order = train_t[torch.randperm(len(train_t), generator=gen)]
@@ -133,6 +137,8 @@ def fit_value_head(
             optimizer.step()
         val_mse = mse(val_rows)
         history.append(ValueStats(epoch, mse(train_rows), val_mse, 1.0 - val_mse / variance))
+        if progress is not None:
+            progress(history[-1])
     return history
 
 
@@ -189,6 +195,7 @@ def fit_value_net(
     kl_weight: float = 1.0,
     val_share: float = 0.2,
     batch_size: int = 256,
+    progress: Callable[[ValueStats], None] | None = None,
 ) -> list[ValueStats]:
     """Fit the trunk and value head of ``net`` to ``values`` (Adam, one-cycle learning rate, mean
     squared error) with ``kl_weight`` x KL(start policy || policy) over the legal actions keeping the
@@ -214,7 +221,10 @@ def fit_value_net(
         val_mse = float(((_net_values(net, states[val_rows]).clamp(-1, 1) - target[val_rows]) ** 2).mean())
         with torch.no_grad():
             kl = float(_policy_kl(start, net, states[kl_rows]))
-        return ValueStats(epoch, train_mse, val_mse, 1.0 - val_mse / variance, kl)
+        out = ValueStats(epoch, train_mse, val_mse, 1.0 - val_mse / variance, kl)
+        if progress is not None:
+            progress(out)
+        return out
 
     history = [stats(0)]
     steps = epochs * max(1, len(train_rows) // batch_size)

@@ -127,12 +127,15 @@ def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -
     if args.target == "rollouts":
         values = rollout_targets(states, args.rollouts, args.margin_weight, args.seed, args.workers)
         print(f"  {args.rollouts} rollouts from each, {time.perf_counter() - start:.0f} s so far")
-    fit = fit_value_head if args.fit == "head" else functools.partial(fit_value_net, kl_weight=args.kl_weight)
-    history = fit(net, states, values, games, args.epochs, args.learning_rate, args.seed)
-    for h in history:
+
+    def show(h: ValueStats) -> None:
         label = "before" if h.epoch == 0 else f"epoch {h.epoch}"
         kl = f", policy KL from the start {h.val_policy_kl:.4f}" if args.fit == "net" else ""
-        print(f"  {label:>8}: held-out explained variance {h.val_explained_variance:.3f} (mse {h.val_mse:.4f}){kl}")
+        line = f"held-out explained variance {h.val_explained_variance:.3f} (mse {h.val_mse:.4f}){kl}"
+        print(f"  {label:>8}: {line}, {time.perf_counter() - start:.0f} s so far", flush=True)
+
+    fit = fit_value_head if args.fit == "head" else functools.partial(fit_value_net, kl_weight=args.kl_weight)
+    history = fit(net, states, values, games, args.epochs, args.learning_rate, args.seed, progress=show)
     try:
         save_checkpoint(args.out, net)
     except OSError as exc:
