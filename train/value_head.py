@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Literal
 
 from patchwork_env.cli.common import MAX_SEED, fail
-from patchwork_env.players.az import MAX_ROLLOUTS
 from train.cli import parse_args
 
 
@@ -74,8 +73,6 @@ def parse(argv: Sequence[str] | None = None) -> ValueHeadArgs:
     for name in ("epochs", "threads", "workers", "rollouts"):
         if getattr(args, name) < 1:
             fail(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if args.rollouts > MAX_ROLLOUTS:
-        fail(f"--rollouts must be <= {MAX_ROLLOUTS}, got {args.rollouts}")
     if not 0.0 < args.keep <= 1.0:
         fail(f"--keep must be in (0, 1], got {args.keep}")
     if not (math.isfinite(args.kl_weight) and args.kl_weight >= 0):
@@ -105,6 +102,7 @@ import torch
 
 from agents.value_head import ValueStats, fit_value_head, fit_value_net, network_games, rollout_targets
 from patchwork_env.evaluation.provenance import provenance
+from patchwork_env.players.az import MAX_ROLLOUTS
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
 from patchwork_env.players.errors import CheckpointError
 from train.cli import write_results
@@ -112,6 +110,8 @@ from train.cli import write_results
 
 def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -> int:
     args = args or parse(argv)
+    if args.rollouts > MAX_ROLLOUTS:  # here: the bound lives with az, which loads torch (--help does not)
+        fail(f"--rollouts must be <= {MAX_ROLLOUTS}, got {args.rollouts}")
     try:
         net = load_network(args.checkpoint)
     except (FileNotFoundError, CheckpointError) as exc:
