@@ -113,7 +113,8 @@ def arena(name: str, data: Data) -> list[str]:
         )
     lines += [
         "",
-        f"Elo fitted from this table's games alone, `{data['anchor']}` = 0: its own scale, not the ladder's. A fit "
+        f"Elo fitted from the games of `results/{name}.json` alone, `{data['anchor']}` = 0: its own scale, not the "
+        "ladder's. A fit "
         "depends on the agents and the number of games in it (a clean sweep is held finite by one virtual draw, "
         "so the more games a sweep has, the larger the gap it shows): compare numbers within one table or on one "
         "ladder version only.",
