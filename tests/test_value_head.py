@@ -136,6 +136,7 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
             "error: --learning-rate must be a finite number > 0, got inf",
         ),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "1"], "error: --games must be >= 2"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "2000000000"], "error: --games must be <= 100000"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "x"], "error: Error parsing --games"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--margin-weight", "2"], "error: --margin-weight must be in [0, 1]"),
         (["--out", "x.pt"], "error: missing required option: --checkpoint"),
@@ -228,3 +229,14 @@ def test_command_with_rollout_targets_writes_its_results_file(tmp_path: Path) ->
     assert [h["epoch"] for h in data["raw"]["history"]] == [0, 1] and data["runs"][0]["seed"] == 0
     assert set(data["columns"]) == set(data["runs"][0]["cells"])  # what the results page renders
     assert data["raw"]["args"]["target"] == "rollouts" and data["raw"]["args"]["fit"] == "net"
+
+
+def test_a_keep_that_leaves_one_game_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    torch.manual_seed(5)
+    src = save_checkpoint(tmp_path / "in.pt", PatchworkNet(TINY))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--checkpoint", str(src), "--out", str(tmp_path / "o.pt"), "--games", "2", "--keep", "0.001"])
+    assert exc.value.code == 2
+    (err,) = error_lines(capsys.readouterr().err)
+    assert err.startswith("error: --keep 0.001 kept positions of ") and "needs two or more" in err
+    assert not (tmp_path / "o.pt").exists()

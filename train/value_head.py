@@ -27,6 +27,8 @@ from typing import Literal
 from patchwork_env.cli.common import MAX_SEED, fail
 from train.cli import parse_args
 
+MAX_GAMES = 100_000  # about 4 million positions; beyond it the games alone outgrow the memory
+
 
 @dataclass
 class ValueHeadArgs:
@@ -70,6 +72,8 @@ def parse(argv: Sequence[str] | None = None) -> ValueHeadArgs:
         fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
     if args.games < 2:
         fail(f"--games must be >= 2 (a fifth of the games, at least one, is held out), got {args.games}")
+    if args.games > MAX_GAMES:
+        fail(f"--games must be <= {MAX_GAMES} (about 4 million positions), got {args.games}")
     for name in ("epochs", "threads", "workers", "rollouts"):
         if getattr(args, name) < 1:
             fail(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -123,6 +127,8 @@ def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -
     if args.keep < 1.0:
         kept = np.flatnonzero(np.random.default_rng(args.seed).random(len(states)) < args.keep)
         states, values, games = states[kept], values[kept], games[kept]
+        if len(np.unique(games)) < 2:
+            fail(f"--keep {args.keep} kept positions of {len(np.unique(games))} game(s); the fit needs two or more")
     print(f"{args.games} games, {len(states):,} decisions kept in {time.perf_counter() - start:.0f} s")
     if args.target == "rollouts":
         values = rollout_targets(states, args.rollouts, args.margin_weight, args.seed, args.workers)
