@@ -140,6 +140,7 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
         (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "x"], "error: Error parsing --games"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--margin-weight", "2"], "error: --margin-weight must be in [0, 1]"),
         (["--out", "x.pt"], "error: missing required option: --checkpoint"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--bogus", "1"], "error: Unrecognized options: --bogus 1"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--keep", "0"], "error: --keep must be in (0, 1], got 0.0"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "0"], "error: --rollouts must be >= 1, got 0"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "5000"], "error: --rollouts must be <= 1000"),
