@@ -135,7 +135,7 @@ class Rollout:
 class PPOSettings:
     """The update's hyperparameters (see ``train.config.SelfPlayConfig`` for their meaning)."""
 
-    update_epochs: int
+    epochs: int
     num_minibatches: int
     clip_coef: float
     clip_vloss: bool
@@ -188,7 +188,7 @@ def ppo_update(
     clipfracs: list[float] = []
     stats = {"pg": 0.0, "v": 0.0, "ent": 0.0, "kl": 0.0, "old_kl": 0.0, "anchor": 0.0, "n": 0}
     approx_kl = 0.0
-    for _ in range(settings.update_epochs):
+    for _ in range(settings.epochs):
         order = torch.randperm(size, generator=generator)
         for begin in range(0, size - mb_size + 1, mb_size):
             idx = order[begin : begin + mb_size]

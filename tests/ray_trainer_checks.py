@@ -2,10 +2,10 @@
 starts ``unshare -n sh -c 'ip link set lo up && python tests/ray_trainer_checks.py OUT_DIR'``), with
 token authentication on:
 
-* ``python -m train.alphazero --config configs/alphazero_smoke.yaml --selfplay-backend ray
+* ``python -m train.alphazero --config configs/alphazero_smoke.yaml --backend ray
   --selfplay-chunk 1`` as a user runs it (the command starts its own local Ray runtime),
 * on one local Ray runtime started here (``ray.init``, 2 CPUs): ``train.distill`` with
-  ``--backend ray`` (``DISTILL_ARGS``), ``train.exit`` with ``--label-backend ray``
+  ``--backend ray`` (``DISTILL_ARGS``), ``train.exit`` with ``--backend ray``
   (``EXIT_ARGS``), and one round of AlphaZero self-play
   (``agents.az_backend.play_chunked``, chunks of ``AZ_CHUNK`` games) on the Ray backend,
 * ``ss -tn``: every TCP peer.
@@ -77,7 +77,7 @@ def main(out_dir: str) -> None:
     # the AlphaZero trainer's command line, as a user runs it (its own local Ray runtime)
     command = [sys.executable, "-m", "train.alphazero", "--config", str(AZ_SMOKE), "--run-dir", str(out / "az_ray")]
     proc = subprocess.run(
-        [*command, "--selfplay-backend", "ray", "--selfplay-chunk", str(AZ_CHUNK)],
+        [*command, "--backend", "ray", "--selfplay-chunk", str(AZ_CHUNK)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -110,9 +110,7 @@ def main(out_dir: str) -> None:
         summary = distill.main(cfg)
         report["distill"] = {k: summary[k] for k in ("positions", "label_counts", "held_out_accuracy")}
         report["distill_mapped"] = list(mapped)
-        cfg_exit, _ = parse_config(
-            ExItConfig, [*EXIT_ARGS, "--label-backend", "ray", "--run-dir", str(out / "exit_ray")]
-        )
+        cfg_exit, _ = parse_config(ExItConfig, [*EXIT_ARGS, "--backend", "ray", "--run-dir", str(out / "exit_ray")])
         exit_summary = exit_trainer.main(cfg_exit)
         report["exit"] = {k: exit_summary[k] for k in ("positions", "kept")}
         report["exit_mapped"] = mapped[len(report["distill_mapped"]) :]

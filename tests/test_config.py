@@ -91,6 +91,8 @@ def test_command_line_overrides_the_file(tmp_path: Path) -> None:
         ({"final_eval_opponents": "greedy"}, r'"final_eval_opponents" - should be "list'),
         ({"net": {"channels": "x"}}, r'"net.channels" - should be "int"'),
         ({"net": {"chanels": 8}}, r'can not match "chanels"'),
+        ({"update_epochs": 2}, r"update_epochs is now called epochs"),
+        ({"clip_range": 0.2}, r"clip_range is now called clip_coef"),
     ],
 )
 def test_a_file_with_wrong_keys_or_types_names_them(data: dict[str, object], message: str) -> None:
@@ -190,3 +192,15 @@ def test_the_configs_copies_of_the_engines_sizes_are_the_engines() -> None:
     from patchwork_env.cli import common
 
     assert config.MAX_SEED == common.MAX_SEED  # one bound for a run's seed on every command line
+
+
+@pytest.mark.parametrize("cls", [DistillConfig, ExItConfig, AlphaZeroConfig])
+def test_every_trainer_with_parallel_work_names_its_backend(cls: type[CommonConfig]) -> None:
+    """One name for where the work runs (it was ``label_backend`` in ExIt, ``selfplay_backend`` in
+    AlphaZero): ``backend``, with ``address`` accepted only with ``backend=ray``."""
+    with pytest.raises(ConfigError, match=r"backend must be one of local, ray, got 'dask'"):
+        from_dict(cls, {"backend": "dask"}, "c.yaml").validate()
+    with pytest.raises(ConfigError, match=r"address needs backend=ray"):
+        from_dict(cls, {"address": "auto"}, "c.yaml").validate()
+    with pytest.raises(ConfigError, match=r"is now called backend"):
+        from_dict(cls, {"label_backend" if cls is ExItConfig else "selfplay_backend": "ray"}, "c.yaml")

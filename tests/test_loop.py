@@ -26,7 +26,7 @@ EVAL = {"progress": False, "eval_every": 2, "checkpoint_every": 1, "eval_opponen
 TRAINERS: dict[str, tuple[str, str, type[CommonConfig], dict[str, Any], bool]] = {
     "selfplay": ("train.selfplay", "SelfPlay", SelfPlayConfig, {
         "net": TINY, "num_games": 8, "rollout_steps": 24, "total_updates": 3, "num_minibatches": 2,
-        "update_epochs": 1, "snapshot_every": 1, "pool_size": 1, "greedy_weight": 0.5, "latest_prob": 0.3}, True),
+        "epochs": 1, "snapshot_every": 1, "pool_size": 1, "greedy_weight": 0.5, "latest_prob": 0.3}, True),
     "alphazero": ("train.alphazero", "AlphaZero", AlphaZeroConfig, {
         "net": PRIOR, "iterations": 3, "games_per_iteration": 2, "sims": 4, "considered": 4,
         "train_placements": False, "temp_plies": 4, "buffer_size": 1000, "batch_size": 16,
@@ -39,8 +39,8 @@ TRAINERS: dict[str, tuple[str, str, type[CommonConfig], dict[str, Any], bool]] =
         "net": {**PRIOR, "group_scale": True, "kind_weights": True}, "teacher": "greedy", "positions": 60,
         "dagger_positions": 30, "rounds": 2, "epochs": 1, "workers": 1}, True),
     "sb3": ("train.sb3_maskable", "MaskablePPOTrainer", SB3Config, {
-        "net": TINY, "n_envs": 4, "n_steps": 16, "batch_size": 32, "n_epochs": 1, "total_timesteps": 192,
-        "snapshot_every": 64}, False),
+        "net": TINY, "n_envs": 4, "n_steps": 16, "batch_size": 32, "epochs": 1, "total_timesteps": 192,
+        "snapshot_every": 1}, False),
 }  # fmt: skip
 
 

@@ -139,7 +139,7 @@ def test_logits_losses_and_gradients_equal_the_dense_formulation(name: str, batc
 
 def test_a_ppo_update_moves_both_the_same_way(batch: dict[str, torch.Tensor]) -> None:
     """Two epochs of four minibatches with the same generator: the same metrics and weights."""
-    settings = PPOSettings(update_epochs=2, num_minibatches=4, clip_coef=0.2, clip_vloss=True, ent_coef=0.01,
+    settings = PPOSettings(epochs=2, num_minibatches=4, clip_coef=0.2, clip_vloss=True, ent_coef=0.01,
                            vf_coef=0.5, max_grad_norm=0.5, target_kl=0.0)  # fmt: skip
     out = []
     for model in _pair("quick"):

@@ -28,7 +28,7 @@ from train.seeds import Stream, stream_seed
 
 TINY_NET = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
 SHORT_RUN = {"net": {**TINY_NET, "prior_scale": 2.0}, "num_games": 16, "rollout_steps": 16,
-             "total_updates": 6, "update_epochs": 2, "learning_rate": 3e-2, "anneal_lr": False, "ent_coef": 0.0,
+             "total_updates": 6, "epochs": 2, "learning_rate": 3e-2, "anneal_lr": False, "ent_coef": 0.0,
              "reward_margin_weight": 1.0,
              "critic_warmup_updates": 1, "prior_lr_scale": 0.1, "anchor_coef": 1.0, "eval_every": 0,
              "seed": 0}  # fmt: skip
@@ -126,7 +126,7 @@ def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
         "rollout_steps": 24,  # games end (and draw snapshot opponents) during the second rollout
         "total_updates": 3,
         "num_minibatches": 2,
-        "update_epochs": 1,
+        "epochs": 1,
         "snapshot_every": 1,
         "pool_size": 1,  # a snapshot is dropped at every update while games still play it
         "eval_every": 2,
@@ -289,7 +289,7 @@ def _prior_batch(net: PatchworkNet, size: int = 24, seed: int = 0) -> dict[str, 
 
 
 def _settings(**extra: object) -> PPOSettings:
-    base: dict[str, object] = {"update_epochs": 2, "num_minibatches": 2, "clip_coef": 0.2, "clip_vloss": True,
+    base: dict[str, object] = {"epochs": 2, "num_minibatches": 2, "clip_coef": 0.2, "clip_vloss": True,
                                "ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5, "target_kl": 0.0}  # fmt: skip
     return PPOSettings(**(base | extra))  # type: ignore[arg-type]
 

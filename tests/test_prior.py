@@ -175,7 +175,7 @@ def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> Non
             "rollout_steps": 24,
             "total_updates": 2,
             "num_minibatches": 2,
-            "update_epochs": 1,
+            "epochs": 1,
             "snapshot_every": 1,
             "eval_every": 0,
             "eval_opponents": {"random": 1},

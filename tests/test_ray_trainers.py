@@ -1,6 +1,6 @@
-"""The trainers' Ray switches: ``distill_backend`` (``train.selfplay``'s MCTS labelling),
-``label_backend`` (``train.exit``'s search labelling) and
-``selfplay_backend`` / ``selfplay_chunk`` (``train.alphazero``'s self-play, ``agents.az_backend``).
+"""The trainers' Ray switch, the config field ``backend``: ``train.distill``'s teacher labelling,
+``train.exit``'s search labelling and ``train.alphazero``'s self-play (with ``selfplay_chunk``,
+``agents.az_backend``).
 
 The Ray runs happen once, in ``tests/ray_trainer_checks.py`` inside a network namespace made here
 (``unshare -n`` + ``ip link set lo up``, as ``tests/test_ray_scale.py`` does: loopback only, token
@@ -72,7 +72,7 @@ def _same_samples(a: Samples, b: Samples) -> bool:
 # --- Ray in a namespace against the local backend -------------------------------------------------
 def test_expert_iteration_labels_on_ray_equal_local_labels(ray_runs: dict[str, Any], tmp_path: Path) -> None:
     cfg, _ = parse_config(ExItConfig, [*checks.EXIT_ARGS, "--run-dir", str(tmp_path / "exit_local")])
-    local = exit_trainer.main(cfg)  # label_backend local
+    local = exit_trainer.main(cfg)  # backend local
     assert ray_runs["exit_mapped"] == ["label_batch", "label_batch"]  # each iteration's labelling on Ray
     assert ray_runs["exit"] == {"positions": local["positions"], "kept": local["kept"]} and local["positions"] == 48
     # the same labels, fits and gates: the same network, bit for bit
@@ -192,11 +192,11 @@ def test_a_worker_rebuilds_its_search_when_the_weights_change() -> None:
 @pytest.mark.parametrize(
     ("cls", "argv", "message"),
     [
-        (AlphaZeroConfig, ["--selfplay-backend", "cloud"], "selfplay_backend must be one of local, ray, got 'cloud'"),
+        (AlphaZeroConfig, ["--backend", "cloud"], "backend must be one of local, ray, got 'cloud'"),
         (DistillConfig, ["--backend", "Ray"], "backend must be one of local, ray, got 'Ray'"),
         (AlphaZeroConfig, ["--selfplay-chunk", "-2"], r"selfplay_chunk must be in \[0, "),
-        (AlphaZeroConfig, ["--selfplay-backend", "ray"], "selfplay_backend=ray plays chunks of selfplay_chunk games"),
-        (AlphaZeroConfig, ["--address", "auto"], "address needs selfplay_backend=ray"),
+        (AlphaZeroConfig, ["--backend", "ray"], "backend=ray plays chunks of selfplay_chunk games"),
+        (AlphaZeroConfig, ["--address", "auto"], "address needs backend=ray"),
         (DistillConfig, ["--address", "auto"], "address needs backend=ray"),
     ],
 )
@@ -220,7 +220,7 @@ def test_the_ray_backend_without_ray_says_how_to_install_it(
 def test_shipped_configs_keep_the_local_backend() -> None:
     assert load_yaml(DistillConfig, ROOT / "configs" / "dagger.yaml").backend == "local"
     az = load_yaml(AlphaZeroConfig, ROOT / "configs" / "alphazero.yaml")
-    assert (az.selfplay_backend, az.selfplay_chunk) == ("local", 0)
+    assert (az.backend, az.selfplay_chunk) == ("local", 0)
 
 
 def _error_lines(err: str) -> list[str]:
@@ -231,7 +231,7 @@ def test_an_unreachable_cluster_fails_before_the_run_folder_is_written(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     argv = ["--config", str(checks.AZ_SMOKE), "--run-dir", str(tmp_path / "az"), "--address", "127.0.0.1:1"]
-    assert alphazero.cli([*argv, "--selfplay-backend", "ray", "--selfplay-chunk", "1"]) == 2
+    assert alphazero.cli([*argv, "--backend", "ray", "--selfplay-chunk", "1"]) == 2
     lines = _error_lines(capsys.readouterr().err)
     assert len(lines) == 1 and lines[0].startswith("error: nothing answers at 127.0.0.1:1"), lines
     assert not (tmp_path / "az").exists()
@@ -239,11 +239,11 @@ def test_an_unreachable_cluster_fails_before_the_run_folder_is_written(
 
 def test_bad_backend_on_the_command_line_exits_2_with_one_error_line() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "train.alphazero", "--config", str(checks.AZ_SMOKE), "--selfplay-backend", "cluster"],
+        [sys.executable, "-m", "train.alphazero", "--config", str(checks.AZ_SMOKE), "--backend", "cluster"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 2
-    assert _error_lines(proc.stderr) == ["error: selfplay_backend must be one of local, ray, got 'cluster'"]
+    assert _error_lines(proc.stderr) == ["error: backend must be one of local, ray, got 'cluster'"]

@@ -11,6 +11,7 @@ import torch
 from patchwork_env import SingleAgentEnv
 from patchwork_env.core.records import read_records
 from patchwork_env.players import make_agent
+from patchwork_env.players.checkpoint import read_checkpoint
 from patchwork_env.players.policy import load_ppo_agent
 from train.cli import from_dict
 from train.config import SB3Config
@@ -28,9 +29,9 @@ def test_sb3_smoke_run_and_checkpoint_as_opponent(tmp_path: Path) -> None:
             "n_envs": 4,
             "n_steps": 16,
             "batch_size": 32,
-            "n_epochs": 1,
+            "epochs": 1,
             "total_timesteps": 128,
-            "snapshot_every": 32,
+            "snapshot_every": 1,
             "eval_every": 64,
             "checkpoint_every": 64,
             "eval_opponents": {"random": 1},
@@ -49,6 +50,10 @@ def test_sb3_smoke_run_and_checkpoint_as_opponent(tmp_path: Path) -> None:
     assert any(folder.glob("events.out.tfevents*"))
     games = sorted(folder.glob("games/eval-*.jsonl"))  # two games against each opponent per evaluation
     assert games and all(len(read_records(path)) == 2 for path in games)
+    # snapshot_every counts updates (of 4 x 16 decisions), as in every trainer: one snapshot per update
+    state = read_checkpoint(str(folder / "checkpoints" / "latest.pt"))["trainer"]["state"]
+    assert [s["update"] for s in state["pool"]["snapshots"]] == [64, 128]
+    assert state["counters"]["next_snapshot"] == 192
 
     # the exported network is the policy's: same logits on an observation
     from sb3_contrib import MaskablePPO

@@ -14,13 +14,13 @@ def test_a_sweep_writes_its_trials_and_a_second_call_continues_the_study(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tiny_space = {**sweep.SPACE, "net.channels": [8], "net.blocks": (1, 1, "int"), "num_games": [8],
-                  "rollout_steps": [8], "update_epochs": (1, 1, "int"), "num_minibatches": [2]}  # fmt: skip
+                  "rollout_steps": [8], "epochs": (1, 1, "int"), "num_minibatches": [2]}  # fmt: skip
     monkeypatch.setattr(sweep, "SPACE", tiny_space)
     out = tmp_path / "sweep"
     base = tmp_path / "base.yaml"
     base.write_text(
         "net: {channels: 8, blocks: 1, head_features: 4}\nnum_games: 8\nrollout_steps: 8\nnum_minibatches: 2\n"
-        "update_epochs: 1\ntotal_updates: 50\n"
+        "epochs: 1\ntotal_updates: 50\n"
     )
     tiny = ["--minutes", "0.01", "--pairs", "1", "--out", str(out), "--base", str(base)]
     assert sweep.main(["--trials", "1", *tiny]) == 0

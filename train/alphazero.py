@@ -12,7 +12,7 @@ Steps, in order (``train`` reads the same way):
    the search needs both; ``warmup_games`` greedy self-play games train the value head alone.
 3. **Iterations**: self-play ``games_per_iteration`` games with the search
    (``agents.az_selfplay.play_games``: one forward pass per simulation step over all games; with
-   ``selfplay_chunk`` in chunks of games, and with ``selfplay_backend=ray`` [``address``] each
+   ``selfplay_chunk`` in chunks of games, and with ``backend=ray`` [``address``] each
    chunk a Ray task: ``agents.az_backend``), add
    the samples to the replay buffer, then ``updates_per_iteration`` learner steps on uniform
    minibatches (policy cross-entropy to the search's targets + value MSE to the game results).
@@ -69,13 +69,13 @@ def search_config(cfg: AlphaZeroConfig) -> SearchConfig:
 
 
 def main(cfg: AlphaZeroConfig, name: str = "alphazero") -> dict[str, Any]:
-    """Train; returns the summary (``train.run.Run.finish``). With ``selfplay_backend=ray`` the
+    """Train; returns the summary (``train.run.Run.finish``). With ``backend=ray`` the
     self-play runs on Ray (``address``: a cluster; empty: a local runtime), joined before anything
     is written."""
     cfg.validate()
     preflight(cfg)
     net = initial_network(cfg)
-    with open_backend(cfg.selfplay_backend, cfg.address or None) as backend:
+    with open_backend(cfg.backend, cfg.address or None) as backend:
         run, resumed = open_run(cfg, name, "iteration")
         return run_loop(run, AlphaZero(run, net, backend, resumed), cfg.iterations, resumed)
 

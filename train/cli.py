@@ -40,6 +40,16 @@ MAX_CONFIG_BYTES = 1_000_000
 INPUT_ERRORS = (ConfigError, AgentSpecError, CheckpointError, FileNotFoundError, ConnectionError, ImportError)
 
 
+# fields renamed after 0.3.0 so that one concept has one name in every trainer: old name -> new name
+RENAMED = {
+    "lr": "learning_rate",
+    "total_iterations": "iterations",
+    **dict.fromkeys(("update_epochs", "n_epochs", "num_epochs"), "epochs"),
+    **dict.fromkeys(("clip_range", "clip_param"), "clip_coef"),
+    **dict.fromkeys(("label_backend", "selfplay_backend"), "backend"),
+}
+
+
 def load_yaml(cls: type[C], path: str | Path) -> C:
     """The config in the YAML file ``path``: unknown keys and wrong types are a ``ConfigError``."""
     p = Path(path)
@@ -57,9 +67,13 @@ def load_yaml(cls: type[C], path: str | Path) -> C:
 
 
 def from_dict(cls: type[C], data: Any, source: str) -> C:
-    """``cls`` from a mapping of its fields (nested for ``net``); every value's type is checked."""
+    """``cls`` from a mapping of its fields (nested for ``net``); every value's type is checked, and
+    a field's name of 0.3.0 (``RENAMED``) is an error that gives its new name."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a mapping of config keys to values, got {type(data).__name__}")
+    old = sorted(key for key in data if key in RENAMED)
+    if old:
+        raise ConfigError(f"{source}: {old[0]} is now called {RENAMED[old[0]]} (one name in every trainer)")
     _no_bools_for_numbers(cls, data, source)
     try:
         return dacite.from_dict(cls, data, config=dacite.Config(strict=True, cast=[float]))

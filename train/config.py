@@ -35,6 +35,8 @@ RUN_DIR = re.compile(r"^[A-Za-z0-9._/\-]*$")
 INF = math.inf
 MAX_PAIRS = 100_000  # paired deals of one evaluation
 MAX_POSITIONS = 10**7  # positions labelled, played or trained on
+# a labelled position of distillation and expert iteration: its state, targets and network inputs
+LABEL_BYTES = 8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES
 
 
 def bounded(default: Any, low: float, high: float) -> Any:
@@ -74,6 +76,8 @@ class CommonConfig:
     same compute per minute; work done by Ray workers does not count)."""
     net: NetConfig = field(default_factory=NetConfig)
     """The network's sizes (``patchwork_env.players.net_config``)."""
+    learning_rate: float = above(1e-3, 0.0)
+    """Adam learning rate of the network (AdamW in AlphaZero; the start value when annealed)."""
     eval_opponents: dict[str, int] = field(default_factory=lambda: {"random": 20, "greedy": 50})
     """Periodic evaluation: agent spec -> paired deals."""
     eval_workers: int = bounded(1, 1, 256)
@@ -117,11 +121,7 @@ class CommonConfig:
             raise ConfigError(str(exc)) from None
         if not RUN_DIR.match(self.run_dir) or ".." in self.run_dir.split("/"):
             raise ConfigError(f"run_dir may hold letters, digits and ._-/ (no '..'), got {self.run_dir!r}")
-        for spec, pairs in self.eval_opponents.items():
-            if not spec.strip():
-                raise ConfigError("eval_opponents: an agent spec must not be empty")
-            if not 1 <= pairs <= MAX_PAIRS:
-                raise ConfigError(f"eval_opponents[{spec!r}] must be in 1..{MAX_PAIRS} pairs, got {pairs}")
+        check_opponents(self, "eval_opponents")
         if any(not spec.strip() for spec in self.final_eval_opponents):
             raise ConfigError("final_eval_opponents: an agent spec must not be empty")
         check_minutes(self, "checkpoint_minutes")
@@ -131,8 +131,6 @@ class CommonConfig:
 class PPOConfig(CommonConfig):
     """What the PPO trainers share (self-play, MaskablePPO, RLlib): the loss, the reward, the pool."""
 
-    learning_rate: float = above(3e-4, 0.0)
-    """Adam learning rate (start value when annealed)."""
     gamma: float = bounded(1.0, 0.0, 1.0)
     """Discount per own decision (only the end of a game is rewarded: 1.0)."""
     gae_lambda: float = bounded(0.95, 0.0, 1.0)
@@ -157,6 +155,12 @@ class PPOConfig(CommonConfig):
     """Weight of ``greedy`` among pool opponents."""
     snapshot_weight: float = bounded(0.6, 0.0, INF)
     """Weight of the past snapshots (together; one drawn uniformly) among pool opponents."""
+    snapshot_every: int = bounded(10, 1, 10**10)
+    """Steps between snapshots of the learner added to the pool."""
+    epochs: int = bounded(2, 1, 1000)
+    """Passes over each step's batch."""
+    clip_coef: float = above(0.2, 0.0)
+    """PPO ratio clip."""
 
     def validate(self) -> None:
         super().validate()
@@ -178,12 +182,8 @@ class SelfPlayConfig(PPOConfig):
     """PPO updates in the run; 0 trains nothing (the final evaluation of the start)."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over ``total_updates``."""
-    update_epochs: int = bounded(3, 1, 1000)
-    """Passes over the batch per update."""
     num_minibatches: int = bounded(4, 1, 65_536)
     """Minibatches per pass."""
-    clip_coef: float = above(0.2, 0.0)
-    """PPO ratio clip."""
     clip_vloss: bool = True
     """Clip the value update like the policy's."""
     target_kl: float = bounded(0.0, 0.0, INF)
@@ -198,8 +198,6 @@ class SelfPlayConfig(PPOConfig):
     its output multiplies greedy's value terms, so one step moves the policy far."""
     eval_sampled: bool = True
     """Periodic evaluations also play the sampled policy (``eval/win_rate_sampled_vs_<agent>``)."""
-    snapshot_every: int = bounded(10, 1, 10**10)
-    """Updates between snapshots of the learner added to the pool."""
     keep_best: str = ""
     """An ``eval_opponents`` spec: the network of the best periodic win rate against it is kept as
     ``checkpoints/best.pt``, and the final evaluation plays it. Empty: the last network."""
@@ -237,7 +235,24 @@ class SelfPlayConfig(PPOConfig):
 
 
 @dataclass
-class DistillConfig(CommonConfig):
+class ParallelConfig(CommonConfig):
+    """What the trainers whose work can run on Ray share (distillation and expert iteration label
+    positions, AlphaZero plays its self-play games): where that work runs."""
+
+    backend: str = one_of("local", *BACKENDS)
+    """Where the trainer's labelling or self-play runs: ``local`` (this machine) or ``ray`` (Ray tasks,
+    on a local runtime or the cluster of ``address``); the same results on both."""
+    address: str = ""
+    """With ``backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT); empty: a local runtime."""
+
+    def validate(self) -> None:
+        super().validate()
+        if self.address and self.backend != "ray":
+            raise ConfigError("address needs backend=ray (it names the Ray cluster the work runs on)")
+
+
+@dataclass
+class DistillConfig(ParallelConfig):
     """Distillation with DAgger rounds (``train.distill``): a search teacher's choice of move kind
     (which market patch, leather or advance) taught to a greedy-prior network; placements stay
     the prior's. Its step is one round of labels."""
@@ -259,20 +274,13 @@ class DistillConfig(CommonConfig):
     """Positions sampled per DAgger round."""
     epochs: int = bounded(6, 1, 1000)
     """Passes over the labels per round."""
-    learning_rate: float = above(1e-3, 0.0)
-    """Adam learning rate."""
     workers: int = bounded(2, 1, 256)
     """Processes labelling positions (with ``backend=ray``: CPUs of the local Ray runtime)."""
-    backend: str = one_of("local", *BACKENDS)
-    """Where the teacher labels: ``local`` (``workers`` processes) or ``ray`` (Ray tasks, on a local
-    runtime or the cluster of ``address``); the same labels on both."""
-    address: str = ""
-    """With ``backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT); empty: a local runtime."""
 
     def memory_bytes(self) -> int:
         """Every labelled position (state, targets) and its network inputs in a training pass."""
         positions = self.positions + self.rounds * self.dagger_positions
-        return positions * (8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES)
+        return positions * LABEL_BYTES
 
     def validate(self) -> None:
         super().validate()
@@ -283,12 +291,10 @@ class DistillConfig(CommonConfig):
                 "distillation trains the choice of move kind and needs net.prior_scale > 0 "
                 "(placements come from the greedy prior)"
             )
-        if self.address and self.backend != "ray":
-            raise ConfigError("address needs backend=ray (it names the Ray cluster of the labelling)")
 
 
 @dataclass
-class ExItConfig(CommonConfig):
+class ExItConfig(ParallelConfig):
     """Expert iteration (``train.exit``): the ``az`` search with the network labels positions of the
     network's own games, the network's choice of move kind is fitted to a window of recent labels,
     and a gate keeps the better of the fitted network and the one before. Its step is one iteration
@@ -327,18 +333,12 @@ class ExItConfig(CommonConfig):
     unsure_margin: float = bounded(0.2, 0.0, 1.0)
     """With ``unsure_sims``: the gap between a label's two largest kinds of move below which it is unsure."""
     search_batch: int = bounded(64, 1, 65_536)
-    """Positions searched together (one forward pass per simulation step for all of them)."""
-    label_backend: str = one_of("local", *BACKENDS)
-    """Where the search labels: ``local`` (this process) or ``ray`` (each batch of ``search_batch``
-    positions a Ray task, on a local runtime or the cluster of ``address``); the same labels on both."""
-    address: str = ""
-    """With ``label_backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT); empty: a local runtime."""
+    """Positions searched together (one forward pass per simulation step for all of them), in this
+    process, or with ``backend=ray`` as one Ray task."""
     window: int = bounded(6, 1, 1000)
     """Iterations of labels the fit trains on (the newest)."""
     epochs: int = bounded(2, 1, 1000)
     """Passes over the window per iteration."""
-    learning_rate: float = above(1e-3, 0.0)
-    """Adam learning rate of the fit."""
     batch_size: int = bounded(256, 1, 1_048_576)
     """Minibatch of the fit."""
     gate_pairs: int = bounded(100, 1, 100_000)
@@ -355,9 +355,7 @@ class ExItConfig(CommonConfig):
     def memory_bytes(self) -> int:
         """The window's labelled positions and their network inputs in a training pass, and one
         iteration's search labels (float32 over every action)."""
-        positions = self.window * self.positions_per_iteration
-        per_position = 8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES
-        return positions * per_position + self.positions_per_iteration * 4 * NUM_ACTIONS
+        return (self.window * LABEL_BYTES + 4 * NUM_ACTIONS) * self.positions_per_iteration
 
     def validate(self) -> None:
         super().validate()
@@ -379,18 +377,11 @@ class ExItConfig(CommonConfig):
         if self.unsure_sims:
             check_value(self, "unsure_sims", (self.sims + 1, 100_000))
             check_value(self, "unsure_margin", (0.0, 1.0), low_open=True)
-        if self.address and self.label_backend != "ray":
-            raise ConfigError("address needs label_backend=ray (it names the Ray cluster of the labelling)")
-
-        for spec, pairs in self.search_eval_opponents.items():
-            if not spec.strip():
-                raise ConfigError("search_eval_opponents: an agent spec must not be empty")
-            if not 1 <= pairs <= MAX_PAIRS:
-                raise ConfigError(f"search_eval_opponents[{spec!r}] must be in 1..{MAX_PAIRS} pairs, got {pairs}")
+        check_opponents(self, "search_eval_opponents")
 
 
 @dataclass
-class AlphaZeroConfig(CommonConfig):
+class AlphaZeroConfig(ParallelConfig):
     """AlphaZero-style training (``train.alphazero``): batched search self-play, a replay buffer, a
     learner. Its step is one iteration (self-play games, then learner steps)."""
 
@@ -417,15 +408,9 @@ class AlphaZeroConfig(CommonConfig):
     """PUCT root: weight of the Dirichlet noise."""
     temp_plies: int = bounded(8, 0, 1000)
     """Decisions from the start of a game whose move is sampled from the policy target."""
-    selfplay_backend: str = one_of("local", *BACKENDS)
-    """Where the self-play games run: ``local`` or ``ray`` (chunks of ``selfplay_chunk`` games as Ray
-    tasks, on a local runtime or the cluster of ``address``)."""
     selfplay_chunk: int = bounded(0, 0, 65_536)
-    """Games per self-play chunk; 0: all ``games_per_iteration`` in one (needs > 0 with ray)."""
-    address: str = ""
-    """With ``selfplay_backend=ray``: the Ray cluster to join (``auto`` or HOST:PORT)."""
-    learning_rate: float = above(1e-3, 0.0)
-    """AdamW learning rate."""
+    """Games per self-play chunk (with ``backend=ray``, each chunk a Ray task: needs > 0); 0: all
+    ``games_per_iteration`` in one."""
     weight_decay: float = bounded(1e-4, 0.0, INF)
     """AdamW weight decay."""
     max_grad_norm: float = above(1.0, 0.0)
@@ -453,12 +438,9 @@ class AlphaZeroConfig(CommonConfig):
 
     def validate(self) -> None:
         super().validate()
-
-        if self.address and self.selfplay_backend != "ray":
-            raise ConfigError("address needs selfplay_backend=ray (it names the Ray cluster of the self-play)")
-        if self.selfplay_backend == "ray" and not self.selfplay_chunk:
+        if self.backend == "ray" and not self.selfplay_chunk:
             raise ConfigError(
-                "selfplay_backend=ray plays chunks of selfplay_chunk games as Ray tasks: "
+                "backend=ray plays chunks of selfplay_chunk games as Ray tasks: "
                 f"set selfplay_chunk > 0 (at most games_per_iteration = {self.games_per_iteration})"
             )
 
@@ -474,14 +456,8 @@ class SB3Config(PPOConfig):
     """Steps per environment per rollout."""
     batch_size: int = bounded(256, 1, 1_048_576)
     """Minibatch size."""
-    n_epochs: int = bounded(4, 1, 1000)
-    """Passes over each rollout."""
-    clip_range: float = 0.2
-    """PPO ratio clip."""
     total_timesteps: int = bounded(200_000, 1, 10**10)
     """Learner decisions in the run (rounded up to whole updates of ``n_envs * n_steps``)."""
-    snapshot_every: int = 10_000
-    """Learner decisions between snapshots added to the opponent pool."""
 
     def memory_bytes(self) -> int:
         """SB3's rollout buffer: float32 observations and masks of every step of every env."""
@@ -520,14 +496,8 @@ class RLlibConfig(PPOConfig):
     """Env steps (decisions of both seats) sampled per iteration."""
     minibatch_size: int = bounded(500, 1, 10**7)
     """PPO minibatch (learner decisions)."""
-    num_epochs: int = bounded(2, 1, 1000)
-    """Passes over each iteration's batch."""
-    clip_param: float = 0.2
-    """PPO ratio clip."""
     iterations: int = bounded(100, 0, 10**7)
     """Training iterations (sample + update) in the run."""
-    snapshot_every: int = 5
-    """Iterations between copies of the learner into the frozen pool."""
     address: str = ""
     """The Ray cluster to join (``auto`` or HOST:PORT); empty: a local Ray runtime."""
 
@@ -560,6 +530,15 @@ def check_value(cfg: Any, key: str, bounds: tuple[float, float], *, low_open: bo
     problem = out_of_bounds(value, bounds, low_open=low_open)
     if problem:
         raise ConfigError(f"{key} {problem}, got {value!r}")
+
+
+def check_opponents(cfg: Any, key: str) -> None:
+    """A mapping of agent specs to paired deals (``eval_opponents``): specs not empty, 1..MAX_PAIRS pairs."""
+    for spec, pairs in getattr(cfg, key).items():
+        if not spec.strip():
+            raise ConfigError(f"{key}: an agent spec must not be empty")
+        if not 1 <= pairs <= MAX_PAIRS:
+            raise ConfigError(f"{key}[{spec!r}] must be in 1..{MAX_PAIRS} pairs, got {pairs}")
 
 
 def check_minutes(cfg: Any, key: str) -> None:

@@ -13,7 +13,7 @@ Steps, in order (``main`` reads the same way):
 2. **Iterations** 1..``iterations`` (``iterate``): ``positions_per_iteration`` positions of the
    network's games (a ``greedy_share`` against greedy, the rest against itself), labelled by the
    ``az`` search with the current network (``sims``, ``rollouts``, ``expand``, ``considered``,
-   ``target``; in this process, or with ``--label-backend ray [--address HOST:PORT]`` each batch
+   ``target``; in this process, or with ``--backend ray [--address HOST:PORT]`` each batch
    of ``search_batch`` positions a Ray task, the same labels); ``epochs`` passes of the choice
    of kind over the newest ``window`` iterations of labels (10% of each iteration's positions
    held out, never trained on); the gate: the fitted network against the one before on
@@ -97,7 +97,7 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
         except AgentSpecError as exc:
             raise ConfigError(f"search_eval_opponents: {exc}") from None
     net = initial_network(cfg)
-    with open_backend(cfg.label_backend, cfg.address or None) as backend:
+    with open_backend(cfg.backend, cfg.address or None) as backend:
         run, resumed = open_run(cfg, name, "iteration")
         return run_loop(run, ExIt(run, net, backend, resumed), cfg.iterations, resumed)
 
@@ -167,7 +167,7 @@ def iterate(
 ) -> dict[str, Any]:
     """One iteration on ``net`` (trained in place; its old weights back if the gate rejects the
     fit): the row of ``exit_history.json``, also logged and drawn (``exit/``). The labelling runs
-    on ``backend`` (``label_backend``) if one is given."""
+    on ``backend`` (the config's ``backend``) if one is given."""
     seed = [stream_seed(cfg.seed, Stream.EXIT, it, k) for k in range(5)]  # games, labels, held out, fit, gate
     t0 = time.time()
     states = exit_positions(net, cfg.positions_per_iteration, seed[0], cfg.greedy_share, cfg.position_stride)

@@ -123,10 +123,10 @@ def build_algorithm(cfg: RLlibConfig, start: PatchworkNet | None = None) -> Any:
             entropy_coeff=cfg.ent_coef,
             vf_loss_coeff=cfg.vf_coef,
             grad_clip=cfg.max_grad_norm,
-            clip_param=cfg.clip_param,
+            clip_param=cfg.clip_coef,
             train_batch_size_per_learner=cfg.train_batch_size,
             minibatch_size=cfg.minibatch_size,
-            num_epochs=cfg.num_epochs,
+            num_epochs=cfg.epochs,
             use_kl_loss=False,
         )
         .debugging(seed=stream_seed(cfg.seed, Stream.TRAIN))

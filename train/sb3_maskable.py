@@ -13,7 +13,7 @@ batched over the games), so every transition is the learner's own.
 Opponents (``PoolCallback``): before every rollout one opponent is drawn for all the games, with
 the self-play trainer's schedule: with probability ``latest_prob`` a frozen copy of the current
 learner (sampling from its policy), else ``random``, ``greedy`` or a past snapshot by their
-weights; a snapshot joins the pool every ``snapshot_every`` learner decisions. The loop is
+weights; a snapshot joins the pool every ``snapshot_every`` updates. The loop is
 ``train.loop``'s, its step one rollout and update (``total_timesteps`` rounded up to whole
 rollouts; ``eval_every`` and ``checkpoint_every`` count updates): the arena evaluations
 (``eval/win_rate_vs_<agent>``), checkpoints in the project's format (``network:PATH`` plays them),
@@ -57,7 +57,8 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
         super().__init__()
         self.cfg, self.pool, self.venv = cfg, pool, venv
         self.rng = stream_rng(cfg.seed, Stream.TRAIN, 2)  # opponent draws
-        self.next_snapshot = cfg.snapshot_every
+        self.snapshot_decisions = cfg.snapshot_every * cfg.n_envs * cfg.n_steps
+        self.next_snapshot = self.snapshot_decisions
         self.opponent_name = "random"
 
     @property
@@ -86,7 +87,7 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
                 self.logger.record_mean(f"charts/train_win_rate_vs_{self.opponent_name}", float(info["won"]))
         if self.num_timesteps >= self.next_snapshot:
             self.pool.add(self.net, self.num_timesteps)
-            self.next_snapshot += self.cfg.snapshot_every
+            self.next_snapshot += self.snapshot_decisions
         return True
 
 
@@ -135,10 +136,10 @@ class MaskablePPOTrainer(Trainer):
             learning_rate=cfg.learning_rate,
             n_steps=cfg.n_steps,
             batch_size=cfg.batch_size,
-            n_epochs=cfg.n_epochs,
+            n_epochs=cfg.epochs,
             gamma=cfg.gamma,
             gae_lambda=cfg.gae_lambda,
-            clip_range=cfg.clip_range,
+            clip_range=cfg.clip_coef,
             ent_coef=cfg.ent_coef,
             vf_coef=cfg.vf_coef,
             max_grad_norm=cfg.max_grad_norm,

@@ -197,7 +197,7 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet) -> Learner:
     rng = stream_rng(cfg.seed, Stream.TRAIN)
     gen = torch.Generator().manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
     settings = PPOSettings(
-        update_epochs=cfg.update_epochs,
+        epochs=cfg.epochs,
         num_minibatches=cfg.num_minibatches,
         clip_coef=cfg.clip_coef,
         clip_vloss=cfg.clip_vloss,

@@ -44,7 +44,7 @@ SPACE: dict[str, Any] = {
     "net.blocks": (1, 3, "int"),
     "num_games": [64, 128, 256],
     "rollout_steps": [16, 32, 64],
-    "update_epochs": (1, 4, "int"),
+    "epochs": (1, 4, "int"),
     "num_minibatches": [4, 8, 16],
     "learning_rate": (2e-4, 3e-3, "log"),
     "ent_coef": (1e-3, 3e-2, "log"),
