@@ -77,16 +77,13 @@ def exit_positions(net: PatchworkNet, num: int, seed: int, greedy_share: float =
 # --- 2. labels ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SearchSettings:
-    """The expert: the ``az`` agent's search (``patchwork_env.players.az``'s defaults but for the
-    simulations), ``search_batch`` positions searched together, and what its label is (``TARGETS``).
+    """The expert: the ``az`` agent's search (``search``, with ``rollouts`` greedy rollouts per valued
+    leaf), ``search_batch`` positions searched together, and what its label is (``TARGETS``).
     With ``unsure_sims`` (0: off), positions whose label's two largest kinds of move are within
     ``unsure_margin`` of each other are searched again with that many simulations (``unsure``)."""
 
-    sims: int = 100
+    search: SearchConfig = field(default_factory=lambda: SearchConfig(sims=100, expand=4))
     rollouts: int = 4
-    expand: int = 4
-    considered: int = 16
-    c_puct: float = 1.25
     target: str = "policy"
     search_batch: int = 64
     unsure_sims: int = 0
@@ -97,14 +94,13 @@ class SearchSettings:
             raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
         if self.rollouts < 1 or self.search_batch < 1:
             raise ValueError(f"rollouts and search_batch must be >= 1, got {self.rollouts}, {self.search_batch}")
-        if self.unsure_sims and (self.unsure_sims <= self.sims or not 0.0 < self.unsure_margin <= 1.0):
+        if self.unsure_sims and (self.unsure_sims <= self.search.sims or not 0.0 < self.unsure_margin <= 1.0):
             raise ValueError(
-                f"unsure_sims must be 0 or above sims ({self.sims}) with unsure_margin in (0, 1]; "
+                f"unsure_sims must be 0 or above sims ({self.search.sims}) with unsure_margin in (0, 1]; "
                 f"got {self.unsure_sims}, {self.unsure_margin}"
             )
-        config = SearchConfig(sims=self.sims, expand=self.expand, considered=self.considered, c_puct=self.c_puct)
-        config.validate()
-        return config
+        self.search.validate()
+        return self.search
 
 
 @dataclass
@@ -134,7 +130,7 @@ def search_labels(
     policies, actions, values = _search(net, states, settings, seed, backend)
     again = unsure(policies, settings.unsure_margin) if settings.unsure_sims else np.zeros(len(states), dtype=bool)
     if again.any():
-        deeper = replace(settings, sims=settings.unsure_sims, unsure_sims=0)
+        deeper = replace(settings, search=replace(settings.search, sims=settings.unsure_sims), unsure_sims=0)
         deep_seed = int(np.random.SeedSequence(seed, spawn_key=(2**32,)).generate_state(1)[0])
         policies[again], actions[again], values[again] = _search(net, states[again], deeper, deep_seed, backend)
     return Labels(states, policies, actions, values, again)

@@ -39,7 +39,7 @@ DISTILL_ARGS = [
 EXIT_ARGS = [
     "--net.channels", "8", "--net.blocks", "1", "--net.hidden", "16", "--net.head-features", "4",
     "--net.head-hidden", "8", "--net.prior-scale", "2.0", "--iterations", "2", "--positions-per-iteration", "24",
-    "--position-stride", "1", "--sims", "4", "--search-batch", "8", "--window", "2", "--epochs", "1",
+    "--position-stride", "1", "--search.sims", "4", "--search-batch", "8", "--window", "2", "--epochs", "1",
     "--batch-size", "16", "--gate-pairs", "1", "--eval-every", "0", "--final-eval-pairs", "0", "--no-progress",
     "--seed", "6",
 ]  # fmt: skip
@@ -52,13 +52,12 @@ def smoke_search(seed: int = 0) -> Any:
     from patchwork_env.players.az import NetEvaluator
     from patchwork_env.players.az_search import BatchedSearch
     from patchwork_env.players.network import PatchworkNet
-    from train.alphazero import search_config
     from train.cli import load_yaml
     from train.config import AlphaZeroConfig
 
     cfg = load_yaml(AlphaZeroConfig, AZ_SMOKE)
     torch.manual_seed(seed)
-    return BatchedSearch(NetEvaluator(PatchworkNet(cfg.net)), search_config(cfg)), cfg.temp_plies
+    return BatchedSearch(NetEvaluator(PatchworkNet(cfg.net)), cfg.search), cfg.temp_plies
 
 
 def peers() -> list[str]:

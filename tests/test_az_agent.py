@@ -152,9 +152,9 @@ def test_trainer_smoke_run_writes_loadable_checkpoints(tmp_path: Path) -> None:
 
 def test_config_rejects_impossible_values(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="root"):
-        parse_config(AlphaZeroConfig, ["--root", "best"])
-    with pytest.raises(ConfigError, match="sims"):
-        parse_config(AlphaZeroConfig, ["--sims", "0"])
+        parse_config(AlphaZeroConfig, ["--search.root", "best"])
+    with pytest.raises(ConfigError, match=r"search\.sims must be in \[1, 100000\], got 0"):
+        parse_config(AlphaZeroConfig, ["--search.sims", "0"])
     cfg, _ = parse_config(AlphaZeroConfig, ["--init-checkpoint", "/nonexistent.pt", "--run-dir", str(tmp_path / "r")])
     with pytest.raises(CheckpointError, match=r"init_checkpoint: .*not found"):  # the run reads it, before writing
         alphazero.main(cfg)
@@ -162,7 +162,7 @@ def test_config_rejects_impossible_values(tmp_path: Path) -> None:
 
 
 def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert alphazero.cli(["--sims", "0"]) == 2
+    assert alphazero.cli(["--search.sims", "0"]) == 2
     lines = error_lines(capsys.readouterr().err)
     assert len(lines) == 1 and lines[0].startswith("error: ")
 

@@ -204,3 +204,25 @@ def test_every_trainer_with_parallel_work_names_its_backend(cls: type[CommonConf
         from_dict(cls, {"address": "auto"}, "c.yaml").validate()
     with pytest.raises(ConfigError, match=r"is now called backend"):
         from_dict(cls, {"label_backend" if cls is ExItConfig else "selfplay_backend": "ray"}, "c.yaml")
+
+
+def test_search_settings_are_one_nested_group_with_the_searchs_bounds() -> None:
+    """ExIt and AlphaZero declare no search setting of their own: ``search:`` is the search's
+    ``SearchConfig`` (bounds and all); the old top-level names are refused with the new one, and a
+    name that was never a field of the trainer stays an unknown key."""
+    cfg = from_dict(AlphaZeroConfig, {"search": {"sims": 8, "root": "puct", "margin_weight": 0.5}}, "c.yaml")
+    assert (cfg.search.sims, cfg.search.root, cfg.search.considered, cfg.search.margin_weight) == (8, "puct", 8, 0.5)
+    for cls, bad, message in [
+        (AlphaZeroConfig, {"search": {"root": "best"}}, r"search\.root must be one of gumbel, puct, got 'best'"),
+        (ExItConfig, {"search": {"c_puct": -1.0}}, r"search\.c_puct must be in \[0, 100\], got -1\.0"),
+        (ExItConfig, {"search": {"sims": 50}, "unsure_sims": 50}, r"unsure_sims must be in \[51, 100000\]"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            from_dict(cls, bad, "c.yaml").validate()
+    with pytest.raises(ConfigError, match=r"sims is now called search\.sims"):
+        from_dict(ExItConfig, {"sims": 100}, "c.yaml")
+    with pytest.raises(ConfigError, match=r"reward_margin_weight is now called search\.margin_weight"):
+        from_dict(AlphaZeroConfig, {"reward_margin_weight": 0.2}, "c.yaml")
+    assert from_dict(SelfPlayConfig, {"reward_margin_weight": 0.2}, "c.yaml").reward_margin_weight == 0.2
+    with pytest.raises(ConfigError, match=r'can not match "sims"'):
+        from_dict(DistillConfig, {"sims": 100}, "c.yaml")

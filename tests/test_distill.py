@@ -245,7 +245,7 @@ def test_dagger_rounds_add_the_networks_own_positions(tmp_path: Path) -> None:
 
 def test_distill_config_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"needs net\.prior_scale > 0"):
-        _config(tmp_path, net={"prior_scale": 0.0}).validate()
+        _config(tmp_path, net={"prior_scale": 0.0, "group_scale": False, "kind_weights": False}).validate()
     with pytest.raises(ConfigError, match=r"positions must be in \[2, "):
         _config(tmp_path, positions=1).validate()
     with pytest.raises(ConfigError, match="learning_rate must be > 0"):

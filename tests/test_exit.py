@@ -28,6 +28,7 @@ from patchwork_env.core import rules
 from patchwork_env.players.checkpoint import read_checkpoint, save_checkpoint
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.search_config import SearchConfig
 from tests.cli import error_lines
 from tools import render_results
 from train import exit as exit_trainer
@@ -46,6 +47,11 @@ TINY = NetConfig(
     group_scale=True,
     kind_weights=True,
 )
+
+
+def _settings(sims: int, **extra: Any) -> SearchSettings:
+    """The expert's settings (the ``az`` agent's search) with ``sims`` simulations."""
+    return SearchSettings(search=SearchConfig(sims=sims, expand=4), **extra)
 
 
 def _net(seed: int = 0) -> PatchworkNet:
@@ -68,7 +74,7 @@ def _masks(states: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("target", ["policy", "visits"])
 def test_labels_are_distributions_over_legal_actions(positions: np.ndarray, target: str) -> None:
     states = positions[:10]
-    labels = search_labels(_net(), states, SearchSettings(sims=8, search_batch=4, target=target), seed=1)
+    labels = search_labels(_net(), states, _settings(8, search_batch=4, target=target), seed=1)
     masks = _masks(states)
     assert labels.policies.shape == (10, rules.NUM_ACTIONS)
     assert (labels.policies >= 0).all()
@@ -81,14 +87,14 @@ def test_labels_are_distributions_over_legal_actions(positions: np.ndarray, targ
     assert not groups[~legal_groups(states)].any()
     if target == "policy":  # the improved policy is soft: every legal kind keeps some mass
         assert ((groups > 0) == legal_groups(states)).all()
-    again = search_labels(_net(), states, SearchSettings(sims=8, search_batch=4, target=target), seed=1)
+    again = search_labels(_net(), states, _settings(8, search_batch=4, target=target), seed=1)
     assert np.array_equal(labels.policies, again.policies) and np.array_equal(labels.actions, again.actions)
 
 
 def test_labels_on_a_backend_equal_the_labels_in_this_process(positions: np.ndarray) -> None:
     """Each batch of ``search_batch`` positions a task (``label_batch``; the network and positions
     travel pickled, as to a Ray worker): the same labels, bit for bit, in the same order."""
-    states, settings = positions[:11], SearchSettings(sims=6, search_batch=4)
+    states, settings = positions[:11], _settings(6, search_batch=4)
     local = search_labels(_net(), states, settings, seed=3)
     backend = SequentialBackend()
     remote = search_labels(_net(), states, settings, seed=3, backend=backend)
@@ -109,7 +115,7 @@ class SequentialBackend:
 
 
 def test_unsure_positions_are_searched_again_with_more_simulations(positions: np.ndarray) -> None:
-    states, settings = positions[:16], SearchSettings(sims=8, search_batch=4)
+    states, settings = positions[:16], _settings(8, search_batch=4)
     first = search_labels(_net(), states, settings, seed=2)
     assert not first.searched_again.any()
     kinds = np.sort(group_targets(first.policies), axis=1)
@@ -131,8 +137,8 @@ def test_unsure_positions_are_searched_again_with_more_simulations(positions: np
 def test_bad_search_settings_fail() -> None:
     with pytest.raises(ValueError, match="target"):
         SearchSettings(target="best").search_config()
-    with pytest.raises(ValueError, match=">= 1"):
-        SearchSettings(sims=0).search_config()
+    with pytest.raises(ValueError, match=r"sims must be in \[1, 100000\], got 0"):
+        SearchSettings(search=SearchConfig(sims=0)).search_config()
     with pytest.raises(ValueError, match=r"unsure_sims must be 0 or above sims \(100\)"):
         SearchSettings(unsure_sims=100).search_config()
 
@@ -159,7 +165,7 @@ def test_the_window_keeps_the_newest_iterations() -> None:
 
 def test_a_fit_lowers_the_loss_on_its_labels(positions: np.ndarray) -> None:
     net = _net()
-    targets = group_targets(search_labels(net, positions, SearchSettings(sims=8, search_batch=20), seed=2).policies)
+    targets = group_targets(search_labels(net, positions, _settings(8, search_batch=20), seed=2).policies)
     held = np.zeros(len(positions), dtype=np.bool_)
     held[:4] = True
     window = Window(1)
@@ -195,7 +201,7 @@ def _config(tmp_path: Path, **extra: object) -> ExItConfig:
         "iterations": 2,
         "positions_per_iteration": 24,
         "position_stride": 1,
-        "sims": 4,
+        "search": {"sims": 4, "expand": 4},
         "search_batch": 8,
         "window": 2,
         "epochs": 1,
@@ -287,7 +293,7 @@ def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path)
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--sims", "0"], "sims must be in [1, 100000]"),
+        (["--search.sims", "0"], "search.sims must be in [1, 100000]"),
         (["--positions-per-iteration", "2147483647"], "positions_per_iteration must be in [2, 10000000]"),
         (["--window", "100000"], "window must be in [1, 1000]"),
         (["--positions-per-iteration", "100000", "--position-stride", "1000"], "decisions played per iteration"),

@@ -28,13 +28,14 @@ TRAINERS: dict[str, tuple[str, str, type[CommonConfig], dict[str, Any], bool]] =
         "net": TINY, "num_games": 8, "rollout_steps": 24, "total_updates": 3, "num_minibatches": 2,
         "epochs": 1, "snapshot_every": 1, "pool_size": 1, "greedy_weight": 0.5, "latest_prob": 0.3}, True),
     "alphazero": ("train.alphazero", "AlphaZero", AlphaZeroConfig, {
-        "net": PRIOR, "iterations": 3, "games_per_iteration": 2, "sims": 4, "considered": 4,
+        "net": PRIOR, "iterations": 3, "games_per_iteration": 2, "search": {"sims": 4, "considered": 4},
         "train_placements": False, "temp_plies": 4, "buffer_size": 1000, "batch_size": 16,
         "updates_per_iteration": 2, "warmup_games": 2, "warmup_steps": 2,
         "max_grad_norm": 0.01}, True),  # always clipped: the clip must see only what it trains
     "exit": ("train.exit", "ExIt", ExItConfig, {
-        "net": PRIOR, "iterations": 3, "positions_per_iteration": 24, "position_stride": 1, "sims": 4,
-        "search_batch": 8, "window": 2, "epochs": 1, "batch_size": 16, "gate_pairs": 1}, True),
+        "net": PRIOR, "iterations": 3, "positions_per_iteration": 24, "position_stride": 1,
+        "search": {"sims": 4, "expand": 4}, "search_batch": 8, "window": 2, "epochs": 1, "batch_size": 16,
+        "gate_pairs": 1}, True),
     "distill": ("train.distill", "Distill", DistillConfig, {
         "net": {**PRIOR, "group_scale": True, "kind_weights": True}, "teacher": "greedy", "positions": 60,
         "dagger_positions": 30, "rounds": 2, "epochs": 1, "workers": 1}, True),

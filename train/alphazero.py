@@ -2,7 +2,7 @@
 
     python -m train.alphazero --config configs/alphazero.yaml
     python -m train.alphazero --config configs/alphazero_smoke.yaml      # seconds (tests)
-    python -m train.alphazero --config configs/alphazero.yaml --seed 1 --sims 32
+    python -m train.alphazero --config configs/alphazero.yaml --seed 1 --search.sims 32
     python -m train.alphazero --help
 
 Steps, in order (``train`` reads the same way):
@@ -48,24 +48,11 @@ from agents.distill import group_parameters
 from patchwork_env.core import rules
 from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.players.az import NetEvaluator
-from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.az_search import BatchedSearch
 from patchwork_env.players.network import PatchworkNet, count_parameters
 from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
 from train.run import Run, frozen_copy, preflight
 from train.seeds import Stream, stream_rng, stream_seed
-
-
-def search_config(cfg: AlphaZeroConfig) -> SearchConfig:
-    return SearchConfig(
-        sims=cfg.sims,
-        root=cfg.root,
-        c_puct=cfg.c_puct,
-        considered=cfg.considered,
-        dirichlet_alpha=cfg.dirichlet_alpha,
-        dirichlet_eps=cfg.dirichlet_eps,
-        margin_weight=cfg.reward_margin_weight,
-        rescale_values=cfg.rescale_values,
-    )
 
 
 def main(cfg: AlphaZeroConfig, name: str = "alphazero") -> dict[str, Any]:
@@ -102,7 +89,7 @@ class AlphaZero(Trainer):
             self.value_warmup()
         self.start = frozen_copy(self.net)  # the policy as it starts (the warm-up trains the value head alone)
         self.resume(resumed)
-        self.search = BatchedSearch(NetEvaluator(self.net), search_config(cfg))
+        self.search = BatchedSearch(NetEvaluator(self.net), cfg.search)
 
     def value_warmup(self) -> None:
         """2. ``warmup_games`` greedy self-play games train the value head alone."""
@@ -110,7 +97,7 @@ class AlphaZero(Trainer):
         if not (cfg.warmup_games and cfg.warmup_steps):
             return
         states, values = greedy_value_samples(
-            cfg.warmup_games, stream_seed(cfg.seed, Stream.WARMUP), cfg.warmup_temp, cfg.reward_margin_weight
+            cfg.warmup_games, stream_seed(cfg.seed, Stream.WARMUP), cfg.warmup_temp, cfg.search.margin_weight
         )
         no_policy = np.zeros((cfg.batch_size, rules.NUM_ACTIONS), dtype=np.float32)
         for step in range(cfg.warmup_steps):

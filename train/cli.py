@@ -40,6 +40,7 @@ MAX_CONFIG_BYTES = 1_000_000
 INPUT_ERRORS = (ConfigError, AgentSpecError, CheckpointError, FileNotFoundError, ConnectionError, ImportError)
 
 
+SEARCH_FIELDS = ("sims", "root", "considered", "rescale_values", "c_puct", "expand", "dirichlet_alpha", "dirichlet_eps")
 # fields renamed after 0.3.0 so that one concept has one name in every trainer: old name -> new name
 RENAMED = {
     "lr": "learning_rate",
@@ -47,6 +48,8 @@ RENAMED = {
     **dict.fromkeys(("update_epochs", "n_epochs", "num_epochs"), "epochs"),
     **dict.fromkeys(("clip_range", "clip_param"), "clip_coef"),
     **dict.fromkeys(("label_backend", "selfplay_backend"), "backend"),
+    **{name: f"search.{name}" for name in SEARCH_FIELDS},
+    "reward_margin_weight": "search.margin_weight",  # AlphaZero's (a field of the PPO trainers)
 }
 
 
@@ -67,13 +70,19 @@ def load_yaml(cls: type[C], path: str | Path) -> C:
 
 
 def from_dict(cls: type[C], data: Any, source: str) -> C:
-    """``cls`` from a mapping of its fields (nested for ``net``); every value's type is checked, and
-    a field's name of 0.3.0 (``RENAMED``) is an error that gives its new name."""
+    """``cls`` from a mapping of its fields (nested for ``net`` and ``search``); every value's type is checked, and
+    a field's name of 0.3.0 (``RENAMED``) is an error that gives its new name (where ``cls`` has it)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source} must hold a mapping of config keys to values, got {type(data).__name__}")
-    old = sorted(key for key in data if key in RENAMED)
+    names = {f.name for f in dataclasses.fields(cls)}
+    old = sorted(key for key in data if key not in names and RENAMED.get(key, ".").split(".")[0] in names)
     if old:
         raise ConfigError(f"{source}: {old[0]} is now called {RENAMED[old[0]]} (one name in every trainer)")
+    # a nested group given in part (``search: {sims: 8}``) keeps the trainer's defaults for the rest,
+    # as ``--search.sims 8`` does on the command line (not the group's class defaults)
+    for name, group in vars(cls()).items():
+        if dataclasses.is_dataclass(group) and isinstance(data.get(name), dict):
+            data = {**data, name: {**dataclasses.asdict(group), **data[name]}}  # type: ignore[arg-type]
     _no_bools_for_numbers(cls, data, source)
     try:
         return dacite.from_dict(cls, data, config=dacite.Config(strict=True, cast=[float]))

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchwork_env.cli.common import MAX_SEED
-from patchwork_env.core.bounds import out_of_bounds
+from patchwork_env.core.bounds import above, bounded, field_problem, one_of, out_of_bounds
 from patchwork_env.evaluation.backend import BACKENDS
 from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.search_config import SearchConfig
 
 
 class ConfigError(ValueError):
@@ -37,21 +38,6 @@ MAX_PAIRS = 100_000  # paired deals of one evaluation
 MAX_POSITIONS = 10**7  # positions labelled, played or trained on
 # a labelled position of distillation and expert iteration: its state, targets and network inputs
 LABEL_BYTES = 8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES
-
-
-def bounded(default: Any, low: float, high: float) -> Any:
-    """A field whose values lie in ``[low, high]`` (``check_bounds`` reads it)."""
-    return field(default=default, metadata={"bounds": (low, high)})
-
-
-def above(default: Any, low: float, high: float = INF) -> Any:
-    """A field whose values lie in ``(low, high]``."""
-    return field(default=default, metadata={"bounds": (low, high), "low_open": True})
-
-
-def one_of(default: str, *choices: str) -> Any:
-    """A field whose value is one of ``choices``."""
-    return field(default=default, metadata={"choices": choices})
 
 
 @dataclass
@@ -115,10 +101,6 @@ class CommonConfig:
         """Raise ``ConfigError`` naming the first impossible value."""
         check_numbers(self)
         check_bounds(self)
-        try:
-            self.net.validate(prefix="net.")
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
         if not RUN_DIR.match(self.run_dir) or ".." in self.run_dir.split("/"):
             raise ConfigError(f"run_dir may hold letters, digits and ._-/ (no '..'), got {self.run_dir!r}")
         check_opponents(self, "eval_opponents")
@@ -314,22 +296,16 @@ class ExItConfig(ParallelConfig):
     probable move); the rest from its games against itself (sampled from its policy)."""
     position_stride: int = bounded(4, 1, 1000)
     """Decisions played per position kept (a random subset is kept: positions from more games)."""
-    sims: int = bounded(100, 1, 100_000)
-    """Simulations of the labelling search per position (``az:sims``)."""
+    search: SearchConfig = field(default_factory=lambda: SearchConfig(sims=100, expand=4))
+    """The labelling search (the ``az`` agent's settings; ``search.sims`` simulations per position)."""
     rollouts: int = bounded(4, 1, 1000)
     """Greedy rollouts per valued leaf of the search (``az:rollouts``; the leaf value is theirs alone)."""
-    expand: int = bounded(4, 1, 100_000)
-    """Visits of a leaf before the network expands it (``az:expand``)."""
-    considered: int = bounded(16, 1, 2026)
-    """Gumbel root: kinds of move kept for sequential halving (``az:considered``)."""
-    c_puct: float = bounded(1.25, 0.0, INF)
-    """PUCT constant below the root (``az:c_puct``)."""
     target: str = one_of("policy", "policy", "visits")
     """The label: ``policy``, the search's improved policy (Gumbel: softmax(logit + sigma(completed
     Q))), or ``visits``, its root visit shares."""
     unsure_sims: int = 0
     """Positions whose label is unsure (its two largest kinds of move within ``unsure_margin``) are
-    searched again with this many simulations (more than ``sims``), that label kept; 0: off."""
+    searched again with this many simulations (more than ``search.sims``), that label kept; 0: off."""
     unsure_margin: float = bounded(0.2, 0.0, 1.0)
     """With ``unsure_sims``: the gap between a label's two largest kinds of move below which it is unsure."""
     search_batch: int = bounded(64, 1, 65_536)
@@ -375,7 +351,7 @@ class ExItConfig(ParallelConfig):
                 f"got {self.window * self.positions_per_iteration}"
             )
         if self.unsure_sims:
-            check_value(self, "unsure_sims", (self.sims + 1, 100_000))
+            check_value(self, "unsure_sims", (self.search.sims + 1, 100_000))
             check_value(self, "unsure_margin", (0.0, 1.0), low_open=True)
         check_opponents(self, "search_eval_opponents")
 
@@ -389,23 +365,11 @@ class AlphaZeroConfig(ParallelConfig):
     """Iterations of self-play + learning."""
     games_per_iteration: int = bounded(64, 1, 65_536)
     """Self-play games per iteration, searched together (one forward pass per simulation step)."""
-    sims: int = bounded(16, 1, 100_000)
-    """Search simulations per self-play decision."""
-    root: str = one_of("gumbel", "gumbel", "puct")
-    """Root of the search: ``gumbel`` (Gumbel top-k + sequential halving, target from the completed
-    Q values) or ``puct`` (Dirichlet noise, visit-count target)."""
-    considered: int = bounded(8, 1, 2026)
-    """Gumbel root: actions kept for sequential halving."""
-    rescale_values: bool = False
-    """Gumbel root: min-max rescale the Q values before the policy target (mctx's default)."""
+    search: SearchConfig = field(default_factory=lambda: SearchConfig(sims=16, considered=8, margin_weight=0.0))
+    """The self-play search (``search.sims`` simulations per decision); its ``margin_weight`` also
+    weighs the score margin in the value target."""
     train_placements: bool = True
     """Train every parameter; False: the placement-only parameters stay as they start."""
-    c_puct: float = bounded(1.25, 0.0, INF)
-    """PUCT exploration constant below the root (and at a PUCT root)."""
-    dirichlet_alpha: float = above(0.3, 0.0)
-    """PUCT root: Dirichlet noise parameter."""
-    dirichlet_eps: float = bounded(0.25, 0.0, 1.0)
-    """PUCT root: weight of the Dirichlet noise."""
     temp_plies: int = bounded(8, 0, 1000)
     """Decisions from the start of a game whose move is sampled from the policy target."""
     selfplay_chunk: int = bounded(0, 0, 65_536)
@@ -417,8 +381,6 @@ class AlphaZeroConfig(ParallelConfig):
     """Gradient norm clip."""
     vf_coef: float = bounded(1.0, 0.0, INF)
     """Weight of the value loss."""
-    reward_margin_weight: float = bounded(0.0, 0.0, 1.0)
-    """Weight of the score margin (over 30 points) in the value target."""
     buffer_size: int = bounded(60_000, 1, 10**7)
     """Replay buffer capacity (positions; the newest are kept)."""
     batch_size: int = bounded(256, 1, 1_048_576)
@@ -434,7 +396,8 @@ class AlphaZeroConfig(ParallelConfig):
 
     def memory_bytes(self) -> int:
         """The replay buffer (state, policy target, value per position) and the search trees."""
-        return self.buffer_size * (8 * STATE_LEN + 4 * NUM_ACTIONS + 4) + self.games_per_iteration * self.sims * 20_000
+        trees = self.games_per_iteration * self.search.sims * 20_000
+        return self.buffer_size * (8 * STATE_LEN + 4 * NUM_ACTIONS + 4) + trees
 
     def validate(self) -> None:
         super().validate()
@@ -516,13 +479,19 @@ class RLlibConfig(PPOConfig):
 
 # --- value checks ------------------------------------------------------------------------------
 def check_bounds(cfg: Any) -> None:
-    """Every field declared with ``bounded`` or ``above`` lies in its bounds, with ``one_of`` among its choices."""
+    """Every field declared with ``bounded``, ``above`` or ``one_of`` holds an allowed value
+    (``patchwork_env.core.bounds.field_problem``), and every nested group (``net``, ``search``)
+    passes its own ``validate``."""
+    problem = field_problem(cfg)
+    if problem:
+        raise ConfigError(problem)
     for f in dataclasses.fields(cfg):
-        if "bounds" in f.metadata:
-            check_value(cfg, f.name, f.metadata["bounds"], low_open=f.metadata.get("low_open", False))
-        if "choices" in f.metadata and getattr(cfg, f.name) not in f.metadata["choices"]:
-            choices = ", ".join(f.metadata["choices"])
-            raise ConfigError(f"{f.name} must be one of {choices}, got {getattr(cfg, f.name)!r}")
+        group = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(group):
+            try:
+                group.validate(prefix=f"{f.name}.")  # type: ignore[union-attr]
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
 
 
 def check_value(cfg: Any, key: str, bounds: tuple[float, float], *, low_open: bool = False) -> None:

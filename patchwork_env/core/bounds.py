@@ -1,6 +1,8 @@
-"""One rule for a bounded setting, shared by the agent specs (``patchwork_env.players.registry``)
-and the trainers' configs (``train.config``): ``(low, high)`` inclusive, ``low_open`` for a value
-that must be strictly above ``low`` (a learning rate).
+"""One rule for a bounded setting, shared by the agent specs (``patchwork_env.players.registry``),
+the search's settings (``patchwork_env.players.az_search.SearchConfig``) and the trainers' configs
+(``train.config``): ``(low, high)`` inclusive, ``low_open`` for a value that must be strictly above
+``low`` (a learning rate). A dataclass field declares its bounds beside it (``bounded``, ``above``,
+``one_of``) and ``field_problem`` reads them all.
 
     >>> out_of_bounds(0.5, (0, 1)) is None
     True
@@ -15,7 +17,9 @@ that must be strictly above ``low`` (a learning rate).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 
 def out_of_bounds(value: float, bounds: tuple[float, float], *, low_open: bool = False) -> str | None:
@@ -34,3 +38,38 @@ def out_of_bounds(value: float, bounds: tuple[float, float], *, low_open: bool =
 def number(x: float) -> str:
     """``x`` as written in a bound: whole numbers without a point or exponent (10000000), others short (0.5)."""
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def bounded(default: Any, low: float, high: float) -> Any:
+    """A dataclass field whose values lie in ``[low, high]``."""
+    return dataclasses.field(default=default, metadata={"bounds": (low, high)})
+
+
+def above(default: Any, low: float, high: float = math.inf) -> Any:
+    """A dataclass field whose values lie in ``(low, high]``."""
+    return dataclasses.field(default=default, metadata={"bounds": (low, high), "low_open": True})
+
+
+def one_of(default: str, *choices: str) -> Any:
+    """A dataclass field whose value is one of ``choices``."""
+    return dataclasses.field(default=default, metadata={"choices": choices})
+
+
+def field_problem(obj: Any, prefix: str = "") -> str | None:
+    """None if every field of the dataclass ``obj`` declared with ``bounded``, ``above`` or ``one_of``
+    holds an allowed value; else the first that does not, as ``<prefix><field> must be ..., got X``."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if "bounds" in f.metadata:
+            problem = out_of_bounds(value, f.metadata["bounds"], low_open=f.metadata.get("low_open", False))
+            if problem:
+                return f"{prefix}{f.name} {problem}, got {value!r}"
+        if "choices" in f.metadata and value not in f.metadata["choices"]:
+            return f"{prefix}{f.name} must be one of {', '.join(f.metadata['choices'])}, got {value!r}"
+    return None
+
+
+def field_bounds(cls: Any, name: str) -> tuple[float, float]:
+    """The bounds a dataclass declares for its field ``name`` (``bounded``, ``above``)."""
+    bounds: tuple[float, float] = next(f for f in dataclasses.fields(cls) if f.name == name).metadata["bounds"]
+    return bounds

@@ -49,12 +49,13 @@ import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.validate import check_state_rows
+from patchwork_env.players.search_config import MAX_LEAVES as MAX_LEAVES  # re-exported: the search's names
+from patchwork_env.players.search_config import SearchConfig as SearchConfig
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 MARGIN_SCALE = 30.0  # score points that count as a full +-1 in the margin part of a value
-MAX_LEAVES = 256  # paths per game per evaluator call (``SearchConfig.leaves``)
 VIRTUAL_LOSS = 1.0  # value subtracted per path in flight through an edge (``SearchConfig.leaves`` > 1)
 
 
@@ -85,54 +86,6 @@ class Evaluator(Protocol):
     def values(self, states: IntArray) -> FloatArray:
         """(B,) values alone (the visits before a leaf's expansion, ``SearchConfig.expand`` > 1)."""
         ...
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """Settings of ``BatchedSearch`` (the trainer's config and the ``az`` agent spec fill it)."""
-
-    sims: int = 32
-    """Simulations per decision."""
-    root: str = "gumbel"
-    """``gumbel`` (Gumbel top-k + sequential halving) or ``puct`` (AlphaZero's root)."""
-    c_puct: float = 1.25
-    """PUCT exploration constant (values are in [-1, 1])."""
-    considered: int = 16
-    """Gumbel root: actions kept for sequential halving."""
-    c_visit: float = 50.0
-    """Gumbel root: sigma(q) = (c_visit + max visits) * c_scale * q (mctx's defaults)."""
-    c_scale: float = 0.1
-    rescale_values: bool = False
-    """Gumbel root: min-max rescale the completed Q values to [0, 1] before sigma (mctx's default).
-    Off here: with 16-32 simulations most Q values are single leaf evaluations, and rescaling turns
-    any difference between them, noise included, into ``c_visit * c_scale`` = 5 logits. Off, Q in
-    [-1, 1] maps linearly to [0, 1] (a 0.1 difference in value is 0.25 logits)."""
-    dirichlet_alpha: float = 0.3
-    """PUCT root in self-play: Dirichlet noise parameter."""
-    dirichlet_eps: float = 0.25
-    """PUCT root in self-play: weight of the noise in the root prior."""
-    margin_weight: float = 0.2
-    """Weight of the score margin in the value of a finished game (``final_value``)."""
-    expand: int = 1
-    """A leaf is expanded at its ``expand``-th visit; the visits before value it alone
-    (``Evaluator.values``; AlphaGo's expansion threshold). 1: at its first (AlphaZero)."""
-    leaves: int = 1
-    """Paths descended per game before one evaluator call (virtual loss keeps them apart; see
-    ``BatchedSearch._simulate``): the evaluator sees up to ``leaves`` positions per game per
-    call. 1: one path per game per call, no virtual loss."""
-
-    def validate(self) -> None:
-        if self.root not in ("gumbel", "puct"):
-            raise ValueError(f"root must be 'gumbel' or 'puct', got {self.root!r}")
-        if self.sims < 1 or self.considered < 1 or self.expand < 1 or not 1 <= self.leaves <= MAX_LEAVES:
-            raise ValueError(
-                f"sims, considered and expand must be >= 1 and leaves in [1, {MAX_LEAVES}], "
-                f"got {self.sims}, {self.considered}, {self.expand}, {self.leaves}"
-            )
-        if self.c_puct < 0 or self.c_visit < 0 or self.c_scale < 0 or self.dirichlet_alpha <= 0:
-            raise ValueError("c_puct, c_visit, c_scale must be >= 0 and dirichlet_alpha > 0")
-        if not 0 <= self.dirichlet_eps <= 1 or not 0 <= self.margin_weight <= 1:
-            raise ValueError("dirichlet_eps and margin_weight must be in [0, 1]")
 
 
 class Node:

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from patchwork_env.core.bounds import number, out_of_bounds
+from patchwork_env.core.bounds import field_bounds, number, out_of_bounds
 from patchwork_env.players.errors import AgentSpecError, MissingExtraError
+from patchwork_env.players.search_config import SearchConfig
 from patchwork_env.players.shipped import SHIPPED_NETWORKS
 
 if TYPE_CHECKING:
@@ -183,6 +184,12 @@ def _pretrained(net: str) -> Agent:
 MAX_SIMS = (1, 100_000)
 MAX_TIME = (0.001, 3600.0)
 
+
+def _search(name: str) -> tuple[float, float]:
+    """The bounds ``SearchConfig`` declares for a setting the ``az`` spec passes on to it."""
+    return field_bounds(SearchConfig, name)
+
+
 AZ_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (300 if time is not given either)", bounds=MAX_SIMS),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
@@ -205,21 +212,21 @@ AZ_PARAMS: tuple[Param, ...] = (
     ),
     Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
-    Param("considered", int, 16, "Gumbel root: actions kept for sequential halving", bounds=(1, 2026)),
-    Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])", bounds=(0, 100)),
+    Param("considered", int, 16, "Gumbel root: actions kept for sequential halving", bounds=_search("considered")),
+    Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])", bounds=_search("c_puct")),
     Param(
         "expand",
         int,
         4,
         "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone",
-        bounds=(1, 10_000),
+        bounds=_search("expand"),
     ),
     Param(
         "leaves",
         int,
         1,
         "paths descended (apart by virtual loss) before one evaluation of all their leaves",
-        bounds=(1, 256),
+        bounds=_search("leaves"),
     ),
     Param("fast", bool, True, "evaluate through players.inference (0: the network's reference forward)"),
 )
