@@ -5,9 +5,9 @@ Units: evaluation sizes count paired deals, each played twice with the seats swa
 (``eval_opponents``, ``final_eval_pairs``); ``*_every`` fields count the trainer's own step, named
 in its docstring. A field's bounds stand beside it (``bounded``, ``above``: far above any config
 shipped here, low enough that a typo such as 2147483647 games is refused before anything is
-allocated) and one check reads them all (``check_bounds``, the rule ``patchwork_env.core.bounds``
-that the agent specs use too); ``validate`` adds what spans fields. The agents and checkpoints a
-config names are built or read by the run, once, at its start.
+allocated) and one check reads them all (``check_bounds``: the rule of ``patchwork_env.core.bounds``,
+which the agent specs and the nested groups ``net:`` and ``search:`` use too); ``validate`` adds
+what spans fields. The agents and checkpoints a config names are built or read by the run, once.
 """
 
 from __future__ import annotations
