@@ -153,9 +153,9 @@ def test_a_checkpoint_asking_for_a_huge_network_is_refused_before_building(
     [
         (["--num-games", "2147483647"], r"num_games must be in \[1, 65536\]"),
         (["--rollout-steps", "2000000"], r"rollout_steps must be in \[1, 4096\]"),
-        (["--net.channels", "100000"], r"net\.channels must be an integer in \[1, 512\]"),
-        (["--net.hidden", "2000000000"], r"net\.hidden must be an integer in \[1, 4096\]"),
-        (["--net.blocks", "1000000"], r"net\.blocks must be an integer in \[1, 32\]"),
+        (["--net.channels", "100000"], r"net\.channels must be in \[1, 512\]"),
+        (["--net.hidden", "2000000000"], r"net\.hidden must be in \[1, 4096\]"),
+        (["--net.blocks", "1000000"], r"net\.blocks must be in \[1, 32\]"),
         (["--torch-threads", "1000000000"], r"torch_threads must be in \[1, 256\]"),
         (["--num-games", "8", "--num-games", "9"], r"--num-games is given twice"),
         (["--run-dir", "a\\b"], r"run_dir may hold letters, digits and \._-/"),

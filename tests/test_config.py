@@ -120,8 +120,10 @@ def test_a_file_with_wrong_keys_or_types_names_them(data: dict[str, object], mes
         ({"run_dir": "a\\b"}, r"run_dir may hold letters, digits and \._-/"),
         ({"run_dir": "../up"}, r"no '\.\.'"),
         ({"clock": "cpu"}, r"clock must be one of wall, process, got 'cpu'"),
-        ({"net": {"blocks": 100_000}}, r"net\.blocks must be an integer in \[1, 32\]"),
-        ({"net": {"channels": 4096}}, r"net\.channels must be an integer in \[1, 512\]"),
+        ({"net": {"blocks": 100_000}}, r"net\.blocks must be in \[1, 32\], got 100000"),
+        ({"net": {"channels": 4096}}, r"net\.channels must be in \[1, 512\]"),
+        ({"ent_coef": float("inf")}, r"ent_coef must be a finite number, got inf"),
+        ({"eval_opponents": {"greedy": True}}, r"eval_opponents\['greedy'\] must be in 1\.\.100000 pairs"),
     ],
 )
 def test_impossible_values_name_the_field_and_the_bound(data: dict[str, object], message: str) -> None:

@@ -245,6 +245,17 @@ def test_a_mask_of_another_shape_is_an_error(batch: tuple[torch.Tensor, torch.Te
 def test_net_config_errors() -> None:
     with pytest.raises(ValueError, match="channels"):
         PatchworkNet(NetConfig(channels=0))
+    # a checkpoint's sizes reach NetConfig unchecked: each field's type is checked with its bounds
+    for sizes, message in (
+        ({"channels": 3.5}, r"net\.channels must be an integer, got 3\.5"),
+        ({"blocks": True}, r"net\.blocks must be an integer, got True"),
+        ({"geometry": 1}, r"net\.geometry must be true or false, got 1"),
+        ({"prior_scale": float("nan")}, r"net\.prior_scale must be a finite number, got nan"),
+        ({"prior_scale": 1e4}, r"net\.prior_scale must be in \[0, 1000\]"),
+        ({"kind_weights": True}, r"net\.kind_weights needs prior_scale > 0"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            NetConfig(**sizes).validate()  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown network settings"):
         net_from_config({"channels": 8, "depth": 3})
 

@@ -142,13 +142,13 @@ def test_prior_argument_is_required_exactly_when_the_net_has_one(
     with pytest.raises(ValueError, match="prior must have shape"):
         PatchworkNet(PRIOR_NET)(o, m, torch.zeros(2, 5))
     for bad in (-1.0, 5000.0, True):
-        with pytest.raises(ValueError, match=r"prior_scale must be a number in \[0, 1000\]"):
+        with pytest.raises(ValueError, match=r"prior_scale must be (a number|in \[0, 1000\])"):
             NetConfig(prior_scale=bad).validate()
     for option in ("group_scale", "kind_weights"):  # options of the prior: meaningless without it
         with pytest.raises(ValueError, match=f"net.{option} needs prior_scale > 0"):
             NetConfig(**{option: True}).validate()
     for bad_hidden in (-1, 2.5, True, 10**9):
-        with pytest.raises(ValueError, match=r"net.kind_hidden must be an integer in \[0, 4096\]"):
+        with pytest.raises(ValueError, match=r"net.kind_hidden must be (an integer|in \[0, 4096\])"):
             NetConfig(kind_hidden=bad_hidden).validate()  # type: ignore[arg-type]
 
 
@@ -199,5 +199,5 @@ def test_sb3_trainer_rejects_the_prior() -> None:
     with pytest.raises(ConfigError, match=r"net\.prior_scale must be 0 for MaskablePPO"):
         from_dict(SB3Config, {"net": {"prior_scale": 1.0}}, "test").validate()
     for bad in (-2.0, 5000.0):
-        with pytest.raises(ConfigError, match=r"prior_scale must be a number in \[0, 1000\]"):
+        with pytest.raises(ConfigError, match=r"prior_scale must be in \[0, 1000\]"):
             from_dict(SelfPlayConfig, {"net": {"prior_scale": bad}}, "test").validate()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchwork_env.cli.common import MAX_SEED
-from patchwork_env.core.bounds import above, bounded, field_problem, one_of, out_of_bounds
+from patchwork_env.core.bounds import above, bounded, field_bounds, field_problem, one_of, out_of_bounds
 from patchwork_env.evaluation.backend import BACKENDS
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.search_config import SearchConfig
@@ -99,7 +99,6 @@ class CommonConfig:
 
     def validate(self) -> None:
         """Raise ``ConfigError`` naming the first impossible value."""
-        check_numbers(self)
         check_bounds(self)
         if not RUN_DIR.match(self.run_dir) or ".." in self.run_dir.split("/"):
             raise ConfigError(f"run_dir may hold letters, digits and ._-/ (no '..'), got {self.run_dir!r}")
@@ -192,11 +191,7 @@ class SelfPlayConfig(PPOConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.num_games * self.rollout_steps > 2**21:
-            raise ConfigError(
-                f"num_games * rollout_steps must be <= {2**21} decisions per rollout "
-                f"(the rollout buffer holds them all), got {self.num_games * self.rollout_steps}"
-            )
+        check_product(self, "num_games", "rollout_steps", 2**21, "decisions per rollout (the buffer holds them all)")
         if self.total_updates and self.critic_warmup_updates >= self.total_updates:
             raise ConfigError(
                 f"critic_warmup_updates ({self.critic_warmup_updates}) must be below total_updates "
@@ -303,7 +298,7 @@ class ExItConfig(ParallelConfig):
     target: str = one_of("policy", "policy", "visits")
     """The label: ``policy``, the search's improved policy (Gumbel: softmax(logit + sigma(completed
     Q))), or ``visits``, its root visit shares."""
-    unsure_sims: int = 0
+    unsure_sims: int = bounded(0, 0, 100_000)
     """Positions whose label is unsure (its two largest kinds of move within ``unsure_margin``) are
     searched again with this many simulations (more than ``search.sims``), that label kept; 0: off."""
     unsure_margin: float = bounded(0.2, 0.0, 1.0)
@@ -325,7 +320,7 @@ class ExItConfig(ParallelConfig):
     """At each evaluation, also the ``az`` search with the current network (``search_eval_sims``
     simulations, the agent's other defaults) against these specs, paired deals each, e.g.
     ``{"mcts:sims=100": 20}``; empty: none. Costly: each az move is a search."""
-    search_eval_sims: int = 300
+    search_eval_sims: int = bounded(300, 1, 100_000)
     """Simulations per move of the ``az`` search in ``search_eval_opponents`` (the ``az`` agent's default)."""
 
     def memory_bytes(self) -> int:
@@ -340,18 +335,12 @@ class ExItConfig(ParallelConfig):
                 "expert iteration trains the choice of move kind and needs net.prior_scale > 0 "
                 "(placements come from the greedy prior)"
             )
-        if self.positions_per_iteration * self.position_stride > MAX_POSITIONS:
-            raise ConfigError(
-                f"positions_per_iteration * position_stride must be <= {MAX_POSITIONS} decisions played "
-                f"per iteration, got {self.positions_per_iteration * self.position_stride}"
-            )
-        if self.window * self.positions_per_iteration > MAX_POSITIONS:
-            raise ConfigError(
-                f"window * positions_per_iteration must be <= {MAX_POSITIONS} labels trained on, "
-                f"got {self.window * self.positions_per_iteration}"
-            )
+        check_product(
+            self, "positions_per_iteration", "position_stride", MAX_POSITIONS, "decisions played per iteration"
+        )
+        check_product(self, "window", "positions_per_iteration", MAX_POSITIONS, "labels trained on")
         if self.unsure_sims:
-            check_value(self, "unsure_sims", (self.search.sims + 1, 100_000))
+            check_value(self, "unsure_sims", (self.search.sims + 1, field_bounds(ExItConfig, "unsure_sims")[1]))
             check_value(self, "unsure_margin", (0.0, 1.0), low_open=True)
         check_opponents(self, "search_eval_opponents")
 
@@ -428,7 +417,6 @@ class SB3Config(PPOConfig):
 
     def validate(self) -> None:
         super().validate()
-
         if self.net.prior_scale != 0:
             raise ConfigError(
                 f"net.prior_scale must be 0 for MaskablePPO, got {self.net.prior_scale}: its policy "
@@ -470,7 +458,6 @@ class RLlibConfig(PPOConfig):
 
     def validate(self) -> None:
         super().validate()
-
         if self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"minibatch_size ({self.minibatch_size}) must be at most train_batch_size ({self.train_batch_size})"
@@ -479,9 +466,9 @@ class RLlibConfig(PPOConfig):
 
 # --- value checks ------------------------------------------------------------------------------
 def check_bounds(cfg: Any) -> None:
-    """Every field declared with ``bounded``, ``above`` or ``one_of`` holds an allowed value
+    """Every number of its type and within its declared bounds, every choice allowed
     (``patchwork_env.core.bounds.field_problem``), and every nested group (``net``, ``search``)
-    passes its own ``validate``."""
+    passing its own ``validate``."""
     problem = field_problem(cfg)
     if problem:
         raise ConfigError(problem)
@@ -501,12 +488,19 @@ def check_value(cfg: Any, key: str, bounds: tuple[float, float], *, low_open: bo
         raise ConfigError(f"{key} {problem}, got {value!r}")
 
 
+def check_product(cfg: Any, first: str, second: str, limit: int, what: str) -> None:
+    """Two size fields whose product (what the run allocates or plays) is at most ``limit``."""
+    product = getattr(cfg, first) * getattr(cfg, second)
+    if product > limit:
+        raise ConfigError(f"{first} * {second} must be <= {limit} {what}, got {product}")
+
+
 def check_opponents(cfg: Any, key: str) -> None:
     """A mapping of agent specs to paired deals (``eval_opponents``): specs not empty, 1..MAX_PAIRS pairs."""
     for spec, pairs in getattr(cfg, key).items():
         if not spec.strip():
             raise ConfigError(f"{key}: an agent spec must not be empty")
-        if not 1 <= pairs <= MAX_PAIRS:
+        if isinstance(pairs, bool) or not isinstance(pairs, int) or not 1 <= pairs <= MAX_PAIRS:
             raise ConfigError(f"{key}[{spec!r}] must be in 1..{MAX_PAIRS} pairs, got {pairs}")
 
 
@@ -517,21 +511,3 @@ def check_minutes(cfg: Any, key: str) -> None:
         isinstance(m, int | float) and not isinstance(m, bool) and 0 < m <= 10**6 for m in marks
     ):
         raise ConfigError(f"{key} must be at most 100 numbers in (0, 1e6], got {marks!r}")
-
-
-def check_numbers(cfg: Any, prefix: str = "") -> None:
-    """No bool where a number is meant, no NaN or infinity, no integer beyond 64 bits (YAML and the
-    command line give any of them)."""
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if dataclasses.is_dataclass(value):
-            check_numbers(value, f"{prefix}{f.name}.")
-            continue
-        numbers = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
-        for number in numbers:
-            if isinstance(number, bool) and f.type not in ("bool", bool):
-                raise ConfigError(f"{prefix}{f.name} must be a number, got {number!r}")
-            if isinstance(number, float) and not math.isfinite(number):
-                raise ConfigError(f"{prefix}{f.name} must be a finite number, got {value!r}")
-            if isinstance(number, int) and abs(number) > 2**63 - 1:
-                raise ConfigError(f"{prefix}{f.name} is too large, got {value!r}")

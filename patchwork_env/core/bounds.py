@@ -1,8 +1,9 @@
 """One rule for a bounded setting, shared by the agent specs (``patchwork_env.players.registry``),
-the search's settings (``patchwork_env.players.az_search.SearchConfig``) and the trainers' configs
-(``train.config``): ``(low, high)`` inclusive, ``low_open`` for a value that must be strictly above
-``low`` (a learning rate). A dataclass field declares its bounds beside it (``bounded``, ``above``,
-``one_of``) and ``field_problem`` reads them all.
+the search's settings (``patchwork_env.players.search_config.SearchConfig``), the network's sizes
+(``patchwork_env.players.net_config.NetConfig``) and the trainers' configs (``train.config``): ``(low,
+high)`` inclusive, ``low_open`` for a value that must be strictly above ``low`` (a learning rate). A
+dataclass field declares its bounds beside it (``bounded``, ``above``, ``one_of``) and
+``field_problem`` reads them all, with each field's type.
 
     >>> out_of_bounds(0.5, (0, 1)) is None
     True
@@ -55,17 +56,32 @@ def one_of(default: str, *choices: str) -> Any:
     return dataclasses.field(default=default, metadata={"choices": choices})
 
 
+# a field's declared type -> the values it takes and how a message names them (bool is an int to
+# Python, not to a config: ``num_games: true`` is a mistake)
+_TYPES = {"int": ((int,), "an integer"), "float": ((int, float), "a number"), "bool": ((bool,), "true or false")}
+
+
 def field_problem(obj: Any, prefix: str = "") -> str | None:
-    """None if every field of the dataclass ``obj`` declared with ``bounded``, ``above`` or ``one_of``
-    holds an allowed value; else the first that does not, as ``<prefix><field> must be ..., got X``."""
+    """None if every ``int``, ``float`` or ``bool`` field of the dataclass ``obj`` holds a value of its
+    type (a float finite) and every field declared with ``bounded``, ``above`` or ``one_of`` an allowed
+    value; else the first that does not, as ``<prefix><field> must be ..., got X``. Values from a YAML
+    file, a command line or a checkpoint reach a dataclass unchecked, so this is their one check."""
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
+        name = f"{prefix}{f.name}"
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
+        if kind in _TYPES:
+            types, noun = _TYPES[kind]
+            if not isinstance(value, types) or (kind != "bool" and isinstance(value, bool)):
+                return f"{name} must be {noun}, got {value!r}"
+            if kind == "float" and not math.isfinite(value):
+                return f"{name} must be a finite number, got {value!r}"
         if "bounds" in f.metadata:
             problem = out_of_bounds(value, f.metadata["bounds"], low_open=f.metadata.get("low_open", False))
             if problem:
-                return f"{prefix}{f.name} {problem}, got {value!r}"
+                return f"{name} {problem}, got {value!r}"
         if "choices" in f.metadata and value not in f.metadata["choices"]:
-            return f"{prefix}{f.name} must be one of {', '.join(f.metadata['choices'])}, got {value!r}"
+            return f"{name} must be one of {', '.join(f.metadata['choices'])}, got {value!r}"
     return None
 
 

@@ -6,31 +6,31 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-MAX_PRIOR_SCALE = 1000.0  # beyond it the prior is plain greedy argmax and the logits only grow
-# upper bounds of the sizes: far above anything trained here (channels 32-64, blocks 1-4), low enough
-# that the largest network allowed (about 1.3 GB of float32 weights) is built in seconds, not hours
-MAX_SIZES = {"channels": 512, "blocks": 32, "hidden": 4096, "head_features": 256, "head_hidden": 1024,
-             "kind_hidden": 4096}  # fmt: skip
+from patchwork_env.core.bounds import bounded, field_problem
+
+# The sizes' upper bounds are far above anything trained here (channels 32-64, blocks 1-4) and low
+# enough that the largest network allowed (about 1.3 GB of float32 weights) is built in seconds, not
+# hours; beyond a prior_scale of 1000 the prior is plain greedy argmax and the logits only grow.
 
 
 @dataclass(frozen=True)
 class NetConfig:
     """Sizes of ``PatchworkNet`` (stored in every checkpoint, so a checkpoint rebuilds its net)."""
 
-    channels: int = 32
+    channels: int = bounded(32, 1, 512)
     """Channels of the convolutional trunk over the 9x9 quilt."""
-    blocks: int = 2
+    blocks: int = bounded(2, 1, 32)
     """Residual blocks (two 3x3 convolutions each) in the trunk."""
-    hidden: int = 128
+    hidden: int = bounded(128, 1, 4096)
     """Width of the MLP over the scalar and circle features, and of the value/advance MLPs."""
-    head_features: int = 16
+    head_features: int = bounded(16, 1, 256)
     """Trunk channels summed under and around each candidate placement in the buy head."""
-    head_hidden: int = 32
+    head_hidden: int = bounded(32, 1, 1024)
     """Hidden width of the per-placement MLP of the buy head."""
     geometry: bool = True
     """Give the buy head three exact counts per placement: empty cells it would isolate, empty
     cells it would leave with one empty neighbour, and its edges touching filled or off-board cells."""
-    prior_scale: float = 0.0
+    prior_scale: float = bounded(0.0, 0.0, 1000.0)
     """0: a plain policy. > 0: a residual policy on ``greedy``'s evaluation. Every legal action's
     logit gets ``sum_k weight_k(state) * term_k(action)``, where the terms are the 9 parts of greedy's
     one-ply value of the resulting position relative to greedy's choice (``heuristic.greedy_prior``,
@@ -50,7 +50,7 @@ class NetConfig:
     patch to buy, or whether to advance, can value buttons, time or empty cells differently from
     where a patch goes."""
 
-    kind_hidden: int = 0
+    kind_hidden: int = bounded(0, 0, 4096)
     """0: the residual logit of buying from a market slot is linear in the state's embedding and
     the slot's patch features. > 0: an MLP with this hidden width adds to it (zero at start), so a
     patch's worth can depend on the position (its income with the income phases left, its time
@@ -61,22 +61,11 @@ class NetConfig:
 
     def validate(self, prefix: str = "net.") -> None:
         """Raise ``ValueError`` naming the first impossible size (as ``<prefix><field>``): every size
-        is bounded (``MAX_SIZES``), so a config or a checkpoint cannot ask for a network that does not
-        fit in memory before anything is built."""
-        for name, value in self.to_dict().items():
-            if name in ("geometry", "group_scale", "kind_weights"):
-                if not isinstance(value, bool):
-                    raise ValueError(f"{prefix}{name} must be true or false, got {value!r}")
-            elif name == "prior_scale":
-                if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_PRIOR_SCALE:
-                    raise ValueError(
-                        f"{prefix}prior_scale must be a number in [0, {MAX_PRIOR_SCALE:g}] (0: no greedy prior), "
-                        f"got {value!r}"
-                    )
-            else:
-                low = 0 if name == "kind_hidden" else 1
-                if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= MAX_SIZES[name]:
-                    raise ValueError(f"{prefix}{name} must be an integer in [{low}, {MAX_SIZES[name]}], got {value!r}")
+        is bounded, so a config or a checkpoint cannot ask for a network that does not fit in memory
+        before anything is built."""
+        problem = field_problem(self, prefix)
+        if problem:
+            raise ValueError(problem)
         for name in ("group_scale", "kind_weights"):
             if getattr(self, name) is True and not self.prior_scale > 0:
                 raise ValueError(
