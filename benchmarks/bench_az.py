@@ -25,7 +25,12 @@ from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, ti
 SIZES = (1, 256)
 TARGET = 20_000.0
 SEARCH_SIMS = 200
-SEARCHES = {"mcts": "mcts:sims={n},reuse=0", "az": "az:sims={n}", "az, network leaves": "az:sims={n},rollouts=0"}
+SEARCHES = {
+    "mcts": "mcts:sims={n},reuse=0",
+    "az": "az:sims={n}",
+    "az, network leaves": "az:sims={n},rollouts=0",
+    "az, 16 leaves per call": "az:sims={n},rollouts=0,leaves=16",
+}
 
 
 def cases(quick: bool = False) -> list[Case]:

@@ -20,6 +20,7 @@ from patchwork_env.players.az_search import (
     SearchResult,
     considered_visits,
     final_value,
+    puct_choice,
 )
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
@@ -148,6 +149,22 @@ def test_final_value_is_from_the_given_players_side() -> None:
     assert final_value(end.array(), 0, 0.0) == 1.0
     assert final_value(end.array(), 1, 0.0) == -1.0
     assert final_value(end.array(), 0, 1.0) == pytest.approx(1 / 30)  # wins by one point
+
+
+def test_compiled_puct_choice_is_the_formula() -> None:
+    # Q + c * P * sqrt(N) / (1 + N_a), Q of an unvisited edge the node's value, first of equals
+    rng = np.random.default_rng(5)
+    for k in (1, 2, 7, 80):
+        for _ in range(50):
+            n = rng.integers(0, 4, k) * rng.integers(0, 2, k)
+            w = rng.uniform(-1, 1, k) * n
+            prior = rng.dirichlet(np.ones(k))
+            value, c = float(rng.uniform(-1, 1)), float(rng.choice([0.0, 1.25, 5.0]))
+            q = np.where(n > 0, w / np.maximum(n, 1), value)
+            expected = int(np.argmax(q + c * prior * np.sqrt(max(1, n.sum())) / (1 + n)))
+            assert puct_choice(n, w, prior, value, c) == expected
+    tie = np.zeros(3, dtype=np.int64)
+    assert puct_choice(tie, np.zeros(3), np.full(3, 1 / 3), 0.0, 1.0) == 0
 
 
 def test_sequential_halving_schedule() -> None:

@@ -35,6 +35,10 @@ Patchwork-specific choices:
   the root's schedule (sequential halving) and its targets count this search's simulations; the
   subtrees below keep their visits, values and priors, so the search starts from what it learnt.
 * Without noise (evaluation) the search is deterministic: no Gumbel, no Dirichlet noise.
+
+The tree is Python objects (``Node``); the per-edge arithmetic that every descent repeats (PUCT's
+selection, the Gumbel root's completed Q, sigma and choice) is compiled (``puct_choice``,
+``gumbel_choice``): numpy's many small array operations per call cost more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
+from patchwork_env.core.jit import jit
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.players.search_config import MAX_LEAVES as MAX_LEAVES  # re-exported: the search's names
 from patchwork_env.players.search_config import SearchConfig as SearchConfig
@@ -88,6 +93,79 @@ class Evaluator(Protocol):
         ...
 
 
+@jit
+def puct_choice(n: IntArray, w: FloatArray, prior: FloatArray, value: float, c_puct: float) -> int:
+    """The edge of largest ``Q + c_puct * P * sqrt(N) / (1 + N_a)`` (the first of equals), ``Q`` of an
+    unvisited edge the node's own ``value``: PUCT's selection, compiled (one call per level of every
+    descent; numpy's dozen small array operations cost more than the arithmetic)."""
+    root_total = math.sqrt(max(1, n.sum()))
+    best, best_score = 0, -math.inf
+    for i in range(len(n)):
+        q = w[i] / n[i] if n[i] > 0 else value
+        score = q + c_puct * prior[i] * root_total / (1 + n[i])
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
+
+# --- Gumbel's root, compiled (called for every path of every simulation) -------------------------
+@jit
+def completed_q(n: IntArray, w: FloatArray, prior: FloatArray, value: float) -> FloatArray:
+    """Visited actions: their mean value; unvisited: the mix of the node's (network) value and the
+    prior-weighted mean of the visited ones (mctx ``qtransform_completed_by_mix_value``)."""
+    out = np.full(len(n), value)
+    total = n.sum()
+    if total == 0:
+        return out
+    mass, weighted = 0.0, 0.0
+    for i in range(len(n)):
+        if n[i] > 0:
+            out[i] = w[i] / n[i]
+            mass += prior[i]
+            weighted += prior[i] * out[i]
+    mixed = (value + total * (weighted / max(mass, 1e-12))) / (total + 1)
+    for i in range(len(n)):
+        if n[i] == 0:
+            out[i] = mixed
+    return out
+
+
+@jit
+def sigma(
+    n: IntArray, w: FloatArray, prior: FloatArray, value: float, c_visit: float, c_scale: float, rescale: bool
+) -> FloatArray:
+    """Gumbel's ``sigma(completed Q)`` = ``(c_visit + max visits) * c_scale * q``, q the completed Q
+    mapped linearly from [-1, 1] to [0, 1], or (``rescale``) min-max rescaled to it."""
+    cq = completed_q(n, w, prior, value)
+    if rescale:
+        low = cq.min()
+        scaled = (cq - low) / max(cq.max() - low, 1e-8)
+    else:
+        scaled = (cq + 1.0) / 2.0
+    out: FloatArray = (c_visit + (n.max() if len(n) else 0)) * c_scale * scaled
+    return out
+
+
+@jit
+def gumbel_choice(
+    n: IntArray, w: FloatArray, prior: FloatArray, logits: FloatArray, value: float, gumbel: FloatArray,
+    considered: IntArray, want: int, c_visit: float, c_scale: float, rescale: bool,
+) -> int:  # fmt: skip
+    """Sequential halving's next action: among the ``considered`` actions with exactly ``want``
+    visits, the largest ``g + logit + sigma(completed Q)`` (the first of equals)."""
+    sig = sigma(n, w, prior, value, c_visit, c_scale, rescale)
+    best, best_score = -1, -math.inf
+    for a in considered:
+        score = gumbel[a] + logits[a] + sig[a]
+        if n[a] == want and score > best_score:
+            best, best_score = a, score
+    if best < 0:  # cannot happen with the schedule; be safe: the best by g + logit
+        for a in considered:
+            if best < 0 or gumbel[a] + logits[a] > gumbel[best] + logits[best]:
+                best = a
+    return best
+
+
 class Node:
     """A position: its mover, legal actions with prior and edge statistics (mover's side)."""
 
@@ -117,10 +195,6 @@ class Node:
         self.n = np.zeros(k, dtype=np.int64)
         self.w = np.zeros(k)
         self.children = [None] * k
-
-    def q(self) -> FloatArray:
-        """Mean value of each action from this node's mover's side; unvisited: the node's value."""
-        return np.where(self.n > 0, self.w / np.maximum(self.n, 1), self.value)
 
     def child(self, i: int, margin_weight: float) -> Node:
         node = self.children[i]
@@ -311,44 +385,21 @@ class BatchedSearch:
             node.w[i] += value0 if node.player == 0 else -value0
 
     def _puct(self, node: Node) -> int:
-        total = max(1, int(node.n.sum()))
-        score = node.q() + self.config.c_puct * node.prior * math.sqrt(total) / (1 + node.n)
-        return int(np.argmax(score))
+        return int(puct_choice(node.n, node.w, node.prior, node.value, self.config.c_puct))
 
     def _root_choice(self, root: _Root, index: int) -> int:
         if self.config.root == "puct":
             return self._puct(root.node)
-        node = root.node
-        cand = root.considered
+        node, cand, cfg = root.node, root.considered, self.config
         want = root.schedule[index] if index < len(root.schedule) else int(node.n[cand].min())
-        score = root.gumbel[cand] + node.logits[cand] + self._sigma(node)[cand]
-        score = np.where(node.n[cand] == want, score, -np.inf)
-        if not np.isfinite(score).any():  # cannot happen with the schedule; be safe
-            score = root.gumbel[cand] + node.logits[cand]
-        return int(cand[int(np.argmax(score))])
-
-    # --- Gumbel's completed Q ----------------------------------------------------------------------
-    def _completed_q(self, node: Node) -> FloatArray:
-        """Visited actions: their mean value; unvisited: the mix of the network's value and the
-        prior-weighted mean of the visited ones (mctx ``qtransform_completed_by_mix_value``)."""
-        visited = node.n > 0
-        total = node.n.sum()
-        if total == 0:
-            return np.full(len(node.n), node.value)
-        q = node.w / np.maximum(node.n, 1)
-        p = node.prior[visited]
-        weighted = float((p * q[visited]).sum() / max(p.sum(), 1e-12))
-        mixed = (node.value + total * weighted) / (total + 1)
-        return np.where(visited, q, mixed)
+        return int(
+            gumbel_choice(node.n, node.w, node.prior, node.logits, node.value, root.gumbel, cand, want,
+                          cfg.c_visit, cfg.c_scale, cfg.rescale_values)
+        )  # fmt: skip
 
     def _sigma(self, node: Node) -> FloatArray:
-        cq = self._completed_q(node)
-        if self.config.rescale_values:
-            low, high = cq.min(), cq.max()
-            scaled: FloatArray = (cq - low) / max(high - low, 1e-8)
-        else:
-            scaled = (cq + 1.0) / 2.0
-        return (self.config.c_visit + float(node.n.max(initial=0))) * self.config.c_scale * scaled
+        cfg = self.config
+        return sigma(node.n, node.w, node.prior, node.value, cfg.c_visit, cfg.c_scale, cfg.rescale_values)
 
     # --- results ------------------------------------------------------------------------------------
     def _results(self, roots: list[_Root]) -> SearchResult:
