@@ -177,11 +177,13 @@ def rollout_targets(states: IntArray, rollouts: int, margin_weight: float, seed:
 
 
 @torch.no_grad()
-def _net_values(net: PatchworkNet, states: IntArray) -> torch.Tensor:
+def network_values(net: PatchworkNet, states: IntArray) -> torch.Tensor:
+    """The network's value of each position from its mover's side, clipped to [-1, 1] as ``az``'s
+    leaves take it (chunks of 1,024 observations)."""
     net.eval()
     return torch.cat(
         [net.values(torch.from_numpy(observe_movers(states[i : i + 1024]))) for i in range(0, len(states), 1024)]
-    )
+    ).clamp(-1, 1)
 
 
 def fit_value_net(
@@ -217,8 +219,8 @@ def fit_value_net(
     train_sample = rng.choice(train_rows, min(len(train_rows), 10_000), replace=False)
 
     def stats(epoch: int) -> ValueStats:
-        train_mse = float(((_net_values(net, states[train_sample]).clamp(-1, 1) - target[train_sample]) ** 2).mean())
-        val_mse = float(((_net_values(net, states[val_rows]).clamp(-1, 1) - target[val_rows]) ** 2).mean())
+        train_mse = float(((network_values(net, states[train_sample]) - target[train_sample]) ** 2).mean())
+        val_mse = float(((network_values(net, states[val_rows]) - target[val_rows]) ** 2).mean())
         with torch.no_grad():
             kl = float(_policy_kl(start, net, states[kl_rows]))
         out = ValueStats(epoch, train_mse, val_mse, 1.0 - val_mse / variance, kl)
