@@ -274,6 +274,13 @@ def test_value_check_writes_one_row_per_estimator(tmp_path: Path) -> None:
         assert set(run["cells"]) == set(data["columns"]) and run["cells"]["mse vs the label"] >= 0
 
 
+def test_value_check_reads_pretrained_as_the_shipped_network() -> None:
+    from train.value_check import checkpoint_path
+
+    assert Path(checkpoint_path("pretrained")) == Path(PRETRAINED_PATH) and Path(PRETRAINED_PATH).is_file()
+    assert checkpoint_path("runs/x.pt") == "runs/x.pt"
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

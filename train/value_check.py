@@ -1,7 +1,8 @@
 """How well do leaf values estimate a position's worth? Held-out positions, each labelled by the mean
 of many greedy rollouts, against the few-rollout estimates ``az`` uses and each network's value.
 
-    python -m train.value_check --checkpoints runs/value/v4-s0.pt --results results/value-check.json
+    python -m train.value_check --checkpoints runs/value/v4-s0.pt --games 1000 --positions 5000 --workers 2 \
+        --results results/value-check.json
 
 The positions: every decision of ``--games`` games of ``--games-of`` (``agents.value_head.network_games``:
 its most probable move against greedy, seats alternating, one game in four against itself; deals
@@ -23,9 +24,10 @@ from pathlib import Path
 
 from patchwork_env.cli.common import MAX_SEED, fail
 from patchwork_env.core.bounds import bounded, field_problem
+from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS
 from train.cli import parse_args
 
-SHIPPED = "patchwork_env/players/pretrained-v1.pt"
+SHIPPED = "pretrained"  # the shipped network (``patchwork_env.players.shipped``), wherever it is installed
 
 
 @dataclass
@@ -35,7 +37,7 @@ class ValueCheckArgs:
     checkpoints: list[str] = field(default_factory=list)
     """networks whose value is scored (besides --games-of's)"""
     games_of: str = SHIPPED
-    """the network whose games give the positions (its value is scored too)"""
+    """the network whose games give the positions (its value is scored too); ``pretrained``: the shipped one"""
     games: int = bounded(300, 1, 100_000)
     """games played"""
     positions: int = bounded(1500, 1, 1_000_000)
@@ -54,6 +56,11 @@ class ValueCheckArgs:
     """deals and the positions drawn (train.value_head fits use seed 0)"""
 
 
+def checkpoint_path(name: str) -> str:
+    """A checkpoint's path: ``pretrained`` is the shipped network's file."""
+    return str(SHIPPED_NETWORKS[NEWEST_NETWORK]) if name == SHIPPED else name
+
+
 def parse(argv: Sequence[str] | None = None) -> ValueCheckArgs:
     args = parse_args(ValueCheckArgs, argv, __doc__.splitlines()[0])
     problem = field_problem(args, "--")
@@ -62,7 +69,7 @@ def parse(argv: Sequence[str] | None = None) -> ValueCheckArgs:
     if not all(1 <= k < args.label_rollouts for k in args.rollouts):
         fail(f"--rollouts must be in [1, --label-rollouts), got {args.rollouts}")
     for path in (args.games_of, *args.checkpoints):
-        if not Path(path).is_file():
+        if not Path(checkpoint_path(path)).is_file():
             fail(f"checkpoint not found: {path}")
     if args.results and not Path(args.results).resolve().parent.is_dir():
         fail(f"--results {args.results}: {Path(args.results).parent} is not a folder")
@@ -100,7 +107,7 @@ def main(argv: Sequence[str] | None = None, args: ValueCheckArgs | None = None) 
     args = args or parse(argv)
     torch.set_num_threads(1)
     try:
-        nets = {path: load_network(path) for path in dict.fromkeys([args.games_of, *args.checkpoints])}
+        nets = {name: load_network(checkpoint_path(name)) for name in dict.fromkeys([args.games_of, *args.checkpoints])}
     except CheckpointError as exc:
         fail(exc)
     states, results, _ = network_games(nets[args.games_of], args.games, args.seed, args.margin_weight)
