@@ -1,7 +1,7 @@
 """How well do leaf values estimate a position's worth? Held-out positions, each labelled by the mean
 of many greedy rollouts, against the few-rollout estimates ``az`` uses and each network's value.
 
-    python -m train.value_check --checkpoints runs/value/v4-s0.pt --games 1000 --positions 5000 --workers 2 \
+    python -m train.value_check --checkpoints runs/value/v4-s0.pt --games 1000 --positions 5000 --workers 2 \\
         --results results/value-check.json
 
 The positions: every decision of ``--games`` games of ``--games-of`` (``agents.value_head.network_games``:
