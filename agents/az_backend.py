@@ -44,7 +44,7 @@ Stats = dict[str, float]
 @dataclass(frozen=True)
 class SelfPlayJob:
     """What every chunk of one self-play round shares: the network (config and weights), the
-    search config, the seed and ``temp_plies``; ``digest`` names the network and search."""
+    search config, the seed, ``temp_plies`` and ``root_value_weight``; ``digest`` names the network and search."""
 
     net_config: NetConfig
     weights: dict[str, torch.Tensor]
@@ -52,9 +52,10 @@ class SelfPlayJob:
     seed: int
     temp_plies: int
     digest: str
+    root_value_weight: float = 0.0
 
 
-def selfplay_job(search: BatchedSearch, seed: int, temp_plies: int) -> SelfPlayJob:
+def selfplay_job(search: BatchedSearch, seed: int, temp_plies: int, root_value_weight: float = 0.0) -> SelfPlayJob:
     """The job of ``search`` (its evaluator must be a ``NetEvaluator``: the network travels)."""
     evaluator = search.evaluator
     if not isinstance(evaluator, NetEvaluator):
@@ -65,7 +66,7 @@ def selfplay_job(search: BatchedSearch, seed: int, temp_plies: int) -> SelfPlayJ
     for key, value in weights.items():
         h.update(key.encode())
         h.update(value.numpy().tobytes())
-    return SelfPlayJob(net.config, weights, search.config, seed, temp_plies, h.hexdigest())
+    return SelfPlayJob(net.config, weights, search.config, seed, temp_plies, h.hexdigest(), root_value_weight)
 
 
 def chunks_of(num_games: int, chunk: int) -> list[tuple[int, int]]:
@@ -87,7 +88,7 @@ def _play_chunk(job: SelfPlayJob, chunk: tuple[int, int]) -> tuple[Samples, Stat
         net.load_state_dict(job.weights)
         _WORKER.update(digest=job.digest, search=BatchedSearch(NetEvaluator(net), job.search))
     first, count = chunk
-    return play_games(_WORKER["search"], count, job.seed, job.temp_plies, first=first)
+    return play_games(_WORKER["search"], count, job.seed, job.temp_plies, first, job.root_value_weight)
 
 
 def merge(parts: list[tuple[Samples, Stats]]) -> tuple[Samples, Stats]:
@@ -116,16 +117,19 @@ def play_chunked(
     temp_plies: int,
     chunk: int = 0,
     backend: Backend | None = None,
+    root_value_weight: float = 0.0,
 ) -> tuple[Samples, Stats]:
     """``play_games`` over chunks of ``chunk`` games (0: one call over all the games, exactly
-    ``play_games(search, num_games, seed, temp_plies)``); on ``backend`` one task per chunk."""
+    ``play_games(search, num_games, seed, temp_plies, 0, root_value_weight)``); on ``backend`` one
+    task per chunk."""
     chunks = chunks_of(num_games, chunk)
     if backend is not None and not (isinstance(backend, LocalBackend) and backend.workers == 1):
-        return merge(list(backend.map(_play_chunk, selfplay_job(search, seed, temp_plies), chunks)))
+        job = selfplay_job(search, seed, temp_plies, root_value_weight)
+        return merge(list(backend.map(_play_chunk, job, chunks)))
     # in this process: ``search`` itself plays (any evaluator; no copy of the network, no thread change)
     if len(chunks) == 1:
-        return play_games(search, num_games, seed, temp_plies)
-    return merge([play_games(search, count, seed, temp_plies, first=first) for first, count in chunks])
+        return play_games(search, num_games, seed, temp_plies, 0, root_value_weight)
+    return merge([play_games(search, count, seed, temp_plies, first, root_value_weight) for first, count in chunks])
 
 
 __all__ = ["SelfPlayJob", "chunks_of", "merge", "play_chunked", "selfplay_job"]

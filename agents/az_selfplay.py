@@ -4,11 +4,13 @@
   every decision searched by one ``BatchedSearch.run`` call over all unfinished games (so every
   simulation step is one forward pass over the batch), and returns the ``Samples``: each decision's
   state, its policy target (a distribution over the legal actions) and the final value of the game
-  from the mover's side. For the first ``temp_plies`` decisions of a game the move is drawn from
-  the policy target (temperature 1), afterwards it is the search's choice. A function of a number
-  of games and a seed, so that another backend (processes, Ray) can run it elsewhere: game ``g``
-  of a seed has its deal and random stream from ``(seed, g)`` whatever else is played beside it, so
-  ``first`` plays games ``first, first + 1, ...`` of a larger set (a chunk; ``agents.az_backend``).
+  from the mover's side (with ``root_value_weight`` w > 0: ``(1 - w) * final value + w * the
+  search's root value``, the search's estimate lowering the single result's variance). For the
+  first ``temp_plies`` decisions of a game the move is drawn from the policy target (temperature
+  1), afterwards it is the search's choice. A function of a number of games and a seed, so that
+  another backend (processes, Ray) can run it elsewhere: game ``g`` of a seed has its deal and
+  random stream from ``(seed, g)`` whatever else is played beside it, so ``first`` plays games
+  ``first, first + 1, ...`` of a larger set (a chunk; ``agents.az_backend``).
 * ``greedy_value_samples`` plays greedy self-play games for the value head's warm-up: a network
   with the greedy prior starts with a good policy and a meaningless value, and the search needs both.
 * ``ReplayBuffer``: the newest ``capacity`` samples, uniform minibatches.
@@ -59,14 +61,23 @@ def deal_states(num_games: int, seed: int, first: int = 0) -> IntArray:
 
 
 def play_games(
-    search: BatchedSearch, num_games: int, seed: int, temp_plies: int, first: int = 0
+    search: BatchedSearch,
+    num_games: int,
+    seed: int,
+    temp_plies: int,
+    first: int = 0,
+    root_value_weight: float = 0.0,
 ) -> tuple[Samples, dict[str, float]]:
     """Self-play ``num_games`` deals (games ``first, first + 1, ...`` of ``seed``) to the end with
-    root noise; the samples (game by game) and statistics."""
+    root noise; the samples (game by game) and statistics. Each sample's value target is
+    ``(1 - root_value_weight) * the game's final value + root_value_weight * the search's root value``,
+    both from the mover's side."""
+    if not 0.0 <= root_value_weight <= 1.0:
+        raise ValueError(f"root_value_weight must be in [0, 1], got {root_value_weight}")
     states = deal_states(num_games, seed, first)
     rngs = [np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(first + g, 1))) for g in range(num_games)]
     evaluations0 = getattr(search.evaluator, "evaluations", 0)
-    history: list[list[tuple[IntArray, F32]]] = [[] for _ in range(num_games)]
+    history: list[list[tuple[IntArray, F32, float]]] = [[] for _ in range(num_games)]
     active = list(range(num_games))
     searches = 0
     while active:
@@ -74,7 +85,7 @@ def play_games(
         searches += 1
         for k, g in enumerate(active):
             policy = result.policies[k]
-            history[g].append((states[g].copy(), policy))
+            history[g].append((states[g].copy(), policy, float(result.root_values[k])))
             if states[g, rules.PLY] < temp_plies:
                 p = policy.astype(np.float64)
                 action = int(rngs[g].choice(rules.NUM_ACTIONS, p=p / p.sum()))
@@ -86,10 +97,11 @@ def play_games(
     margin_weight = search.config.margin_weight
     rows, policies, values = [], [], []
     for g in range(num_games):
-        for state, policy in history[g]:
+        for state, policy, root_value in history[g]:
             rows.append(state)
             policies.append(policy)
-            values.append(final_value(states[g], int(rules.current_player(state)), margin_weight))
+            result_value = final_value(states[g], int(rules.current_player(state)), margin_weight)
+            values.append((1.0 - root_value_weight) * result_value + root_value_weight * root_value)
     wins0 = np.mean([rules.winner(states[g]) == 0 for g in range(num_games)])
     stats = {
         "decisions": float(len(rows)),

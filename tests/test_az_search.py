@@ -209,3 +209,18 @@ def test_policy_targets_are_distributions_over_legal_actions(root: str) -> None:
     assert ((samples.values >= -1) & (samples.values <= 1)).all()
     # both seats' values of one game: a win for one is a loss for the other
     assert set(np.sign(samples.values).tolist()) == {-1.0, 1.0}
+
+
+def test_root_value_weight_mixes_the_search_value_into_the_value_target() -> None:
+    """Same games whatever the weight; the targets move linearly from the results (w=0) to the
+    search's root values (w=1), which are not the results."""
+    search = BatchedSearch(NetEvaluator(_tiny_net()), SearchConfig(sims=4, considered=4))
+    results, _ = play_games(search, num_games=2, seed=3, temp_plies=4)
+    roots, _ = play_games(search, num_games=2, seed=3, temp_plies=4, root_value_weight=1.0)
+    half, _ = play_games(search, num_games=2, seed=3, temp_plies=4, root_value_weight=0.25)
+    np.testing.assert_array_equal(results.states, roots.states)
+    np.testing.assert_array_equal(results.policies, roots.policies)
+    assert not np.allclose(results.values, roots.values)
+    np.testing.assert_allclose(half.values, 0.75 * results.values + 0.25 * roots.values, atol=1e-6)
+    with pytest.raises(ValueError, match="root_value_weight must be in"):
+        play_games(search, num_games=1, seed=3, temp_plies=4, root_value_weight=1.5)

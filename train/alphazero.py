@@ -15,7 +15,8 @@ Steps, in order (``train`` reads the same way):
    ``selfplay_chunk`` in chunks of games, and with ``backend=ray`` [``address``] each
    chunk a Ray task: ``agents.az_backend``), add
    the samples to the replay buffer, then ``updates_per_iteration`` learner steps on uniform
-   minibatches (policy cross-entropy to the search's targets + value MSE to the game results).
+   minibatches (policy cross-entropy to the search's targets + value MSE to the game results,
+   with ``root_value_weight`` > 0 mixed with the search's root values).
 4. **Evaluate and checkpoint** (``train.loop``): every ``eval_every`` iterations the network alone
    (its most probable legal move, as the ``pretrained`` agent plays) against ``eval_opponents`` on
    paired deals, with ``iter_<k>.pt``; ``checkpoints/latest.pt`` every ``checkpoint_every``
@@ -115,7 +116,13 @@ class AlphaZero(Trainer):
         t0 = time.time()
         seed = stream_seed(cfg.seed, Stream.SELFPLAY, step)
         samples, stats = play_chunked(
-            self.search, cfg.games_per_iteration, seed, cfg.temp_plies, cfg.selfplay_chunk, self.backend
+            self.search,
+            cfg.games_per_iteration,
+            seed,
+            cfg.temp_plies,
+            cfg.selfplay_chunk,
+            self.backend,
+            cfg.root_value_weight,
         )
         selfplay_seconds = time.time() - t0
         evaluations = stats["leaf_evaluations"]

@@ -361,6 +361,8 @@ class AlphaZeroConfig(ParallelConfig):
     """Train every parameter; False: the placement-only parameters stay as they start."""
     temp_plies: int = bounded(8, 0, 1000)
     """Decisions from the start of a game whose move is sampled from the policy target."""
+    root_value_weight: float = bounded(0.0, 0.0, 1.0)
+    """Value target: ``(1 - w) * game result + w * the search's root value`` (0: the result alone)."""
     selfplay_chunk: int = bounded(0, 0, 65_536)
     """Games per self-play chunk (with ``backend=ray``, each chunk a Ray task: needs > 0); 0: all
     ``games_per_iteration`` in one."""
