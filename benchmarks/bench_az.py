@@ -3,7 +3,11 @@ and values out (``patchwork_env.players.az.NetEvaluator``: legal masks, observat
 from the compiled rules, then one forward pass of the shipped network), per batch size; and the
 searches' simulations per second on one core (``mcts``, ``az`` with its default greedy rollouts at
 the leaves, ``az:rollouts=0`` valuing a leaf by the network alone): one move's search from each of
-a set of mid-game positions, ``SEARCH_SIMS`` simulations each (issue 41's reference rows).
+a set of mid-game positions, 200 simulations each (issue 41's reference rows), and ``mcts`` and
+the 16-leaves ``az`` at 2,000, about what ``az:time=0.5`` searches per move. At 200, a call's 16
+paths mostly end at the same few shallow leaves, each evaluated once (0.16 network evaluations
+per simulation); in the 2,000-simulation tree most paths end at leaves of their own (0.46 per
+simulation), so its rate is the one that counts at equal time.
 
     python -m benchmarks.bench_az [--seconds 1] [--repeats 5]
 
@@ -24,12 +28,13 @@ from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, ti
 
 SIZES = (1, 256)
 TARGET = 20_000.0
-SEARCH_SIMS = 200
-SEARCHES = {
-    "mcts": "mcts:sims={n},reuse=0",
-    "az": "az:sims={n}",
-    "az, network leaves": "az:sims={n},rollouts=0",
-    "az, 16 leaves per call": "az:sims={n},rollouts=0,leaves=16",
+SEARCHES = {  # name: (spec, simulations per move)
+    "mcts": ("mcts:sims={n},reuse=0", 200),
+    "az": ("az:sims={n}", 200),
+    "az, network leaves": ("az:sims={n},rollouts=0", 200),
+    "az, 16 leaves per call": ("az:sims={n},rollouts=0,leaves=16", 200),
+    "mcts (deep tree)": ("mcts:sims={n},reuse=0", 2000),
+    "az, 16 leaves (deep tree)": ("az:sims={n},rollouts=0,leaves=16", 2000),
 }
 
 
@@ -69,15 +74,15 @@ def search_cases(quick: bool = False) -> list[Case]:
             state = state.step(greedy.act(state, rng))
         states.append(state)
     out = []
-    for name, spec in SEARCHES.items():
-        agent = make_agent(spec.format(n=SEARCH_SIMS // 4 if quick else SEARCH_SIMS))
-        sims = float(SEARCH_SIMS // 4 if quick else SEARCH_SIMS)
+    for name, (spec, n) in SEARCHES.items():
+        sims = n // 4 if quick else n
+        agent = make_agent(spec.format(n=sims))
 
-        def body(agent: object = agent, sims: float = sims) -> Counts:
+        def body(agent: object = agent, sims: int = sims) -> Counts:
             rng = np.random.default_rng(0)
             for state in states:
                 agent.act(state, rng)  # type: ignore[attr-defined]
-            return {"sims": sims * len(states)}
+            return {"sims": float(sims * len(states))}
 
         body()  # warm-up: compilation, the network's first call
         out.append(Case(f"search {name}", functools.partial(timed, body)))
@@ -88,9 +93,10 @@ def rows(runs: dict[str, list[Counts]]) -> list[Row]:
     out = []
     for key, runs_k in runs.items():
         if key.startswith("search "):
-            name = f"{key.removeprefix('search ')} simulations (one core)"
-            out.append(row(name, rate(runs_k, "sims"), "sims/s", per_cpu_s=rate(runs_k, "sims", "cpu"),
-                           note=f"{SEARCH_SIMS} per move, mid-game"))  # fmt: skip
+            name = key.removeprefix("search ")
+            sims = rate(runs_k, "sims")
+            out.append(row(f"{name} simulations (one core)", sims, "sims/s", per_cpu_s=rate(runs_k, "sims", "cpu"),
+                           note=f"{SEARCHES[name][1]} per move, mid-game"))  # fmt: skip
             continue
         if not key.startswith("az evals"):
             continue
