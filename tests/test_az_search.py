@@ -224,3 +224,34 @@ def test_root_value_weight_mixes_the_search_value_into_the_value_target() -> Non
     np.testing.assert_allclose(half.values, 0.75 * results.values + 0.25 * roots.values, atol=1e-6)
     with pytest.raises(ValueError, match="root_value_weight must be in"):
         play_games(search, num_games=1, seed=3, temp_plies=4, root_value_weight=1.5)
+
+
+def test_a_deterministic_evaluator_values_each_leaf_once() -> None:
+    """``deterministic_values``: a leaf's visits before its expansion reuse its first value (one
+    ``values`` call per leaf, not one per visit), and the search is the same as without the reuse."""
+
+    class StateValued(MisleadingEvaluator):
+        def __init__(self, deterministic: bool) -> None:
+            self.deterministic_values = deterministic
+            self.asked = 0
+
+        def values(self, states: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+            self.asked += len(states)
+            return (states.sum(axis=1) % 7) / 7.0 - 0.4  # a function of the state alone
+
+    def search(deterministic: bool) -> tuple[SearchResult, int, list[Node]]:
+        evaluator = StateValued(deterministic)
+        result = BatchedSearch(evaluator, SearchConfig(sims=300, root="puct", expand=4, leaves=4)).run(
+            deal_states(2, seed=3), [np.random.default_rng(g) for g in range(2)], noise=False
+        )
+        return result, evaluator.asked, result.roots
+
+    every_visit, asked_every_visit, _ = search(False)
+    once, asked_once, roots = search(True)
+    np.testing.assert_array_equal(once.actions, every_visit.actions)
+    np.testing.assert_array_equal(once.policies, every_visit.policies)
+    np.testing.assert_array_equal(once.root_values, every_visit.root_values)
+    valued = [n for root in roots for n, _ in _tree(root) if n.valued]
+    assert asked_once == len(valued) < asked_every_visit
+    values = StateValued(True).values(np.stack([n.state for n in valued]))
+    assert [n.early for n in valued] == values.tolist()

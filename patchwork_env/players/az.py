@@ -92,6 +92,9 @@ class NetEvaluator:
         values up to float rounding, a fraction of the per-call cost); False: through
         ``PatchworkNet.forward`` (the reference path)."""
         self._inference = NetInference(self.net) if fast else None
+        self.deterministic_values = rollouts == 0
+        """A state's value is the same at every call (no rollouts): the search asks once per leaf
+        (``patchwork_env.players.az_search.Evaluator.values``)."""
         self._rng = rng_state(0)
         self.evaluations = 0  # states evaluated so far (for statistics)
         self.value_evaluations = 0  # and valued alone (``values``)

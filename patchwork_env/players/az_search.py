@@ -89,7 +89,10 @@ class Evaluator(Protocol):
         ...
 
     def values(self, states: IntArray) -> FloatArray:
-        """(B,) values alone (the visits before a leaf's expansion, ``SearchConfig.expand`` > 1)."""
+        """(B,) values alone (the visits before a leaf's expansion, ``SearchConfig.expand`` > 1).
+        An evaluator whose ``deterministic_values`` attribute is true (``NetEvaluator`` without
+        rollouts) gives a state the same value every call: the search then asks once per leaf and
+        reuses it on the leaf's later visits before its expansion."""
         ...
 
 
@@ -169,7 +172,9 @@ def gumbel_choice(
 class Node:
     """A position: its mover, legal actions with prior and edge statistics (mover's side)."""
 
-    __slots__ = ("actions", "children", "logits", "n", "player", "prior", "state", "terminal", "value", "valued", "w")
+    __slots__ = (
+        "actions", "children", "early", "logits", "n", "player", "prior", "state", "terminal", "value", "valued", "w"
+    )  # fmt: skip
 
     def __init__(self, state: IntArray, margin_weight: float) -> None:
         self.state = state
@@ -183,6 +188,7 @@ class Node:
         self.w = np.zeros(0)
         self.children: list[Node | None] = []
         self.valued = 0  # visits valued before the expansion (``SearchConfig.expand``)
+        self.early = 0.0  # the value of those visits (reused when the evaluator's values are deterministic)
 
     def expand(self, mask: npt.NDArray[np.bool_], logp: FloatArray, value: float) -> None:
         self.actions = np.flatnonzero(mask)
@@ -259,6 +265,7 @@ class BatchedSearch:
         config.validate()
         self.evaluator = evaluator
         self.config = config
+        self._same_values = bool(getattr(evaluator, "deterministic_values", False))  # ask once per leaf
         self.last_sims = 0  # simulations run by the last ``run``
         self.last_sim_seconds = 0.0  # and the seconds they took (the roots' evaluation apart)
 
@@ -359,10 +366,13 @@ class BatchedSearch:
         self._evaluate(expand)
         value = {id(leaf): leaf.value for leaf in expand}
         early = [leaf for leaf in unique if not leaf.terminal and leaf.valued + 1 < cfg.expand]
-        if early:
-            for leaf, v in zip(early, self.evaluator.values(np.stack([n.state for n in early])), strict=True):
-                leaf.valued += 1
-                value[id(leaf)] = float(v)
+        ask = [leaf for leaf in early if not (self._same_values and leaf.valued)]
+        if ask:
+            for leaf, v in zip(ask, self.evaluator.values(np.stack([n.state for n in ask])), strict=True):
+                leaf.early = float(v)
+        for leaf in early:
+            leaf.valued += 1
+            value[id(leaf)] = leaf.early
         for path, leaf in zip(descents, leaves, strict=True):
             if virtual:
                 self._virtual_loss(path, -1)
