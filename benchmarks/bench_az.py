@@ -5,9 +5,8 @@ searches' simulations per second on one core (``mcts``, ``az`` with its default 
 the leaves, ``az:rollouts=0`` valuing a leaf by the network alone): one move's search from each of
 a set of mid-game positions, 200 simulations each (issue 41's reference rows), and ``mcts`` and
 the 16-leaves ``az`` at 2,000, about what ``az:time=0.5`` searches per move. At 200, a call's 16
-paths mostly end at the same few shallow leaves, each evaluated once (0.16 network evaluations
-per simulation); in the 2,000-simulation tree most paths end at leaves of their own (0.46 per
-simulation), so its rate is the one that counts at equal time.
+paths mostly end at the same few shallow leaves, each evaluated once; in the 2,000-simulation
+tree most paths end at leaves of their own, so its rate is the one that counts at equal time.
 
     python -m benchmarks.bench_az [--seconds 1] [--repeats 5]
 
