@@ -11,19 +11,29 @@ import yaml
 from tests.test_ppo import TINY_NET
 from train import baselines
 
+TINY = {
+    "selfplay": {"net": TINY_NET, "num_games": 8, "rollout_steps": 24, "num_minibatches": 2},
+    "sb3_maskable": {"net": TINY_NET, "n_envs": 4, "n_steps": 16, "batch_size": 32, "epochs": 1},
+}
+FOLDER = {"selfplay": "ppo-scratch", "sb3_maskable": "sb3-maskable"}
 
-def test_the_baselines_write_a_results_file_with_raw_counts(tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("trainer", ["selfplay", "sb3_maskable"])
+def test_the_baselines_write_a_results_file_with_raw_counts(trainer: str, tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump({"net": TINY_NET, "num_games": 8, "rollout_steps": 24, "num_minibatches": 2}))
+    config.write_text(yaml.safe_dump(TINY[trainer]))
     out = tmp_path / "scratch.json"
-    argv = ["--seeds", "3", "--minutes", "1e-9", "2e-9", "--pairs", "2", "--config", str(config)]
+    argv = ["--trainer", trainer, "--seeds", "3", "--minutes", "1e-9", "2e-9", "--pairs", "2", "--config", str(config)]
     assert baselines.main([*argv, "--runs", str(tmp_path / "runs"), "--results", str(out)]) == 0
     data = json.loads(out.read_text())
     for key in ("command", "commit", "date", "machine", "seeds"):
         assert data[key], key
     assert data["kind"] == "training" and data["seeds"] == [3]
     assert "minutes of the run's CPU time" in data["description"]
-    assert yaml.safe_load((tmp_path / "runs" / "ppo-scratch-s3" / "config.yaml").read_text())["clock"] == "process"
+    assert data["description"].startswith(f"`python -m train.{trainer} --config {config}`")
+    folder = tmp_path / "runs" / f"{FOLDER[trainer]}-s3"
+    run_config = yaml.safe_load((folder / "config.yaml").read_text())
+    assert run_config["clock"] == "process" and run_config["time_limit_minutes"] == 2e-9
     assert data["columns"] == ["vs random at 1e-09 min", "vs greedy at 1e-09 min", "vs random at 2e-09 min",
                                "vs greedy at 2e-09 min"]  # fmt: skip
     raw = data["raw"]["3"]
@@ -31,7 +41,7 @@ def test_the_baselines_write_a_results_file_with_raw_counts(tmp_path: Path) -> N
         for spec in ("random", "greedy"):
             r = raw[mark][spec]
             assert r["games"] == 4 and r["wins"] + r["losses"] <= 4 and 0 <= r["win_rate"] <= 1
-    assert (tmp_path / "runs" / "ppo-scratch-s3" / "checkpoints" / "minute-1e-09.pt").is_file()
+    assert (folder / "checkpoints" / "minute-1e-09.pt").is_file()
 
 
 def test_a_mark_out_of_range_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,3 +75,16 @@ def test_a_repeated_seed_is_an_error_line(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as exc:  # two runs would share one folder
         baselines.main(["--seeds", "0", "0", "--jobs", "2"])
     assert exc.value.code == 2 and capsys.readouterr().err.startswith("error: --seeds must be distinct")
+
+
+def test_a_missing_config_is_an_error_line_before_any_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        baselines.main(["--trainer", "sb3_maskable", "--config", str(tmp_path / "no.yaml"), "--runs", str(tmp_path)])
+    assert exc.value.code == 2 and capsys.readouterr().err.startswith("error: --config: no such file")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_each_trainer_has_its_own_default_config() -> None:
+    for trainer, expected in (("selfplay", "configs/selfplay_scratch.yaml"), ("sb3_maskable", "configs/sb3.yaml")):
+        assert baselines.config_of(baselines.BaselinesArgs(trainer=trainer)) == expected  # type: ignore[arg-type]
+        assert Path(expected).is_file()

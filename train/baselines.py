@@ -1,10 +1,13 @@
-"""Reference baselines from scratch: self-play PPO from a random network (``configs/selfplay_scratch.yaml``),
-its strength after fixed minutes of training, on several seeds, for researchers to compare with.
+"""Reference baselines from scratch: PPO from a random network, its strength after fixed minutes of
+training, on several seeds, for researchers to compare with. ``--trainer selfplay`` (the default) is
+the project's self-play PPO (``configs/selfplay_scratch.yaml``); ``--trainer sb3_maskable`` is
+sb3-contrib's MaskablePPO with the same network and opponent pool (``configs/sb3.yaml``).
 
     python -m train.baselines --seeds 0 1 2 --minutes 10 30 60 --jobs 3 --results results/ppo-scratch.json
+    python -m train.baselines --trainer sb3_maskable --seeds 0 1 2 --minutes 10 20 30 60 --jobs 3
     python -m train.baselines --seeds 0 --minutes 1 --pairs 5      # a try
 
-Per seed: one run of ``train.selfplay`` (no periodic evaluation, so the minutes are training; by
+Per seed: one run of the trainer (no periodic evaluation, so the minutes are training; by
 default minutes of the run's CPU time, so that ``--jobs`` runs sharing the cores are not slowed
 in the count) that keeps ``checkpoints/minute-<m>.pt`` at each mark; then each of those networks
 plays ``--pairs`` paired deals against random and greedy on fresh deals (``--eval-seed``, the same
@@ -15,6 +18,8 @@ for every seed and mark).
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
 import shlex
 import statistics
 import sys
@@ -27,9 +32,31 @@ from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.workers import WorkerError, run_unordered
 from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, write_results
 
-CONFIG = "configs/selfplay_scratch.yaml"
 OPPONENTS = ("random", "greedy")
 CLOCK_WORDS = {"process": "the run's CPU time", "wall": "elapsed time"}
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """How the baselines run one trainer: its default config, its option that lifts the schedule's
+    own length (the time limit then cuts the run), its run folders' prefix and its results' title."""
+
+    config: str
+    unlimited: tuple[str, ...]
+    prefix: str
+    title: str
+
+
+TRAINERS: dict[str, Trainer] = {
+    "selfplay": Trainer(
+        "configs/selfplay_scratch.yaml", ("--total-updates", "100000"), "ppo-scratch",
+        "Self-play PPO from scratch: strength over minutes of training",
+    ),
+    "sb3_maskable": Trainer(
+        "configs/sb3.yaml", ("--total-timesteps", str(10**10)), "sb3-maskable",
+        "sb3-contrib MaskablePPO from scratch: strength over minutes of training",
+    ),
+}  # fmt: skip
 
 
 @dataclass
@@ -44,8 +71,10 @@ class BaselinesArgs:
     """paired deals per opponent and mark (two games each)"""
     eval_seed: int = 2000
     """the deals of every evaluation"""
-    config: str = CONFIG
-    """the trainer's config"""
+    trainer: Literal["selfplay", "sb3_maskable"] = "selfplay"
+    """``train.selfplay`` (self-play PPO) or ``train.sb3_maskable`` (sb3-contrib MaskablePPO)"""
+    config: str = ""
+    """the trainer's config (empty: configs/selfplay_scratch.yaml or configs/sb3.yaml by --trainer)"""
     runs: Path = Path("runs/baselines")
     """folder of the run folders"""
     results: Path | None = None
@@ -57,19 +86,24 @@ class BaselinesArgs:
 
 
 def train_seed(args: BaselinesArgs, seed: int) -> Path:
-    """One self-play run up to the last mark; returns its folder."""
-    from train import selfplay
-
-    folder: Path = args.runs / f"ppo-scratch-s{seed}"
+    """One run of the trainer up to the last mark; returns its folder."""
+    trainer = TRAINERS[args.trainer]
+    module = importlib.import_module(f"train.{args.trainer}")
+    folder: Path = args.runs / f"{trainer.prefix}-s{seed}"
     options = [
-        "--config", args.config, "--seed", str(seed), "--run-dir", str(folder),
-        "--time-limit-minutes", str(max(args.minutes)), "--total-updates", "100000", "--clock", args.clock,
+        "--config", config_of(args), "--seed", str(seed), "--run-dir", str(folder),
+        "--time-limit-minutes", str(max(args.minutes)), *trainer.unlimited, "--clock", args.clock,
         "--checkpoint-minutes", *[f"{m:g}" for m in args.minutes],
         "--eval-every", "0", "--final-eval-pairs", "0", "--no-progress",
     ]  # fmt: skip
-    if selfplay.cli(options) != 0:
+    if module.cli(options) != 0:
         fail(f"the run of seed {seed} failed (its folder: {folder})")
     return folder
+
+
+def config_of(args: BaselinesArgs) -> str:
+    """The config the runs read: ``--config``, else the trainer's own."""
+    return args.config or TRAINERS[args.trainer].config
 
 
 def evaluate_marks(args: BaselinesArgs, folder: Path) -> dict[str, dict[str, Any]]:
@@ -120,10 +154,10 @@ def summarize(args: BaselinesArgs, runs: dict[int, dict[str, dict[str, Any]]], c
     return {
         **provenance(command, list(runs)),
         "kind": results_file.TRAINING,
-        "title": "Self-play PPO from scratch: strength over minutes of training",
-        "description": f"`python -m train.selfplay --config {args.config}` from a random network on each seed (one "
-        f"thread, no periodic evaluation; minutes of {CLOCK_WORDS[args.clock]}), its network at each mark against "
-        f"random and greedy: {args.pairs} paired deals each on fresh deals (seed {args.eval_seed}). "
+        "title": TRAINERS[args.trainer].title,
+        "description": f"`python -m train.{args.trainer} --config {config_of(args)}` from a random network on each "
+        f"seed (one thread, no periodic evaluation; minutes of {CLOCK_WORDS[args.clock]}), its network at each mark "
+        f"against random and greedy: {args.pairs} paired deals each on fresh deals (seed {args.eval_seed}). "
         "Raw counts in `raw`.",
         "columns": columns,
         "runs": rows,
@@ -144,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     if not all(0 < m <= 10_000 for m in args.minutes):
         fail(f"--minutes must be in (0, 10000], got {args.minutes}")
     checked_results_path(args.results)
+    if not Path(config_of(args)).is_file():
+        fail(f"--config: no such file: {config_of(args)}")
+    if args.trainer == "sb3_maskable" and importlib.util.find_spec("sb3_contrib") is None:
+        fail('--trainer sb3_maskable needs sb3-contrib: pip install -e ".[sb3]"')
     if len(set(args.seeds)) != len(args.seeds):
         fail(f"--seeds must be distinct (each seed is one run folder), got {args.seeds}")
     if not 1 <= args.jobs <= len(args.seeds):
