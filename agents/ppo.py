@@ -25,7 +25,6 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from patchwork_env.envs import observation
 from patchwork_env.players.network import NUM_ACTIONS, PatchworkNet, legal_entropy, legal_probs
 from patchwork_env.players.policy import most_probable_move
 
@@ -43,28 +42,6 @@ def shaped_final_rewards(
     return ((1.0 - margin_weight) * win + margin_weight * shaped).astype(np.float32)
 
 
-def score_potential(obs: F32, scale: float) -> F32:
-    """``clip(projected margin / scale, -1, 1)`` of each observation ``(..., OBS_DIM)`` from its
-    seat: each player's score if the game ended now plus income times the income marks still ahead
-    (``patchwork_env.envs.observation.SCALARS``), mine minus the opponent's. The potential of
-    potential-based reward shaping (Ng et al. 1999): ``r + gamma * phi(s') - phi(s)`` per own decision,
-    ``phi`` 0 after the end, leaves the optimal policy unchanged."""
-    x = observation.scalars(obs).astype(np.float64)
-
-    def projected(who: str) -> npt.NDArray[np.float64]:
-        score = x[..., _S[f"score_{who}"]] * _SCALE[f"score_{who}"]
-        income = x[..., _S[f"income_{who}"]] * _SCALE[f"income_{who}"]
-        marks = x[..., _S[f"income_marks_left_{who}"]] * _SCALE[f"income_marks_left_{who}"]
-        result: npt.NDArray[np.float64] = score + income * marks
-        return result
-
-    return np.clip((projected("me") - projected("opp")) / scale, -1.0, 1.0).astype(np.float32)
-
-
-_S = observation.SCALAR_INDEX
-_SCALE = {s.name: s.scale for s in observation.SCALARS}
-
-
 def per_seat_gae(
     values: F32,
     actor: npt.NDArray[np.int64],
@@ -74,25 +51,14 @@ def per_seat_gae(
     last_values: F32,
     gamma: float,
     lam: float,
-    potential: F32 | None = None,
-    last_potential: F32 | None = None,
 ) -> tuple[F32, F32]:
     """Advantages and returns (both (T, N), zero where ``learner`` is False).
 
     values (T, N): V of the actor's observation at each step; actor (T, N): the seat that acted;
     learner (T, N): the decision is trained on; done (T, N): the game ended with this step's action;
     outcome (T, N, 2): each seat's final reward of the game that ended at this step; last_values
-    (N, 2): bootstrap values of each seat after the last step. ``potential`` (T, N) and
-    ``last_potential`` (N, 2), the same positions' shaping potential (``score_potential`` times its
-    weight): each own decision is also rewarded ``gamma * phi(next own position) - phi(this one)``
-    (``phi`` 0 after the end), done by adding ``phi`` to the critic's values (the same deltas);
-    the returns stay the critic's targets without it.
+    (N, 2): bootstrap values of each seat after the last step.
     """
-    if potential is not None and last_potential is not None:
-        advantages, returns = per_seat_gae(
-            values + potential, actor, learner, done, outcome, last_values + last_potential, gamma, lam
-        )
-        return advantages, np.where(learner, returns - potential, 0.0).astype(np.float32)
     steps, n = values.shape
     adv = np.zeros((steps, n), dtype=np.float32)
     next_value = last_values.astype(np.float32).copy()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
-from agents.ppo import PPOSettings, drift_from_start, per_seat_gae, ppo_update, score_potential
+from agents.ppo import PPOSettings, drift_from_start, per_seat_gae, ppo_update
 from patchwork_env.core.state import new_game
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.players import make_agent
@@ -70,82 +70,6 @@ def test_per_seat_gae_by_hand() -> None:
     np.testing.assert_allclose(adv[:, 0], game0, atol=1e-6)
     np.testing.assert_allclose(adv[:, 1], game1, atol=1e-6)
     np.testing.assert_allclose(ret, np.where(learner, adv + values, 0.0), atol=1e-6)
-
-
-def shaped_gae_reference(
-    values: np.ndarray,
-    actor: np.ndarray,
-    learner: np.ndarray,
-    done: np.ndarray,
-    outcome: np.ndarray,
-    last_values: np.ndarray,
-    phi: np.ndarray,
-    last_phi: np.ndarray,
-    gamma: float,
-    lam: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """GAE with the shaping rewards written out: each seat's decisions in order, reward
-    ``outcome + gamma * phi(next own decision) - phi(this one)``, phi and V 0 after the end."""  # fmt: skip
-    steps, n = values.shape
-    adv = np.zeros((steps, n))
-    for g in range(n):
-        for seat in (0, 1):
-            own = [t for t in range(steps) if actor[t, g] == seat and learner[t, g]]
-            next_adv = 0.0
-            for i in range(len(own) - 1, -1, -1):
-                t = own[i]
-                later = own[i + 1] if i + 1 < len(own) else steps
-                ends = [u for u in range(t, later) if done[u, g]]
-                if ends:
-                    reward, v_next, phi_next, next_adv = float(outcome[ends[0], g, seat]), 0.0, 0.0, 0.0
-                elif i + 1 < len(own):
-                    reward, v_next, phi_next = 0.0, float(values[later, g]), float(phi[later, g])
-                else:
-                    reward, v_next, phi_next = 0.0, float(last_values[g, seat]), float(last_phi[g, seat])
-                delta = reward + gamma * phi_next - phi[t, g] + gamma * v_next - values[t, g]
-                next_adv = delta + gamma * lam * next_adv
-                adv[t, g] = next_adv
-    return adv, np.where(learner, adv + values, 0.0)
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_shaping_by_a_potential_matches_the_shaped_rewards_written_out(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    steps, n = 30, 3
-    actor = rng.integers(0, 2, (steps, n))
-    learner = np.ones((steps, n), dtype=np.bool_)
-    learner[:, 2] = actor[:, 2] == 1  # game 2: seat 0 is a frozen opponent
-    done = rng.random((steps, n)) < 0.15
-    outcome = np.where(done[:, :, None], rng.choice([-1.0, 1.0], (steps, n, 1)) * [1.0, -1.0], 0.0)
-    values, phi = rng.uniform(-1, 1, (2, steps, n)).astype(np.float32)
-    last_values, last_phi = rng.uniform(-1, 1, (2, n, 2)).astype(np.float32)
-    args = (values, actor, learner, done, outcome.astype(np.float32), last_values)
-    adv, ret = per_seat_gae(*args, 0.9, 0.8, phi, last_phi)
-    ref_adv, ref_ret = shaped_gae_reference(*args, phi, last_phi, 0.9, 0.8)
-    np.testing.assert_allclose(adv, ref_adv, atol=1e-5)
-    np.testing.assert_allclose(ret, ref_ret, atol=1e-5)  # the critic's targets, without phi
-    plain, _ = per_seat_gae(*args, 0.9, 0.8)
-    np.testing.assert_allclose(plain, shaped_gae_reference(*args, 0 * phi, 0 * last_phi, 0.9, 0.8)[0], atol=1e-5)
-    assert not np.allclose(plain, adv)
-
-
-def test_the_score_potential_is_the_projected_margin_from_the_observers_seat() -> None:
-    from patchwork_env.envs.observation import decode_scalars, observe
-
-    state = new_game(seed=3)
-    for _ in range(9):  # the cheapest buys and passes: the seats' scores and incomes differ
-        state = state.step(int(state.legal_actions()[0]))
-    projected = []
-    for seat in (0, 1):
-        marks_left = decode_scalars(observe(state, seat))["income_marks_left_me"]
-        projected.append(state.scores()[seat] + state.income[seat] * marks_left)
-    assert projected[0] != projected[1]
-    for seat in (0, 1):
-        expected = np.clip((projected[seat] - projected[1 - seat]) / 30.0, -1, 1)
-        assert score_potential(observe(state, seat), 30.0) == pytest.approx(expected, abs=1e-5)
-    both = np.stack([observe(state, 0), observe(state, 1)])
-    sign = np.sign(projected[0] - projected[1])
-    np.testing.assert_allclose(score_potential(both, 0.01), [sign, -sign])  # clipped to [-1, 1]
 
 
 def test_gae_final_reward_reaches_the_seat_that_did_not_end_the_game() -> None:
@@ -439,23 +363,3 @@ def test_a_short_run_does_not_lower_its_start_against_greedy(tmp_path: Path) -> 
         for name in ("start.pt", "final.pt")
     ]
     assert rates[1] >= rates[0] - 0.05, f"start {rates[0]:.3f}, after {cfg.total_updates} updates {rates[1]:.3f}"
-
-
-def test_the_self_play_rollout_shapes_its_advantages_by_shaping_weight() -> None:
-    from train import selfplay
-    from train.cli import from_dict
-    from train.config import SelfPlayConfig
-
-    def collected(weight: float) -> dict[str, torch.Tensor]:
-        cfg = from_dict(
-            SelfPlayConfig,
-            {"net": TINY_NET, "num_games": 8, "rollout_steps": 40, "shaping_weight": weight, "seed": 1},
-            "test",
-        )
-        learner = selfplay.new_learner(cfg, selfplay.start_network(cfg))
-        return selfplay.collect_rollout(learner).batch
-
-    plain, shaped = collected(0.0), collected(0.5)
-    torch.testing.assert_close(plain["obs"], shaped["obs"])  # the same games: only the credit differs
-    torch.testing.assert_close(plain["values"], shaped["values"])
-    assert not torch.allclose(plain["advantages"], shaped["advantages"])

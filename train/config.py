@@ -163,11 +163,6 @@ class SelfPlayConfig(PPOConfig):
     """PPO updates in the run; 0 trains nothing (the final evaluation of the start)."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over ``total_updates``."""
-    shaping_weight: float = bounded(0.0, 0.0, 1.0)
-    """Potential-based reward shaping (``agents.ppo.score_potential``): each own decision is also
-    rewarded ``w * (phi(next own position) - phi(this one))``, phi the projected score margin
-    (score now plus income over the income marks ahead) over ``reward_margin_scale``, clipped to
-    [-1, 1], and 0 after the end; the optimal policy is unchanged, credit comes sooner. 0: none."""
     num_minibatches: int = bounded(4, 1, 65_536)
     """Minibatches per pass."""
     clip_vloss: bool = True

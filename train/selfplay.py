@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from agents.opponent_pool import SELF, OpponentPool
-from agents.ppo import PPOSettings, Rollout, per_seat_gae, ppo_update, score_potential, shaped_final_rewards
+from agents.ppo import PPOSettings, Rollout, per_seat_gae, ppo_update, shaped_final_rewards
 from patchwork_env.core import rules
 from patchwork_env.envs import observation
 from patchwork_env.envs.vector import VectorGames
@@ -308,17 +308,13 @@ def collect_rollout(learner: Learner) -> Collected:
 
     # bootstrap each seat's unfinished trajectory from the position it is in
     last_values = np.zeros((n, 2), dtype=np.float32)
-    last_phi = np.zeros((n, 2), dtype=np.float32)
     with torch.no_grad():
         for seat in (0, 1):
             seat_obs = games.observe(np.full(n, seat, dtype=np.int64)).copy()  # the games' view is read-only
             last_values[:, seat] = net.values(torch.from_numpy(seat_obs)).numpy()
-            last_phi[:, seat] = score_potential(seat_obs, cfg.reward_margin_scale)
     games.observe()  # back to the acting seats' view
-    w = cfg.shaping_weight
-    shaping = (w * score_potential(buf.obs, cfg.reward_margin_scale), w * last_phi) if w else (None, None)
     advantages, returns = per_seat_gae(
-        buf.values, buf.actor, buf.learner, buf.done, buf.outcome, last_values, cfg.gamma, cfg.gae_lambda, *shaping
+        buf.values, buf.actor, buf.learner, buf.done, buf.outcome, last_values, cfg.gamma, cfg.gae_lambda
     )
     return Collected(buf.learner_batch(advantages, returns), results, lengths, time.perf_counter() - t0)
 
