@@ -42,6 +42,7 @@ BASE = "configs/selfplay_scratch.yaml"
 SPACE: dict[str, Any] = {
     "net.channels": [16, 32, 64],
     "net.blocks": (1, 3, "int"),
+    "net.kind_hidden": [0, 64],  # 0: the market patches' ranking cannot depend on the position
     "num_games": [64, 128, 256],
     "rollout_steps": [16, 32, 64],
     "epochs": (1, 4, "int"),

@@ -52,9 +52,10 @@ class NetConfig:
 
     kind_hidden: int = bounded(0, 0, 4096)
     """0: the residual logit of buying from a market slot is linear in the state's embedding and
-    the slot's patch features. > 0: an MLP with this hidden width adds to it (zero at start), so a
-    patch's worth can depend on the position (its income with the income phases left, its time
-    cost with the distance to the end); older checkpoints have 0."""
+    the slot's patch features, so the state shifts the three slots alike and, without the greedy
+    prior, the market's patches rank the same in every position. > 0: an MLP with this hidden width
+    adds to it (zero at start), so a patch's worth can depend on the position (its income with the
+    income phases left, its time cost with the distance to the end); older checkpoints have 0."""
 
     def to_dict(self) -> dict[str, int | bool | float]:
         return asdict(self)
