@@ -61,7 +61,7 @@ TRAINERS: dict[str, Trainer] = {
 
 @dataclass
 class BaselinesArgs:
-    """Reference baselines from scratch: self-play PPO from a random network on several seeds."""
+    """Reference baselines from scratch: PPO (self-play or MaskablePPO) from a random network on several seeds."""
 
     seeds: tuple[int, ...] = (0,)
     """training seeds, one run each"""
