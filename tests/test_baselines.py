@@ -88,3 +88,49 @@ def test_each_trainer_has_its_own_default_config() -> None:
     for trainer, expected in (("selfplay", "configs/selfplay_scratch.yaml"), ("sb3_maskable", "configs/sb3.yaml")):
         assert baselines.config_of(baselines.BaselinesArgs(trainer=trainer)) == expected  # type: ignore[arg-type]
         assert Path(expected).is_file()
+
+
+def test_a_used_run_folder_is_an_error_line_before_any_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY["selfplay"]))
+    used = tmp_path / "runs" / "ppo-scratch-s2"
+    used.mkdir(parents=True)
+    (used / "config.yaml").write_text("seed: 2\n")
+    argv = [
+        "--seeds",
+        "1",
+        "2",
+        "--jobs",
+        "2",
+        "--minutes",
+        "1e-9",
+        "--config",
+        str(config),
+        "--runs",
+        str(tmp_path / "runs"),
+    ]
+    with pytest.raises(SystemExit) as exc:  # seed 1 would have trained first, then seed 2 failed
+        baselines.main(argv)
+    assert exc.value.code == 2 and capsys.readouterr().err.startswith(f"error: --runs: {used} holds another run")
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["ppo-scratch-s2"]
+
+
+def test_a_config_of_the_other_trainer_is_an_error_line_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "selfplay.yaml"
+    config.write_text(yaml.safe_dump(TINY["selfplay"]))
+    argv = ["--trainer", "sb3_maskable", "--config", str(config), "--runs", str(tmp_path / "runs")]
+    with pytest.raises(SystemExit) as exc:
+        baselines.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith(f"error: --config {config} for --trainer sb3_maskable:"), err
+    assert "num_games" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_trainer_choices_are_the_table_of_trainers() -> None:
+    import typing
+
+    choices = typing.get_args(typing.get_type_hints(baselines.BaselinesArgs)["trainer"])
+    assert set(choices) == set(baselines.TRAINERS)

@@ -30,7 +30,9 @@ from typing import Any, Literal
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, fail
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.workers import WorkerError, run_unordered
-from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, write_results
+from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, parse_config, write_results
+from train.config import CommonConfig, SB3Config, SelfPlayConfig
+from train.run import used_files
 
 OPPONENTS = ("random", "greedy")
 CLOCK_WORDS = {"process": "the run's CPU time", "wall": "elapsed time"}
@@ -38,9 +40,11 @@ CLOCK_WORDS = {"process": "the run's CPU time", "wall": "elapsed time"}
 
 @dataclass(frozen=True)
 class Trainer:
-    """How the baselines run one trainer: its default config, its option that lifts the schedule's
-    own length (the time limit then cuts the run), its run folders' prefix and its results' title."""
+    """How the baselines run one trainer: its config's class and default file, its option that lifts
+    the schedule's own length (the time limit then cuts the run), its run folders' prefix and its
+    results' title."""
 
+    config_class: type[CommonConfig]
     config: str
     unlimited: tuple[str, ...]
     prefix: str
@@ -49,11 +53,11 @@ class Trainer:
 
 TRAINERS: dict[str, Trainer] = {
     "selfplay": Trainer(
-        "configs/selfplay_scratch.yaml", ("--total-updates", "100000"), "ppo-scratch",
+        SelfPlayConfig, "configs/selfplay_scratch.yaml", ("--total-updates", "100000"), "ppo-scratch",
         "Self-play PPO from scratch: strength over minutes of training",
     ),
     "sb3_maskable": Trainer(
-        "configs/sb3.yaml", ("--total-timesteps", str(10**10)), "sb3-maskable",
+        SB3Config, "configs/sb3.yaml", ("--total-timesteps", str(10**10)), "sb3-maskable",
         "sb3-contrib MaskablePPO from scratch: strength over minutes of training",
     ),
 }  # fmt: skip
@@ -85,20 +89,45 @@ class BaselinesArgs:
     """seeds trained and evaluated at once (processes)"""
 
 
-def train_seed(args: BaselinesArgs, seed: int) -> Path:
-    """One run of the trainer up to the last mark; returns its folder."""
-    trainer = TRAINERS[args.trainer]
-    module = importlib.import_module(f"train.{args.trainer}")
-    folder: Path = args.runs / f"{trainer.prefix}-s{seed}"
-    options = [
-        "--config", config_of(args), "--seed", str(seed), "--run-dir", str(folder),
-        "--time-limit-minutes", str(max(args.minutes)), *trainer.unlimited, "--clock", args.clock,
+def run_folder(args: BaselinesArgs, seed: int) -> Path:
+    return args.runs / f"{TRAINERS[args.trainer].prefix}-s{seed}"
+
+
+def run_options(args: BaselinesArgs, seed: int) -> list[str]:
+    """The trainer's command line for one seed's run."""
+    return [
+        "--config", config_of(args), "--seed", str(seed), "--run-dir", str(run_folder(args, seed)),
+        "--time-limit-minutes", str(max(args.minutes)), *TRAINERS[args.trainer].unlimited, "--clock", args.clock,
         "--checkpoint-minutes", *[f"{m:g}" for m in args.minutes],
         "--eval-every", "0", "--final-eval-pairs", "0", "--no-progress",
     ]  # fmt: skip
-    if module.cli(options) != 0:
-        fail(f"the run of seed {seed} failed (its folder: {folder})")
-    return folder
+
+
+def check_runs(args: BaselinesArgs) -> None:
+    """Before any run starts: each seed's command line parses and validates as its trainer will read
+    it (the trainer's own parser), and its run folder holds no other run's files, so that no seed
+    fails after the others have trained."""
+    path = config_of(args)
+    if not Path(path).is_file():
+        fail(f"--config: no such file: {path}")
+    for seed in args.seeds:
+        try:
+            parse_config(TRAINERS[args.trainer].config_class, run_options(args, seed))
+        except (ValueError, OSError) as exc:
+            fail(f"--config {path} for --trainer {args.trainer}: {exc}")
+        used = used_files(run_folder(args, seed))
+        if used:
+            fail(
+                f"--runs: {run_folder(args, seed)} holds another run ({', '.join(sorted(used)[:3])}); give a new --runs"
+            )
+
+
+def train_seed(args: BaselinesArgs, seed: int) -> Path:
+    """One run of the trainer up to the last mark; returns its folder."""
+    module = importlib.import_module(f"train.{args.trainer}")
+    if module.cli(run_options(args, seed)) != 0:
+        fail(f"the run of seed {seed} failed (its folder: {run_folder(args, seed)})")
+    return run_folder(args, seed)
 
 
 def config_of(args: BaselinesArgs) -> str:
@@ -178,14 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     if not all(0 < m <= 10_000 for m in args.minutes):
         fail(f"--minutes must be in (0, 10000], got {args.minutes}")
     checked_results_path(args.results)
-    if not Path(config_of(args)).is_file():
-        fail(f"--config: no such file: {config_of(args)}")
     if args.trainer == "sb3_maskable" and importlib.util.find_spec("sb3_contrib") is None:
         fail('--trainer sb3_maskable needs sb3-contrib: pip install -e ".[sb3]"')
     if len(set(args.seeds)) != len(args.seeds):
         fail(f"--seeds must be distinct (each seed is one run folder), got {args.seeds}")
     if not 1 <= args.jobs <= len(args.seeds):
         fail(f"--jobs must be in 1..{len(args.seeds)} (the number of seeds), got {args.jobs}")
+    check_runs(args)
     if args.jobs == 1:
         runs = {seed: train_and_evaluate(args, seed) for seed in args.seeds}
     else:  # the library's worker pool (a dead worker is an error line, never a hang)

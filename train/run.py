@@ -175,6 +175,11 @@ RUN_FILES = ("config.yaml", "checkpoints", "eval_history.json", "final_eval.json
 LOCK = ".lock"
 
 
+def used_files(folder: Path) -> list[str]:
+    """The names of a run's files in ``folder`` (none: no run has written there)."""
+    return [name for name in RUN_FILES if (folder / name).exists()] + [p.name for p in folder.glob("events.out.*")]
+
+
 def claim_folder(folder: Path, resumed: bool, overwrite: bool) -> Any:
     """Make ``folder`` this run's: a lock held while the run writes it (a second run into the same
     folder at once is refused), and a folder holding another run's files refused unless this run
@@ -191,7 +196,7 @@ def claim_folder(folder: Path, resumed: bool, overwrite: bool) -> Any:
     except BlockingIOError:
         lock.close()
         raise ConfigError(f"run_dir: another run is writing {folder} now; give this run another folder") from None
-    used = [name for name in RUN_FILES if (folder / name).exists()] + [p.name for p in folder.glob("events.out.*")]
+    used = used_files(folder)
     if used and not resumed:
         if not overwrite:
             lock.close()
