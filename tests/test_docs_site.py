@@ -226,6 +226,21 @@ def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships()
     assert len(rows) - 2 <= render_results.MAX_HEADLINE_ROWS
 
 
+def test_the_headline_shows_the_from_scratch_curves_first_and_last_marks() -> None:
+    files = render_results.load()
+    table = render_results.headline(files)
+    for name, label in render_results.CURVE_HEADLINE.items():
+        data = files[name]
+        greedy = [i for i, c in enumerate(data["columns"]) if c.startswith("vs greedy at ")]
+        mean = data["summary"]["mean"]
+        row = next(r for r in table.splitlines() if r.startswith(f"| {label} against greedy"))
+        assert row.endswith(f"| {mean[greedy[0]]} / {mean[greedy[-1]]} |"), row
+        assert f"(mean of {len(data['seeds'])} seeds)" in row
+    broken = {**files, "ppo-scratch": {**files["ppo-scratch"], "columns": ["vs random at 10 min"]}}
+    with pytest.raises(ValueError, match="no 'vs greedy at' column"):
+        render_results.headline(broken)
+
+
 def test_every_elo_table_of_the_results_page_says_what_its_zero_is() -> None:
     page = (ROOT / "docs" / "results.md").read_text()
     tables = 0

@@ -337,7 +337,13 @@ def page(files: dict[str, Data]) -> str:
 SPEED_HEADLINE = ("engine: random play, mask + step", "vector engine self-play, masks+obs (parallel)")
 # each strength figure next to its equal-time counterpart where one was measured
 ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=100"), ("az:time=0.5", "mcts:time=0.5"))
-MAX_HEADLINE_ROWS = 9
+# training curves by results file: the mean against greedy at their first and last mark (the standard RL
+# path a researcher runs first, and the library's PPO on the same network)
+CURVE_HEADLINE = {
+    "ppo-scratch": "Self-play PPO from scratch",
+    "sb3-maskable-scratch": "MaskablePPO (sb3-contrib) from scratch",
+}
+MAX_HEADLINE_ROWS = 11
 
 
 def _ships(rating: Data) -> bool:
@@ -346,13 +352,26 @@ def _ships(rating: Data) -> bool:
     return not any(mark in spec for mark in ("/", ".pt", ".zip", ".py:"))
 
 
+def curve_headline(label: str, data: Data) -> str:
+    """A ``CURVE_HEADLINE`` row: the mean win rate against greedy at the curve's first and last mark."""
+    marks = [(i, c) for i, c in enumerate(data["columns"]) if c.startswith("vs greedy at ")]
+    if not marks:
+        raise ValueError(f"{label}: no 'vs greedy at' column to put in the README")
+    (first, head), (last, tail) = marks[0], marks[-1]
+    mean = data["summary"]["mean"]
+    when = f"{head.removeprefix('vs greedy at ').removesuffix(' min')} / {tail.removeprefix('vs greedy at ')}"
+    seeds = len(data["seeds"])
+    return f"| {label} against greedy after {when} of training (mean of {seeds} seeds) | {mean[first]} / {mean[last]} |"
+
+
 def headline(files: dict[str, Data]) -> str:
     """At most ``MAX_HEADLINE_ROWS`` rows for the README: the speed picks, the arena pairs in
-    ``ARENA_HEADLINE`` order (a figure beside its equal-time counterpart), the rows a training file
-    names as its ``headline``, the newest ladder's precision, then ladder ratings of what ships."""
+    ``ARENA_HEADLINE`` order (a figure beside its equal-time counterpart), the training curves of
+    ``CURVE_HEADLINE``, the rows a training file names as its ``headline``, the newest ladder's
+    precision, then ladder ratings of what ships."""
     speed_rows: list[str] = []
     arena_rows: dict[tuple[str, str], str] = {}
-    other_rows: list[str] = []
+    other_rows = [curve_headline(label, files[name]) for name, label in CURVE_HEADLINE.items() if name in files]
     for data in files.values():
         if data["kind"] == SPEED:
             for name in SPEED_HEADLINE:
