@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -124,6 +125,36 @@ def test_a_time_budget_plans_past_the_measured_speed_and_lets_the_deadline_end_t
     az._seconds_per_sim = 0.001
     az.act(state, rng)
     assert asked[-1][0] == int(OVERPLAN * 0.2 / 0.001)
+
+
+def test_a_move_searches_on_one_torch_thread_and_leaves_the_count_as_it_was() -> None:
+    """Two threads at the search's batch sizes cost az about 4x per move on a shared machine, and
+    a time budget should buy one core's work, as ``mcts``'s does; the user's count comes back."""
+    az = make_agent("az:sims=8,rollouts=0")
+    assert isinstance(az, AZAgent)
+    seen: list[int] = []
+    real = az.evaluator
+
+    class Recording:
+        deterministic_values = real.deterministic_values
+
+        def __call__(self, states: npt.NDArray[np.int64]) -> Any:
+            seen.append(torch.get_num_threads())
+            return real(states)
+
+        def values(self, states: npt.NDArray[np.int64]) -> Any:
+            seen.append(torch.get_num_threads())
+            return real.values(states)
+
+    az.search.evaluator = Recording()
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        az.act(deal(2, 0), np.random.default_rng(0))
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_pretrained_is_a_single_agent_env_opponent() -> None:

@@ -44,7 +44,7 @@ from patchwork_env.players.heuristic import (
 )
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
-from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers
+from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers, one_torch_thread
 from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS, network_path
 from patchwork_env.players.tree import find_below
 
@@ -182,7 +182,9 @@ class AZAgent:
     (simulations planned from the measured speed of the previous moves, stopped at the deadline).
     ``reuse``: keep the subtree of the move played and search on from it if the game reaches one
     of its positions (``patchwork_env.players.tree.find_below``; ``reset()`` forgets it).
-    ``fast``: evaluate through ``patchwork_env.players.inference`` (``NetEvaluator.fast``)."""
+    ``fast``: evaluate through ``patchwork_env.players.inference`` (``NetEvaluator.fast``).
+    A move's search runs on one torch thread (``policy.one_torch_thread``), whatever the process's
+    count, which it leaves as it was."""
 
     def __init__(
         self,
@@ -233,7 +235,8 @@ class AZAgent:
             # (a move's speed varies by a fifth: at the plan alone moves used 60-95% of their time)
             planned = OVERPLAN * self.time / self._seconds_per_sim if self._seconds_per_sim else self.config.sims
             sims = max(4, int(planned))
-        result = self.search.run(row[None, :], [rng], noise=False, sims=sims, deadline=deadline, nodes=[kept])
+        with one_torch_thread():
+            result = self.search.run(row[None, :], [rng], noise=False, sims=sims, deadline=deadline, nodes=[kept])
         if self.time is not None and self.search.last_sims:  # the speed of simulations alone
             per_sim = self.search.last_sim_seconds / self.search.last_sims
             old = self._seconds_per_sim
