@@ -134,3 +134,17 @@ def test_the_trainer_choices_are_the_table_of_trainers() -> None:
 
     choices = typing.get_args(typing.get_type_hints(baselines.BaselinesArgs)["trainer"])
     assert set(choices) == set(baselines.TRAINERS)
+
+
+def test_runs_under_a_file_is_one_error_line_before_any_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY["selfplay"]))
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    argv = ["--seeds", "0", "--minutes", "1e-9", "--config", str(config), "--runs", str(afile)]
+    with pytest.raises(SystemExit) as exc:
+        baselines.main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: --runs: {afile / 'ppo-scratch-s0'} cannot be made (a file lies on its path)"), err
+    assert afile.read_text() == "not a folder"

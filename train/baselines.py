@@ -32,7 +32,7 @@ from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.workers import WorkerError, run_unordered
 from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, parse_config, write_results
 from train.config import CommonConfig, SB3Config, SelfPlayConfig
-from train.run import used_files
+from train.run import unusable_folder, used_files
 
 OPPONENTS = ("random", "greedy")
 CLOCK_WORDS = {"process": "the run's CPU time", "wall": "elapsed time"}
@@ -105,8 +105,8 @@ def run_options(args: BaselinesArgs, seed: int) -> list[str]:
 
 def check_runs(args: BaselinesArgs) -> None:
     """Before any run starts: each seed's command line parses and validates as its trainer will read
-    it (the trainer's own parser), and its run folder holds no other run's files, so that no seed
-    fails after the others have trained."""
+    it (the trainer's own parser), and its run folder can be made and holds no other run's files, so
+    that no seed fails after the others have trained."""
     path = config_of(args)
     if not Path(path).is_file():
         fail(f"--config: no such file: {path}")
@@ -115,6 +115,9 @@ def check_runs(args: BaselinesArgs) -> None:
             parse_config(TRAINERS[args.trainer].config_class, run_options(args, seed))
         except (ValueError, OSError) as exc:
             fail(f"--config {path} for --trainer {args.trainer}: {exc}")
+        problem = unusable_folder(run_folder(args, seed))
+        if problem:
+            fail(f"--runs: {problem}; give another --runs")
         used = used_files(run_folder(args, seed))
         if used:
             fail(

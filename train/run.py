@@ -180,12 +180,24 @@ def used_files(folder: Path) -> list[str]:
     return [name for name in RUN_FILES if (folder / name).exists()] + [p.name for p in folder.glob("events.out.*")]
 
 
+def unusable_folder(folder: Path) -> str | None:
+    """Why ``folder`` cannot be a run folder by its path alone (a file there or on its way), or None;
+    makes nothing, so a command can ask before any work."""
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} exists and is not a folder"
+    ancestor = next((parent for parent in folder.parents if parent.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        return f"{folder} cannot be made (a file lies on its path)"
+    return None
+
+
 def claim_folder(folder: Path, resumed: bool, overwrite: bool) -> Any:
     """Make ``folder`` this run's: a lock held while the run writes it (a second run into the same
     folder at once is refused), and a folder holding another run's files refused unless this run
     resumes it or ``overwrite`` removes them first. Returns the open lock file (keep it)."""
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"run_dir: {folder} exists and is not a folder")
+    problem = unusable_folder(folder)
+    if problem:
+        raise ConfigError(f"run_dir: {problem}")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except (NotADirectoryError, FileExistsError):
