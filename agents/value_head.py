@@ -30,11 +30,13 @@ import torch
 
 from agents.az_selfplay import deal_states, decisions_to_end
 from patchwork_env.core import rules
+from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
 from patchwork_env.players.az import rollout_values
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
+from patchwork_env.players.mcts import MCTSAgent, result_for_player0
 from patchwork_env.players.network import PatchworkNet, net_inputs
 from patchwork_env.players.policy import NetworkAgent
 
@@ -154,26 +156,66 @@ def held_out_split(games: IntArray, val_share: float, seed: int) -> tuple[IntArr
     return train_rows, val_rows
 
 
-def _label_chunk(rollouts: int, margin_weight: float, seed: int, chunk: tuple[int, IntArray]) -> F32:
+def _rollout_chunk(rollouts: int, margin_weight: float, seed: int, chunk: tuple[int, IntArray]) -> F32:
     index, states = chunk
-    stream = rng_state(int(np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(1, np.uint64)[0]))
-    return rollout_values(states, rollouts, margin_weight, stream).astype(np.float32)
+    return rollout_values(states, rollouts, margin_weight, rng_state(_chunk_seed(seed, index))).astype(np.float32)
+
+
+def _search_chunk(sims: int, seed: int, chunk: tuple[int, IntArray]) -> F32:
+    index, states = chunk
+    agent = MCTSAgent(sims=sims, reuse=False)
+    rng = np.random.default_rng(_chunk_seed(seed, index))
+    return np.array([search_value(agent, row, rng) for row in states], dtype=np.float32)
+
+
+def _chunk_seed(seed: int, index: int) -> int:
+    return int(np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(1, np.uint64)[0])
+
+
+def search_value(agent: MCTSAgent, row: IntArray, rng: np.random.Generator) -> float:
+    """``agent``'s searched value of the position ``row`` for its mover, in [-1, 1] (``2 x
+    MCTSAgent.last_value - 1``). A position where the search has a single candidate (a leather
+    patch's cell, nothing affordable) takes the value of the position that candidate leads to, from
+    the same player's side, down to a finished game's result."""
+    player = int(rules.current_player(row))
+    state = GameState(row)
+    while not state.is_terminal:
+        action = agent.act(state, rng)
+        if agent.last_value is not None:
+            value = agent.last_value if int(rules.current_player(state.array())) == player else 1.0 - agent.last_value
+            return 2.0 * value - 1.0
+        state = state.step(action)
+    s = state.array()
+    r0 = result_for_player0(int(rules.winner(s)), int(rules.score(s, 0) - rules.score(s, 1)))
+    return 2.0 * (r0 if player == 0 else 1.0 - r0) - 1.0
+
+
+def _label(states: IntArray, label: Callable[[tuple[int, IntArray]], F32], workers: int, what: str) -> F32:
+    """``label`` over chunks of ``LABEL_CHUNK`` positions, each with its own generator (from the
+    seed and the chunk's index), so the targets do not depend on ``workers`` (processes; 1: this one)."""
+    check_state_rows(states)  # the kernels trust their input
+    chunks = [(i, states[lo : lo + LABEL_CHUNK]) for i, lo in enumerate(range(0, len(states), LABEL_CHUNK))]
+    if workers == 1:
+        return np.concatenate([label(c) for c in chunks]) if chunks else np.zeros(0, np.float32)
+    check_spawn_safe(f"{what} workers")
+    done = {i: part for (i, _), part in run_unordered(label, chunks, workers, describe=lambda c: f"chunk {c[0]}")}
+    return np.concatenate([done[i] for i in range(len(chunks))])
 
 
 def rollout_targets(states: IntArray, rollouts: int, margin_weight: float, seed: int, workers: int = 1) -> F32:
     """Each position's mean value over ``rollouts`` greedy rollouts (``patchwork_env.players.az.rollout_values``,
-    ``az``'s leaf value), from the mover's side; chunks of ``LABEL_CHUNK`` positions, each with its
-    own generator, so the targets do not depend on ``workers`` (processes; 1: this one)."""
+    ``az``'s leaf value), from the mover's side (``_label``: independent of ``workers``)."""
     if rollouts < 1 or workers < 1:
         raise ValueError(f"need rollouts >= 1 and workers >= 1, got {rollouts} and {workers}")
-    check_state_rows(states)  # the rollout kernel trusts its input
-    chunks = [(i, states[lo : lo + LABEL_CHUNK]) for i, lo in enumerate(range(0, len(states), LABEL_CHUNK))]
-    label = functools.partial(_label_chunk, rollouts, margin_weight, seed)
-    if workers == 1:
-        return np.concatenate([label(c) for c in chunks]) if chunks else np.zeros(0, np.float32)
-    check_spawn_safe("rollout_targets workers")
-    done = {i: part for (i, _), part in run_unordered(label, chunks, workers, describe=lambda c: f"chunk {c[0]}")}
-    return np.concatenate([done[i] for i in range(len(chunks))])
+    return _label(states, functools.partial(_rollout_chunk, rollouts, margin_weight, seed), workers, "rollout_targets")
+
+
+def search_targets(states: IntArray, sims: int, seed: int, workers: int = 1) -> F32:
+    """Each position's value by an ``mcts:sims=<sims>`` search from it (``search_value``), from the
+    mover's side: a leaf value with the search's look-ahead, not a greedy rollout's (``_label``)."""
+    if sims < 1 or workers < 1:
+        raise ValueError(f"need sims >= 1 and workers >= 1, got {sims} and {workers}")
+    return _label(states, functools.partial(_search_chunk, sims, seed), workers, "search_targets")
 
 
 @torch.no_grad()

@@ -8,8 +8,9 @@
 The network plays ``--games`` games (its most probable move against greedy, seats alternating,
 and one game in four sampled against itself); a ``--keep`` share of their decisions is kept. The
 target of each: ``results``, its game's final result from the mover's side; ``rollouts``, the mean
-of ``--rollouts`` greedy rollouts from it (``az``'s leaf value). ``--fit head``: the value head alone
-(the policy bit-identical in ``--out``); ``net``: the trunk too, with ``--kl-weight`` x KL(start
+of ``--rollouts`` greedy rollouts from it (``az``'s leaf value); ``search``, the value an
+``mcts:sims=--sims`` search gives it (``agents.value_head.search_targets``). ``--fit head``: the
+value head alone (the policy bit-identical in ``--out``); ``net``: the trunk too, with ``--kl-weight`` x KL(start
 policy || policy) keeping the policy where it was. Prints the held-out explained variance (games
 never trained on) before and after each epoch.
 """
@@ -46,10 +47,13 @@ class ValueHeadArgs:
     """Adam learning rate"""
     margin_weight: float = 0.2
     """weight of the score margin in a result"""
-    target: Literal["results", "rollouts"] = "results"
-    """each decision's target: its game's result, or the mean of --rollouts greedy rollouts from it"""
+    target: Literal["results", "rollouts", "search"] = "results"
+    """each decision's target: its game's result, the mean of --rollouts greedy rollouts from it, or
+    the value an mcts:sims=<--sims> search gives it (mcts's result scale, not --margin-weight's)"""
     rollouts: int = 32
     """greedy rollouts per position (--target rollouts)"""
+    sims: int = 100
+    """mcts simulations per position (--target search)"""
     keep: float = 1.0
     """share of the decisions kept (a random subset: positions from more games for the same labelling)"""
     fit: Literal["head", "net"] = "head"
@@ -74,7 +78,7 @@ def parse(argv: Sequence[str] | None = None) -> ValueHeadArgs:
         fail(f"--games must be >= 2 (a fifth of the games, at least one, is held out), got {args.games}")
     if args.games > MAX_GAMES:
         fail(f"--games must be <= {MAX_GAMES} (about 4 million positions), got {args.games}")
-    for name in ("epochs", "threads", "workers", "rollouts"):
+    for name in ("epochs", "threads", "workers", "rollouts", "sims"):
         if getattr(args, name) < 1:
             fail(f"--{name} must be >= 1, got {getattr(args, name)}")
     if not 0.0 < args.keep <= 1.0:
@@ -104,7 +108,14 @@ import time
 import numpy as np
 import torch
 
-from agents.value_head import ValueStats, fit_value_head, fit_value_net, network_games, rollout_targets
+from agents.value_head import (
+    ValueStats,
+    fit_value_head,
+    fit_value_net,
+    network_games,
+    rollout_targets,
+    search_targets,
+)
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.players.az import MAX_ROLLOUTS
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
@@ -133,6 +144,9 @@ def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -
     if args.target == "rollouts":
         values = rollout_targets(states, args.rollouts, args.margin_weight, args.seed, args.workers)
         print(f"  {args.rollouts} rollouts from each, {time.perf_counter() - start:.0f} s so far")
+    elif args.target == "search":
+        values = search_targets(states, args.sims, args.seed, args.workers)
+        print(f"  an mcts:sims={args.sims} search from each, {time.perf_counter() - start:.0f} s so far", flush=True)
 
     def show(h: ValueStats) -> None:
         label = "before" if h.epoch == 0 else f"epoch {h.epoch}"
@@ -167,7 +181,8 @@ def write_fit_results(
         "held-out mse, after": round(last.val_mse, 4),
         "policy KL from the start": round(last.val_policy_kl, 4),
     }
-    labels = f" ({args.rollouts} greedy rollouts each)" if args.target == "rollouts" else ""
+    labels = {"rollouts": f" ({args.rollouts} greedy rollouts each)", "search": f" (mcts:sims={args.sims} each)"}
+    labels_text = labels.get(args.target, "")
     write_results(
         Path(args.results),
         {
@@ -175,7 +190,7 @@ def write_fit_results(
             "title": f"Value fit ({args.target} targets, {args.fit})",
             "description": (
                 f"train.value_head on {args.checkpoint}: {args.games} games, {positions} positions kept, "
-                f"target {args.target}{labels}, fit {args.fit}; held-out: a fifth of the games"
+                f"target {args.target}{labels_text}, fit {args.fit}; held-out: a fifth of the games"
             ),
             "columns": list(cells),
             "runs": [{"seed": args.seed, "cells": cells}],

@@ -123,6 +123,10 @@ class MCTSAgent:
         self._root: Node | None = None
         self.last_sims = 0  # simulations run for the last decision (for statistics)
         self.last_visits: list[tuple[int, int]] = []  # (root candidate, visits) of the last decision
+        self.last_value: float | None = None
+        """The last decision's searched value for the player to move, in [0, 1] (``result_for_player0``'s
+        scale): the mean result of the move played; None when the search ran no simulation (a single
+        candidate). A value target for leaf evaluation (``agents.value_head.search_targets``)."""
 
     def reset(self) -> None:
         """Forget the tree (the arena calls this before each game)."""
@@ -149,6 +153,10 @@ class MCTSAgent:
         visits = [child.n for child in root.children]
         self.last_visits = list(zip(root.actions, visits, strict=False))
         best = visits.index(max(visits)) if visits else 0
+        self.last_value = None
+        if self.last_sims:
+            mean0 = root.children[best].w0 / root.children[best].n
+            self.last_value = mean0 if root.player == 0 else 1.0 - mean0
         self._root = root.children[best] if self.reuse and root.children else None
         return root.actions[best]
 
