@@ -113,3 +113,24 @@ def test_single_candidate_positions_return_at_once() -> None:
     agent = MCTSAgent(sims=50, width=1)
     a = agent.act(s, np.random.default_rng(0))
     assert s.is_legal(a) and agent.last_sims == 0
+
+
+def test_last_value_is_the_move_played_from_the_movers_side() -> None:
+    """The searched value of the move played (its child's mean result) from the side of the player
+    to move, for either seat; None where no simulation ran (a single candidate)."""
+    agent = MCTSAgent(sims=60)
+    rng = np.random.default_rng(1)
+    s, seats = new_game(7), set[int]()
+    while len(seats) < 2:
+        a = agent.act(s, rng)
+        child = agent._root
+        assert child is not None and agent.last_value is not None and agent.last_sims == 60
+        mean0 = child.w0 / child.n
+        assert agent.last_value == pytest.approx(mean0 if s.current_player == 0 else 1.0 - mean0)
+        seats.add(s.current_player)
+        s = s.step(a)
+    while not s.pending_leather:
+        s = s.step(rules.ADVANCE)
+    one = MCTSAgent(sims=50, width=1)
+    one.act(s, rng)
+    assert one.last_sims == 0 and one.last_value is None

@@ -11,13 +11,23 @@ import numpy as np
 import pytest
 import torch
 
-from agents.value_head import ValueStats, fit_value_head, fit_value_net, network_games, rollout_targets
+from agents.value_head import (
+    ValueStats,
+    fit_value_head,
+    fit_value_net,
+    network_games,
+    rollout_targets,
+    search_targets,
+    search_value,
+)
 from patchwork_env.core import rules
+from patchwork_env.core.state import GameState
 from patchwork_env.envs import observation
 from patchwork_env.evaluation import results_file
 from patchwork_env.players.az import PRETRAINED_PATH
 from patchwork_env.players.az_search import final_value
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
+from patchwork_env.players.mcts import MCTSAgent
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for
 from patchwork_env.players.policy import load_ppo_agent
@@ -145,6 +155,7 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
         (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "0"], "error: --rollouts must be >= 1, got 0"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "5000"], "error: --rollouts must be <= 1000"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--workers", "0"], "error: --workers must be >= 1, got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--sims", "0"], "error: --sims must be >= 1, got 0"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--kl-weight", "-1"], "error: --kl-weight must be a finite"),
         (
             ["--checkpoint", "a.pt", "--out", "x.pt", "--target", "nope"],
@@ -218,18 +229,23 @@ def test_fit_value_net_trains_the_trunk_and_the_kl_weight_holds_the_policy() -> 
         fit_value_net(start, states, values, owners, epochs=1, lr=1e-3, kl_weight=-1.0)
 
 
-def test_command_with_rollout_targets_writes_its_results_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("target", "labels"),
+    [(["rollouts", "--rollouts", "2"], "2 greedy rollouts each"), (["search", "--sims", "4"], "mcts:sims=4 each")],
+)
+def test_command_with_label_targets_writes_its_results_file(tmp_path: Path, target: list[str], labels: str) -> None:
     torch.manual_seed(3)
     src = save_checkpoint(tmp_path / "in.pt", PatchworkNet(TINY))
     out, results = tmp_path / "out.pt", tmp_path / "fit.json"
     argv = ["--checkpoint", str(src), "--out", str(out), "--games", "4", "--keep", "0.5", "--epochs", "1"]
-    argv += ["--target", "rollouts", "--rollouts", "2", "--fit", "net", "--results", str(results)]
+    argv += ["--target", *target, "--fit", "net", "--results", str(results)]
     assert cli.main(argv) == 0
     data = results_file.check(json.loads(results.read_text()))
     assert data["kind"] == "training" and data["command"].startswith("python -m train.value_head")
     assert [h["epoch"] for h in data["raw"]["history"]] == [0, 1] and data["runs"][0]["seed"] == 0
     assert set(data["columns"]) == set(data["runs"][0]["cells"])  # what the results page renders
-    assert data["raw"]["args"]["target"] == "rollouts" and data["raw"]["args"]["fit"] == "net"
+    assert data["raw"]["args"]["target"] == target[0] and data["raw"]["args"]["fit"] == "net"
+    assert f"({labels})" in data["description"]
 
 
 def test_a_keep_that_leaves_one_game_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -298,3 +314,38 @@ def test_value_check_errors_are_one_line(argv: list[str], message: str, capsys: 
     assert exc.value.code == 2
     (err,) = error_lines(capsys.readouterr().err)
     assert err == message
+
+
+def test_search_targets_are_the_searched_value_whatever_the_workers(
+    games: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    """An mcts search's value of each position from its mover's side (``2 x last_value - 1``),
+    seeded per chunk: the same with 1 or 2 processes, and in late positions of the same sign as the
+    game's result far more often than not (a value seen from the wrong seat would not be)."""
+    states, results, _ = games
+    rows = states[::3]
+    one = search_targets(rows, 16, seed=5)
+    assert one.shape == (len(rows),) and one.dtype == np.float32 and np.all(np.abs(one) <= 1.0)
+    assert np.array_equal(search_targets(rows, 16, seed=5, workers=2), one)
+    late = rows[:, rules.PLY] > np.median(rows[:, rules.PLY])
+    assert np.mean(np.sign(one[late]) == np.sign(results[::3][late])) > 0.75
+    with pytest.raises(ValueError, match="sims >= 1"):
+        search_targets(rows, 0, seed=5)
+
+
+def test_a_single_candidate_position_takes_its_successors_searched_value() -> None:
+    """A pending leather patch (one candidate: mcts runs no simulation and draws nothing) is valued
+    by the position its only move leads to, from the same player's side; a searched position by
+    ``2 x last_value - 1``."""
+    s = GameState(network_games(PatchworkNet(TINY), 2, seed=1, margin_weight=0.2)[0][0])
+    while not s.pending_leather:
+        s = s.step(rules.ADVANCE)
+    agent = MCTSAgent(sims=40, reuse=False)
+    after = s.step(agent.act(s, np.random.default_rng(9)))
+    assert agent.last_value is None
+    agent.act(after, np.random.default_rng(3))
+    assert agent.last_value is not None  # the successor is searched
+    direct = search_value(MCTSAgent(sims=40, reuse=False), after.array(), np.random.default_rng(3))
+    assert direct == pytest.approx(2 * agent.last_value - 1)
+    value = search_value(MCTSAgent(sims=40, reuse=False), s.array(), np.random.default_rng(3))
+    assert value == pytest.approx(direct if after.current_player == s.current_player else -direct)
