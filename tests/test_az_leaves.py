@@ -131,6 +131,26 @@ def test_the_config_bounds_leaves() -> None:
     for bad in (0, 10_000):
         with pytest.raises(ValueError, match="leaves"):
             SearchConfig(leaves=bad).validate()
+    for bad in (-0.5, 3.0):
+        with pytest.raises(ValueError, match="virtual_loss"):
+            SearchConfig(virtual_loss=bad).validate()
+
+
+def test_the_virtual_loss_spreads_the_paths_and_leaves_nothing_behind() -> None:
+    """With a virtual visit alone (``virtual_loss=0``) a step's paths pile onto fewer leaves than
+    with the default loss, so the evaluator sees fewer positions; either way the visits and values
+    are the search's own when it ends."""
+    positions = golden_positions()
+    seen = {}
+    for loss in (0.0, 1.0):
+        evaluator = HashEvaluator()
+        config = SearchConfig(sims=64, considered=8, leaves=16, virtual_loss=loss)
+        result = BatchedSearch(evaluator, config).run(positions, [np.random.default_rng(k) for k in range(4)], False)
+        seen[loss] = sum(evaluator.calls[1:])
+        for node in result.roots:
+            assert node.n.sum() == 64
+            _tree_visits(node)
+    assert seen[0.0] < seen[1.0]
 
 
 if __name__ == "__main__":  # python -m tests.test_az_leaves: rewrite the golden file

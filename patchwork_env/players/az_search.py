@@ -61,7 +61,6 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 MARGIN_SCALE = 30.0  # score points that count as a full +-1 in the margin part of a value
-VIRTUAL_LOSS = 1.0  # value subtracted per path in flight through an edge (``SearchConfig.leaves`` > 1)
 
 
 def final_value(s: IntArray, player: int, margin_weight: float) -> float:
@@ -341,7 +340,7 @@ class BatchedSearch:
     def _simulate(self, roots: list[_Root], index: int, paths: int = 1) -> None:
         """Simulations ``index`` to ``index + paths - 1`` of every game: ``paths`` descents per
         game, then one evaluator call for all their new leaves, then the backups. With several
-        paths, each edge a path takes gets a virtual loss (one more visit, ``VIRTUAL_LOSS`` less
+        paths, each edge a path takes gets a virtual loss (one more visit, ``virtual_loss`` less
         value for its mover) until the backups, so the next descent of the same game prefers
         other edges; a leaf reached twice is evaluated once and backed up along both paths."""
         cfg = self.config
@@ -358,7 +357,7 @@ class BatchedSearch:
                     path.append((node, i))
                     node = node.child(i, cfg.margin_weight)
                 if virtual:
-                    self._virtual_loss(path, 1)
+                    self._virtual_loss(path, cfg.virtual_loss)
                 descents.append(path)
                 leaves.append(node)
         unique = list({id(leaf): leaf for leaf in leaves}.values())
@@ -375,17 +374,18 @@ class BatchedSearch:
             value[id(leaf)] = leaf.early
         for path, leaf in zip(descents, leaves, strict=True):
             if virtual:
-                self._virtual_loss(path, -1)
+                self._virtual_loss(path, -cfg.virtual_loss, -1)
             v = leaf.value if leaf.terminal else value[id(leaf)]
             value0 = v if leaf.terminal or leaf.player == 0 else -v
             self._backup(path, value0)
 
     @staticmethod
-    def _virtual_loss(path: list[tuple[Node, int]], sign: int) -> None:
-        """Add (``sign`` 1) or remove (-1) one path's virtual loss on its edges."""
+    def _virtual_loss(path: list[tuple[Node, int]], loss: float, visit: int = 1) -> None:
+        """Add (``visit`` 1, ``loss`` > 0) or remove (-1, the loss negated) one path's virtual
+        visit and loss on its edges."""
         for node, i in path:
-            node.n[i] += sign
-            node.w[i] -= sign * VIRTUAL_LOSS
+            node.n[i] += visit
+            node.w[i] -= loss
 
     @staticmethod
     def _backup(path: list[tuple[Node, int]], value0: float) -> None:

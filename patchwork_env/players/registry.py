@@ -228,6 +228,13 @@ AZ_PARAMS: tuple[Param, ...] = (
         "paths descended (apart by virtual loss) before one evaluation of all their leaves",
         bounds=_search("leaves"),
     ),
+    Param(
+        "virtual_loss",
+        float,
+        1.0,
+        "leaves > 1: value taken from each edge a path in flight takes (0: a virtual visit alone)",
+        bounds=_search("virtual_loss"),
+    ),
     Param("fast", bool, True, "evaluate through players.inference (0: the network's reference forward)"),
 )
 

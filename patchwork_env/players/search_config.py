@@ -48,6 +48,9 @@ class SearchConfig:
     """Paths descended per game before one evaluator call (virtual loss keeps them apart; see
     ``BatchedSearch._simulate``): the evaluator sees up to ``leaves`` positions per game per
     call. 1: one path per game per call, no virtual loss."""
+    virtual_loss: float = bounded(1.0, 0.0, 2.0)
+    """``leaves`` > 1: value taken from an edge's mover per path in flight through it (besides the
+    one visit each path adds) until the backups; 0: a virtual visit alone."""
 
     def validate(self, prefix: str = "") -> None:
         """Raise ``ValueError`` naming the first setting out of its bounds (as ``<prefix><field>``)."""
