@@ -13,7 +13,9 @@ greedy rollouts from the position (``rollout_targets``; value distillation: the 
 the rollouts' expectation without their noise or cost). The trunk's features carry little of that
 value (the head alone explains about a third of its variance), so ``fit_value_net`` trains the
 trunk with the head, and keeps the policy where it was with a penalty on its divergence from the
-start policy (KL over the legal actions).
+start policy (KL over the legal actions). A third target is the value an ``mcts`` search gives the
+position (``search_targets``): a leaf value with the search's look-ahead rather than the rollouts'
+expectation.
 """
 
 from __future__ import annotations
