@@ -156,6 +156,7 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
         (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "5000"], "error: --rollouts must be <= 1000"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--workers", "0"], "error: --workers must be >= 1, got 0"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--sims", "0"], "error: --sims must be >= 1, got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--sims", "1000000"], "error: --sims must be <= 100000"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--kl-weight", "-1"], "error: --kl-weight must be a finite"),
         (
             ["--checkpoint", "a.pt", "--out", "x.pt", "--target", "nope"],

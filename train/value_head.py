@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from patchwork_env.cli.common import MAX_SEED, fail
+from patchwork_env.players.registry import MAX_SIMS
 from train.cli import parse_args
 
 MAX_GAMES = 100_000  # about 4 million positions; beyond it the games alone outgrow the memory
@@ -81,6 +82,8 @@ def parse(argv: Sequence[str] | None = None) -> ValueHeadArgs:
     for name in ("epochs", "threads", "workers", "rollouts", "sims"):
         if getattr(args, name) < 1:
             fail(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.sims > MAX_SIMS[1]:  # mcts's bound for an agent spec: a move of the largest takes minutes
+        fail(f"--sims must be <= {MAX_SIMS[1]}, got {args.sims}")
     if not 0.0 < args.keep <= 1.0:
         fail(f"--keep must be in (0, 1], got {args.keep}")
     if not (math.isfinite(args.kl_weight) and args.kl_weight >= 0):
