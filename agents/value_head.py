@@ -179,12 +179,12 @@ def search_value(agent: MCTSAgent, row: IntArray, rng: np.random.Generator) -> f
     MCTSAgent.last_value - 1``). A position where the search has a single candidate (a leather
     patch's cell, nothing affordable) takes the value of the position that candidate leads to, from
     the same player's side, down to a finished game's result."""
-    player = int(rules.current_player(row))
     state = GameState(row)
+    player = state.current_player
     while not state.is_terminal:
         action = agent.act(state, rng)
         if agent.last_value is not None:
-            value = agent.last_value if int(rules.current_player(state.array())) == player else 1.0 - agent.last_value
+            value = agent.last_value if state.current_player == player else 1.0 - agent.last_value
             return 2.0 * value - 1.0
         state = state.step(action)
     s = state.array()
