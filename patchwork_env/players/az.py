@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
@@ -39,6 +40,7 @@ from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
     ROLLOUT_CANDIDATES,
     ROLLOUT_TEMP,
+    candidate_policy_batch,
     rng_state,
     rollout_results,
 )
@@ -47,6 +49,7 @@ from patchwork_env.players.network import PatchworkNet, net_from_config, net_inp
 from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers, one_torch_thread
 from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS, network_path
 from patchwork_env.players.tree import find_below
+from patchwork_env.players.value_model import ValueModel, load_value_model
 
 PRETRAINED_PATH = SHIPPED_NETWORKS[NEWEST_NETWORK]
 
@@ -56,6 +59,7 @@ OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, time
 FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
 SIMS = 300  # the agent's simulations per move unless given (or a time budget)
 EXPAND = 4  # the agent's expansion threshold unless given (the trainer's search: SearchConfig's 1)
+PRIORS = ("network", "greedy")  # where the search's prior comes from (``NetEvaluator.prior``)
 
 
 class NetEvaluator:
@@ -69,12 +73,17 @@ class NetEvaluator:
         mix: float = 1.0,
         margin_weight: float = 0.2,
         fast: bool = True,
+        value_model: ValueModel | None = None,
+        prior: str = "network",
+        prior_temp: float = ROLLOUT_TEMP,
     ) -> None:
         if not 0 <= rollouts <= MAX_ROLLOUTS or not 0.0 <= mix <= 1.0 or not 0.0 <= margin_weight <= 1.0:
             raise ValueError(
                 f"need rollouts in [0, {MAX_ROLLOUTS}] and mix, margin_weight in [0, 1]; "
                 f"got {rollouts}, {mix}, {margin_weight}"
             )
+        if prior not in PRIORS or not prior_temp > 0:
+            raise ValueError(f"need prior in {PRIORS} and prior_temp > 0; got {prior!r} and {prior_temp}")
         self.net = net.eval()
         self.kinds = kinds
         """Search over kinds of move (``patchwork_env.players.policy.kind_policy``): each legal kind (advance,
@@ -92,6 +101,17 @@ class NetEvaluator:
         values up to float rounding, a fraction of the per-call cost); False: through
         ``PatchworkNet.forward`` (the reference path)."""
         self._inference = NetInference(self.net) if fast else None
+        self.value_model = value_model
+        """Given: the leaves' values (the network's part of them, with rollouts) come from this small
+        compiled model (``patchwork_env.players.value_model``) instead of the network's value head,
+        at every call; the network then gives the legal actions and the prior alone."""
+        self.prior = prior
+        """``network``: the network's policy (over kinds with ``kinds``); ``greedy``: the heuristic's
+        candidates (``mcts``'s: advance and each market patch at its best placement by the greedy
+        value) with a softmax of their greedy values at ``prior_temp`` score points
+        (``heuristic.candidate_policy_batch``): no network call at all when ``value_model`` gives the
+        values."""
+        self.prior_temp = prior_temp
         self.deterministic_values = rollouts == 0
         """A state's value is the same at every call (no rollouts): the search asks once per leaf
         (``patchwork_env.players.az_search.Evaluator.values``)."""
@@ -108,11 +128,19 @@ class NetEvaluator:
         self, states: IntArray
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         states = np.ascontiguousarray(states, dtype=np.int64)  # the rollout kernel's layout
+        if self.prior == "greedy":
+            check_state_rows(states)  # the kernels trust their input
+            legal = np.empty((len(states), rules.NUM_ACTIONS), dtype=np.bool_)
+            logp64 = np.empty((len(states), rules.NUM_ACTIONS), dtype=np.float64)
+            candidate_policy_batch(states, DEFAULT_WEIGHTS, 1, self.prior_temp, legal, logp64)
+            self.evaluations += len(states)
+            return legal, logp64, self._values(states)
         if self._inference is not None:
             legal, logits, net_values = self._inference(states)  # checks the rows before any kernel
             legal, logp = kind_policy_np(logits, legal) if self.kinds else (legal, log_softmax_np(logits))
             self.evaluations += len(states)
-            value = self._leaf_values(states, np.clip(net_values, -1.0, 1.0).astype(np.float64))
+            leaf = self.value_model.values(states) if self.value_model is not None else net_values
+            value = self._leaf_values(states, np.clip(leaf, -1.0, 1.0).astype(np.float64))
             return legal, logp.astype(np.float64), value
         obs, masks, prior = net_inputs(self.net, states)  # checks the rows before any kernel
         logits, values = self.net(obs, masks, prior)
@@ -121,8 +149,10 @@ class NetEvaluator:
         else:
             logp_t = torch.log_softmax(logits, -1)
         self.evaluations += len(obs)
-        value = self._leaf_values(states, values.clamp(-1.0, 1.0).double().numpy())
-        return masks.numpy(), logp_t.double().numpy(), value
+        net_value = values.clamp(-1.0, 1.0).double().numpy()
+        if self.value_model is not None:
+            net_value = self.value_model.values(states)
+        return masks.numpy(), logp_t.double().numpy(), self._leaf_values(states, net_value)
 
     @torch.no_grad()
     def values(self, states: IntArray) -> npt.NDArray[np.float64]:
@@ -130,9 +160,14 @@ class NetEvaluator:
         the rollouts alone (``mix=1``) the network does not run."""
         states = np.ascontiguousarray(states, dtype=np.int64)
         self.value_evaluations += len(states)
+        return self._values(states)
+
+    def _values(self, states: IntArray) -> npt.NDArray[np.float64]:
         if self.rollouts and self.mix == 1.0:
             check_state_rows(states)  # the rollout kernel trusts its input
             return self._leaf_values(states, None)
+        if self.value_model is not None:
+            return self._leaf_values(states, self.value_model.values(states))  # checks the rows
         if self._inference is not None:
             net_values = np.clip(self._inference.values(states), -1.0, 1.0).astype(np.float64)  # checks the rows
             return self._leaf_values(states, net_values)
@@ -197,6 +232,9 @@ class AZAgent:
         mix: float = 1.0,
         reuse: bool = True,
         fast: bool = True,
+        value_model: ValueModel | None = None,
+        prior: str = "network",
+        prior_temp: float = ROLLOUT_TEMP,
     ) -> None:
         if time is not None and not time > 0:
             raise ValueError(f"az: time must be > 0 seconds, got {time}")
@@ -209,9 +247,14 @@ class AZAgent:
         self.mix = mix
         self.reuse = reuse
         self.fast = fast
+        self.value_model = value_model
+        self.prior = prior
+        self.prior_temp = prior_temp
         self._kept: Node | None = None  # the played move's child after the last search (``reuse``)
         try:
-            self.evaluator = NetEvaluator(self.net, kinds, rollouts, mix, config.margin_weight, fast)
+            self.evaluator = NetEvaluator(
+                self.net, kinds, rollouts, mix, config.margin_weight, fast, value_model, prior, prior_temp
+            )
         except ValueError as exc:
             raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
@@ -261,6 +304,9 @@ class AZAgent:
             "mix": self.mix,
             "reuse": self.reuse,
             "fast": self.fast,
+            "value_model": self.value_model,
+            "prior": self.prior,
+            "prior_temp": self.prior_temp,
         }
 
     def __setstate__(self, data: dict[str, Any]) -> None:
@@ -277,6 +323,9 @@ class AZAgent:
             data["mix"],
             data["reuse"],
             data["fast"],
+            data["value_model"],
+            data["prior"],
+            data["prior_temp"],
         )
 
 
@@ -291,6 +340,9 @@ def make_az_agent(
     sims: int | None = None,
     expand: int = EXPAND,
     fast: bool = True,
+    value: str = "",
+    prior: str = "network",
+    ptemp: float = ROLLOUT_TEMP,
     **search: Any,
 ) -> AZAgent:
     """``az:...``: the network at ``path`` (default: the shipped network ``net``, the newest unless
@@ -298,14 +350,20 @@ def make_az_agent(
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
     values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
     ``reuse``: keep the subtree of the move played (``AZAgent``); ``fast``: evaluate through
-    ``patchwork_env.players.inference`` (``NetEvaluator.fast``). ``sims`` unless given: ``SIMS``,
+    ``patchwork_env.players.inference`` (``NetEvaluator.fast``); ``value``: a value-model file
+    giving the leaf values (``NetEvaluator.value_model``); ``prior``, ``ptemp``: the search's prior
+    (``NetEvaluator.prior``, ``prior_temp``). ``sims`` unless given: ``SIMS``,
     or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
     network = load_network(network_path(path, net))
+    value_model = load_value_model(value) if value else None
     if sims is None:
         sims = SIMS if time is None else FIRST_PLAN
     config = SearchConfig(sims=sims, expand=expand, **search)
     config.validate()
-    return AZAgent(network, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, fast=fast)
+    return AZAgent(
+        network, config, time=time, kinds=kinds, rollouts=rollouts, mix=mix, reuse=reuse, fast=fast,
+        value_model=value_model, prior=prior, prior_temp=ptemp,
+    )  # fmt: skip
 
 
 def make_pretrained_agent(path: str = "", net: str = "") -> NetworkAgent:

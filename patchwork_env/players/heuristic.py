@@ -373,6 +373,31 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
 
 
 @jit
+def candidate_policy_batch(
+    states: IntArray, w: FloatArray, width: int, temp: float, legal: npt.NDArray[np.bool_], logp: FloatArray
+) -> None:
+    """For each unfinished state (row): ``legal`` marks its ``candidate_actions`` and ``logp`` holds
+    their log-probabilities under a softmax of their greedy values at temperature ``temp`` score
+    points (-inf elsewhere): a search prior from the heuristic alone (``az:prior=greedy``)."""
+    acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+    scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
+    for i in range(states.shape[0]):
+        legal[i, :] = False
+        logp[i, :] = -np.inf
+        n = candidate_actions(states[i], w, width, acts, scores)
+        if n == 0:
+            continue
+        top = scores[:n].max()
+        total = 0.0
+        for j in range(n):
+            total += np.exp((scores[j] - top) / temp)
+        log_total = np.log(total)
+        for j in range(n):
+            legal[i, acts[j]] = True
+            logp[i, acts[j]] = (scores[j] - top) / temp - log_total
+
+
+@jit
 def action_features_batch(states: IntArray, masks: npt.NDArray[np.bool_], w: FloatArray, out: Any) -> None:
     """``out[i, a, :]`` = ``position_features`` of the position after legal action ``a`` of
     ``states[i]`` for the player to move, minus those of the best action by the value under ``w``

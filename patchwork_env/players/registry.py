@@ -152,6 +152,9 @@ def _az(
     mix: float,
     reuse: bool,
     fast: bool,
+    value: str,
+    prior: str,
+    ptemp: float,
     **search: Any,
 ) -> Agent:
     _needs_torch("az")
@@ -167,6 +170,9 @@ def _az(
         reuse=reuse,
         sims=sims,
         fast=fast,
+        value=value,
+        prior=prior,
+        ptemp=ptemp,
         **search,
     )
     return agent
@@ -236,6 +242,15 @@ AZ_PARAMS: tuple[Param, ...] = (
         bounds=_search("virtual_loss"),
     ),
     Param("fast", bool, True, "evaluate through players.inference (0: the network's reference forward)"),
+    Param("value", str, "", "value-model file (train.value_model): leaf values from it, not the network's head"),
+    Param(
+        "prior",
+        str,
+        "network",
+        "the search's prior: the network's policy, or greedy's candidates (mcts's) by their values",
+        choices=("network", "greedy"),
+    ),
+    Param("ptemp", float, 2.0, "prior=greedy: softmax temperature in score points", bounds=(0.01, 100.0)),
 )
 
 # defaults must match MCTSAgent's signature (a test checks)

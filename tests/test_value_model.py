@@ -1,0 +1,223 @@
+"""patchwork_env.players.value_model (the compiled leaf-value model), its use by ``az`` (``value=``,
+``prior=greedy``), agents.value_model (the distillation) and the command train.value_model."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agents.value_head import network_games, network_values
+from agents.value_model import fit_value_model, observations, perceptron, to_value_model
+from patchwork_env.core import rules
+from patchwork_env.core.state import GameState
+from patchwork_env.envs.observation import SCALAR_INDEX, SCALARS, SCALARS_SLICE
+from patchwork_env.evaluation import results_file
+from patchwork_env.evaluation.arena import deal, play_game
+from patchwork_env.players.az import AZAgent, NetEvaluator
+from patchwork_env.players.checkpoint import save_checkpoint
+from patchwork_env.players.errors import AgentSpecError
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, candidate_actions
+from patchwork_env.players.net_config import NetConfig
+from patchwork_env.players.network import PatchworkNet
+from patchwork_env.players.registry import make_agent
+from patchwork_env.players.value_model import FORMAT, ValueModel, ValueModelError, load_value_model
+from tests.cli import error_lines
+from train import value_model as cli
+
+TINY = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
+
+
+@pytest.fixture(scope="module")
+def positions() -> np.ndarray:
+    """Every decision of a few greedy-against-random games: openings, middle games, leather cells."""
+    agents, rows = [make_agent("greedy"), make_agent("random")], []
+    for g in range(3):
+        state, rng = deal(g, 1), np.random.default_rng(g)
+        while not state.is_terminal:
+            rows.append(state.array())
+            state = state.step(agents[(state.ply + g) % 2].act(state, rng))
+    return np.stack(rows)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("vm") / "model.npz"
+    to_value_model(perceptron((16, 8), seed=2)).save(path)
+    return path
+
+
+def test_the_compiled_model_is_the_torch_perceptron(positions: np.ndarray) -> None:
+    layers = perceptron((24, 12), seed=1)
+    with torch.no_grad():
+        for p in layers.parameters():  # biases too, and larger weights: every ReLU branch is taken
+            p.add_(0.3 * torch.randn_like(p))
+        want = torch.tanh(layers(observations(positions))).squeeze(-1).numpy()
+    got = to_value_model(layers).values(positions)
+    assert got.dtype == np.float64 and got.shape == (len(positions),)
+    assert np.abs(got - want).max() < 1e-5
+    assert want.std() > 0.1  # values that differ: the comparison says something
+
+
+def test_the_model_values_each_position_from_its_movers_seat(positions: np.ndarray) -> None:
+    """A model reading only 'my buttons - your buttons' (two observation scalars) flips with the seat."""
+    model = to_value_model(perceptron((2, 2), seed=0))
+    me = SCALARS_SLICE.start + SCALAR_INDEX["buttons_me"]
+    you = SCALARS_SLICE.start + SCALAR_INDEX["buttons_opp"]
+    w1 = np.zeros_like(model.w1)
+    w1[me, 0], w1[you, 0], w1[me, 1], w1[you, 1] = 1.0, -1.0, -1.0, 1.0
+    w2 = np.eye(2, dtype=np.float32)
+    w3 = np.array([[1.0], [-1.0]], dtype=np.float32)
+    zero = np.zeros_like
+    diff = ValueModel(w1, zero(model.b1), w2, zero(model.b2), w3, zero(model.b3))
+    scale = SCALARS[SCALAR_INDEX["buttons_me"]].scale
+    for row in positions[::7]:
+        state = GameState(row)
+        mover = state.current_player
+        want = np.tanh((state.buttons[mover] - state.buttons[1 - mover]) / scale)
+        assert diff.values(row[None])[0] == pytest.approx(want, abs=1e-6)
+
+
+def test_save_and_load_round_trip(tmp_path: Path, positions: np.ndarray, model_file: Path) -> None:
+    model = load_value_model(model_file)
+    assert model.hidden == (16, 8)
+    again = tmp_path / "again.npz"
+    model.save(again)
+    assert np.array_equal(load_value_model(again).values(positions), model.values(positions))
+
+
+def test_bad_files_are_clear_errors(tmp_path: Path, model_file: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no value-model file"):
+        load_value_model(tmp_path / "missing.npz")
+    (tmp_path / "text.npz").write_text("not a zip")
+    with pytest.raises(ValueModelError, match="is not a value-model file"):
+        load_value_model(tmp_path / "text.npz")
+    arrays = dict(np.load(model_file))
+    cases = {
+        "stamp.npz": ({**arrays, "format": np.array("other/1")}, "its format is not"),
+        "missing.npz": ({k: v for k, v in arrays.items() if k != "w3"}, "lacks the arrays w3"),
+        "shape.npz": ({**arrays, "w2": np.zeros((16, 9), np.float32)}, r"b2 has shape \(8,\), need \(9,\)"),
+        "nan.npz": ({**arrays, "b1": np.full(16, np.nan, np.float32)}, "b1 has a NaN"),
+        "dtype.npz": ({**arrays, "b3": np.zeros(1, np.float64)}, "b3 must be a C-contiguous float32"),
+    }
+    for name, (data, message) in cases.items():
+        np.savez(tmp_path / name, **data)
+        with pytest.raises(ValueModelError, match=message):
+            load_value_model(tmp_path / name)
+    assert str(np.load(model_file)["format"]) == FORMAT
+
+
+def test_a_value_model_with_bad_states_names_the_row(model_file: Path, positions: np.ndarray) -> None:
+    bad = positions[:3].copy()
+    bad[1, rules.PLY] = -5
+    with pytest.raises(ValueError, match="row 1"):
+        load_value_model(model_file).values(bad)
+
+
+# --- az with a value model and the greedy prior ---------------------------------------------------
+def test_the_evaluator_takes_every_leaf_value_from_the_model(model_file: Path, positions: np.ndarray) -> None:
+    torch.manual_seed(0)
+    model = load_value_model(model_file)
+    rows = positions[[not rules.is_terminal(r) for r in positions]][::5]
+    for fast in (True, False):
+        ev = NetEvaluator(PatchworkNet(TINY), kinds=True, fast=fast, value_model=model)
+        _, _, values = ev(rows)
+        assert np.allclose(values, model.values(rows))
+        assert np.allclose(ev.values(rows), model.values(rows))
+    plain = NetEvaluator(PatchworkNet(TINY), kinds=True)
+    assert not np.allclose(plain.values(rows), model.values(rows))
+
+
+def test_the_greedy_prior_is_a_softmax_over_mcts_candidates(positions: np.ndarray) -> None:
+    ev = NetEvaluator(PatchworkNet(TINY), prior="greedy", prior_temp=3.0)
+    rows = positions[[not rules.is_terminal(r) for r in positions]][::4]
+    legal, logp, _ = ev(rows)
+    acts, scores = np.empty(rules.NUM_ACTIONS, np.int64), np.empty(rules.NUM_ACTIONS, np.float64)
+    for i, row in enumerate(rows):
+        n = candidate_actions(row, DEFAULT_WEIGHTS, 1, acts, scores)
+        assert set(np.flatnonzero(legal[i])) == set(acts[:n].tolist())
+        want = scores[:n] / 3.0 - np.log(np.exp(scores[:n] / 3.0).sum())
+        assert np.allclose(logp[i, acts[:n]], want)
+        assert np.isneginf(logp[i, ~legal[i]]).all()
+    with pytest.raises(ValueError, match="prior in"):
+        NetEvaluator(PatchworkNet(TINY), prior="uniform")
+    with pytest.raises(ValueError, match="prior_temp > 0"):
+        NetEvaluator(PatchworkNet(TINY), prior="greedy", prior_temp=0.0)
+
+
+def test_az_plays_with_a_value_model_and_the_greedy_prior_and_pickles(model_file: Path) -> None:
+    spec = f"az:value={model_file},rollouts=0,prior=greedy,ptemp=1.5,sims=12"
+    agent = make_agent(spec)
+    assert isinstance(agent, AZAgent) and agent.evaluator.value_model is not None
+    final, moves, _ = play_game([agent, make_agent("random")], deal(4, 0), [np.random.default_rng(s) for s in (0, 1)])
+    assert final.is_terminal and moves[0] > 10
+    copy = pickle.loads(pickle.dumps(agent))  # the arena's workers get the agent this way
+    assert copy.evaluator.prior == "greedy" and copy.evaluator.prior_temp == 1.5
+    state, rng = deal(6, 0), np.random.default_rng(0)
+    assert copy.act(state, np.random.default_rng(0)) == make_agent(spec).act(state, rng)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("az:value=no/such.npz", "no value-model file at no/such.npz"),
+        ("az:prior=uniform", "parameter 'prior' must be one of network, greedy"),
+        ("az:prior=greedy,ptemp=0", "ptemp"),
+    ],
+)
+def test_bad_az_specs_are_clear_errors(spec: str, message: str) -> None:
+    with pytest.raises(AgentSpecError, match=message):
+        make_agent(spec)
+
+
+# --- the distillation and its command --------------------------------------------------------------
+def test_the_fit_learns_the_networks_values() -> None:
+    torch.manual_seed(5)
+    net = PatchworkNet(TINY)
+    states, results, games = network_games(net, 12, seed=3, margin_weight=0.2)
+    targets = network_values(net, states).numpy()
+    model, history = fit_value_model(states, targets, results, games, (32, 16), epochs=4, lr=3e-3, seed=1)
+    assert len(history) == 5 and history[-1].val_mse < history[0].val_mse
+    assert history[-1].val_explained_variance > history[0].val_explained_variance
+    assert model.hidden == (32, 16)
+
+
+def test_command_writes_a_model_az_reads_and_a_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    torch.manual_seed(3)
+    src = save_checkpoint(tmp_path / "net.pt", PatchworkNet(TINY))
+    out, results = tmp_path / "model.npz", tmp_path / "fit.json"
+    argv = ["--checkpoint", str(src), "--out", str(out), "--games", "6", "--epochs", "1", "--hidden1", "8"]
+    assert cli.main([*argv, "--hidden2", "4", "--results", str(results)]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out explained variance" in printed and str(out) in printed
+    assert load_value_model(out).hidden == (8, 4)
+    data = results_file.check(json.loads(results.read_text()))
+    assert data["runs"][0]["cells"]["hidden"] == "8, 4" and "train.value_model" in data["command"]
+    agent = make_agent(f"az:path={src},value={out},rollouts=0,sims=6")
+    assert deal(1, 0).is_legal(agent.act(deal(1, 0), np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--checkpoint", "nope.pt", "--out", "x.npz"], "error: network checkpoint not found: nope.pt"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--games", "1"], "error: --games must be in [2, 100000]"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--hidden1", "0"], "error: --hidden1 must be in [1, 4096], got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--hidden2", "5000"], "error: --hidden2 must be in [1, 4096]"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--epochs", "0"], "error: --epochs must be >= 1, got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--learning-rate", "nan"], "error: --learning-rate must be a"),
+        (["--checkpoint", "a.pt", "--out", "no/such/dir/x.npz"], "error: --out: the folder"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--results", "no/dir/r.json"], "error: --results: the folder"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--seed", "-1"], "error: --seed must be in [0, "),
+    ],
+)
+def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    (err,) = error_lines(capsys.readouterr().err)
+    assert err.startswith(message)

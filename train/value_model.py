@@ -1,0 +1,179 @@
+"""Distil a network's value into a small compiled value model for az's leaves (``agents.value_model``).
+
+    python -m train.value_model --checkpoint runs/value/v5-search-s1.pt --out runs/value/v5-small.npz \\
+        --games 20000 --epochs 6 --seed 0
+    patchwork evaluate --agents az:path=runs/value/v5-search-s1.pt,value=runs/value/v5-small.npz,rollouts=0 greedy
+
+The network plays ``--games`` games (``agents.value_head.network_games``); the target of each
+decision is the network's own value of it. Prints the held-out explained variance (games never
+trained on) before and after each epoch, and both the model's and the network's error against the
+held-out games' results. The model is an ``.npz`` file (``patchwork_env.players.value_model``): ``az``
+reads it with ``value=PATH``.
+"""
+
+# ruff: noqa: E402  (the command line is parsed before torch loads, so that --help is instant)
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from patchwork_env.cli.common import MAX_SEED, fail
+from patchwork_env.core.files import OutputPathError, check_output_path
+from patchwork_env.players.value_model import MAX_HIDDEN
+from train.cli import parse_args
+from train.value_head import MAX_GAMES
+
+
+@dataclass
+class ValueModelArgs:
+    """Distil a network's value into a small compiled value model for az's leaves."""
+
+    checkpoint: str
+    """the network whose value is distilled (a checkpoint of the project's format)"""
+    out: str
+    """where to write the value model (.npz)"""
+    games: int = 20000
+    """games the network plays (about 42 decisions each)"""
+    hidden1: int = 128
+    """first hidden layer's size"""
+    hidden2: int = 64
+    """second hidden layer's size"""
+    epochs: int = 6
+    """passes over the training games"""
+    learning_rate: float = 2e-3
+    """Adam's peak learning rate (one cycle)"""
+    margin_weight: float = 0.2
+    """weight of the score margin in a game's result (the held-out results' scale)"""
+    results: str = ""
+    """also write the fit's statistics to this results file (JSON)"""
+    seed: int = 0
+    """deals, sampling, initial weights and the held-out games"""
+    threads: int = 2
+    """torch threads"""
+
+
+def parse(argv: Sequence[str] | None = None) -> ValueModelArgs:
+    args = parse_args(ValueModelArgs, argv, __doc__.splitlines()[0])
+    if not 0 <= args.seed <= MAX_SEED:
+        fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
+    if not 2 <= args.games <= MAX_GAMES:
+        fail(f"--games must be in [2, {MAX_GAMES}] (a fifth of the games, at least one, is held out), got {args.games}")
+    for name in ("hidden1", "hidden2"):
+        if not 1 <= getattr(args, name) <= MAX_HIDDEN:
+            fail(f"--{name} must be in [1, {MAX_HIDDEN}], got {getattr(args, name)}")
+    for name in ("epochs", "threads"):
+        if getattr(args, name) < 1:
+            fail(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if not (math.isfinite(args.learning_rate) and args.learning_rate > 0):
+        fail(f"--learning-rate must be a finite number > 0, got {args.learning_rate}")
+    if not 0.0 <= args.margin_weight <= 1.0:
+        fail(f"--margin-weight must be in [0, 1], got {args.margin_weight}")
+    try:
+        check_output_path(args.out, "--out")
+        if args.results:
+            check_output_path(args.results, "--results")
+    except OutputPathError as exc:
+        fail(exc)
+    return args
+
+
+if __name__ == "__main__":
+    ARGS = parse()
+
+import dataclasses
+import shlex
+import time
+from pathlib import Path
+
+import torch
+
+from agents.value_head import held_out_split, network_games, network_values
+from agents.value_model import VAL_SHARE, ModelStats, fit_value_model
+from patchwork_env.evaluation.provenance import provenance
+from patchwork_env.players.checkpoint import load_network
+from patchwork_env.players.errors import CheckpointError
+from train.cli import write_results
+
+
+def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) -> int:
+    args = args or parse(argv)
+    try:
+        net = load_network(args.checkpoint)
+    except (FileNotFoundError, CheckpointError) as exc:
+        fail(exc)
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    states, results, games = network_games(net, args.games, args.seed, args.margin_weight)
+    targets = network_values(net, states).numpy()
+    print(f"{args.games} games, {len(states):,} decisions and their values in {time.perf_counter() - start:.0f} s")
+
+    def show(h: ModelStats) -> None:
+        label = "before" if h.epoch == 0 else f"epoch {h.epoch}"
+        print(
+            f"  {label:>8}: held-out explained variance {h.val_explained_variance:.3f} (mse {h.val_mse:.4f}), "
+            f"mse against the results {h.val_result_mse:.4f}, {time.perf_counter() - start:.0f} s so far",
+            flush=True,
+        )
+
+    model, history = fit_value_model(
+        states, targets, results, games, (args.hidden1, args.hidden2), args.epochs, args.learning_rate, args.seed,
+        progress=show,
+    )  # fmt: skip
+    rows = held_out_split(games, VAL_SHARE, args.seed)[1]  # the fit's held-out games
+    network_result_mse = float(((targets[rows] - results[rows]) ** 2).mean())
+    print(f"  the network's own mse against the held-out results: {network_result_mse:.4f}")
+    try:
+        model.save(args.out)
+    except OSError as exc:
+        fail(f"cannot write --out {args.out}: {exc.strerror or exc}")
+    seconds = time.perf_counter() - start
+    if args.results:
+        command = shlex.join(["python", "-m", "train.value_model", *(sys.argv[1:] if argv is None else argv)])
+        write_fit_results(args, command, len(states), history, network_result_mse, seconds)
+    print(f"wrote {args.out} ({seconds:.0f} s in all)")
+    return 0
+
+
+def write_fit_results(
+    args: ValueModelArgs,
+    command: str,
+    positions: int,
+    history: list[ModelStats],
+    network_result_mse: float,
+    seconds: float,
+) -> None:
+    """The fit as a ``training`` results file (one run; the epochs in ``raw``), rendered on the
+    results page (``tools/render_results.py``)."""
+    last = history[-1]
+    cells = {
+        "positions": positions,
+        "hidden": f"{args.hidden1}, {args.hidden2}",
+        "held-out explained variance of the network's values": round(last.val_explained_variance, 3),
+        "held-out mse against results, model": round(last.val_result_mse, 4),
+        "network": round(network_result_mse, 4),
+    }
+    write_results(
+        Path(args.results),
+        {
+            "kind": "training",
+            "title": "Value model distilled from a network (train.value_model)",
+            "description": (
+                f"train.value_model on {args.checkpoint}: {args.games} games, {positions} positions, "
+                f"hidden {args.hidden1}, {args.hidden2}, {args.epochs} epochs; held-out: a fifth of the games"
+            ),
+            "columns": list(cells),
+            "runs": [{"seed": args.seed, "cells": cells}],
+            "raw": {
+                "history": [dataclasses.asdict(h) for h in history],
+                "args": dataclasses.asdict(args),
+                "seconds": seconds,
+            },
+            **provenance(command, [args.seed]),
+        },
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(args=ARGS))
