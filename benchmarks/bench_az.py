@@ -2,7 +2,9 @@
 and values out (``patchwork_env.players.az.NetEvaluator``: legal masks, observations and the greedy prior
 from the compiled rules, then one forward pass of the shipped network), per batch size; and the
 searches' simulations per second on one core (``mcts``, ``az`` with its default greedy rollouts at
-the leaves, ``az:rollouts=0`` valuing a leaf by the network alone): one move's search from each of
+the leaves, ``az:rollouts=0`` valuing a leaf by the network alone, ``az`` valuing leaves by a small
+compiled value model, ``patchwork_env.players.value_model``, with the network's prior or with
+greedy's): one move's search from each of
 a set of mid-game positions, 200 simulations each (issue 41's reference rows), and ``mcts`` and
 the 16-leaves ``az`` at 2,000, about what ``az:time=0.5`` searches per move. At 200, a call's 16
 paths mostly end at the same few shallow leaves, each evaluated once; in the 2,000-simulation
@@ -32,9 +34,16 @@ SEARCHES = {  # name: (spec, simulations per move)
     "az": ("az:sims={n}", 200),
     "az, network leaves": ("az:sims={n},rollouts=0", 200),
     "az, 16 leaves per call": ("az:sims={n},rollouts=0,leaves=16", 200),
+    "az, value-model leaves": ("az:sims={n},rollouts=0,value={model}", 200),
+    "az, value-model leaves, greedy prior": ("az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20", 200),
     "mcts (deep tree)": ("mcts:sims={n},reuse=0", 2000),
     "az, 16 leaves (deep tree)": ("az:sims={n},rollouts=0,leaves=16", 2000),
+    "az, value-model leaves, greedy prior (deep tree)": (
+        "az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20",
+        2000,
+    ),
 }
+MODEL_HIDDEN = (128, 64)  # the value model's size in the rows above (its speed does not depend on its weights)
 
 
 def cases(quick: bool = False) -> list[Case]:
@@ -73,9 +82,10 @@ def search_cases(quick: bool = False) -> list[Case]:
             state = state.step(greedy.act(state, rng))
         states.append(state)
     out = []
+    model = _value_model_file()
     for name, (spec, n) in SEARCHES.items():
         sims = n // 4 if quick else n
-        agent = make_agent(spec.format(n=sims))
+        agent = make_agent(spec.format(n=sims, model=model))
 
         def body(agent: object = agent, sims: int = sims) -> Counts:
             rng = np.random.default_rng(0)
@@ -86,6 +96,26 @@ def search_cases(quick: bool = False) -> list[Case]:
         body()  # warm-up: compilation, the network's first call
         out.append(Case(f"search {name}", functools.partial(timed, body)))
     return out
+
+
+def _value_model_file() -> str:
+    """A value model of ``MODEL_HIDDEN`` with random weights, in a temporary file (removed at exit)."""
+    import atexit
+    import os
+    import tempfile
+
+    from patchwork_env.envs.observation import OBS_DIM
+    from patchwork_env.players.value_model import ValueModel
+
+    h1, h2 = MODEL_HIDDEN
+    r = np.random.default_rng(0)
+    shapes = ((OBS_DIM, h1), (h1,), (h1, h2), (h2,), (h2, 1), (1,))
+    model = ValueModel(*(np.ascontiguousarray(0.05 * r.standard_normal(s), dtype=np.float32) for s in shapes))
+    fd, path = tempfile.mkstemp(suffix=".npz")
+    os.close(fd)
+    model.save(path)
+    atexit.register(os.unlink, path)
+    return path
 
 
 def rows(runs: dict[str, list[Counts]]) -> list[Row]:

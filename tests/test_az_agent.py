@@ -127,6 +127,20 @@ def test_a_time_budget_plans_past_the_measured_speed_and_lets_the_deadline_end_t
     assert asked[-1][0] == int(OVERPLAN * 0.2 / 0.001)
 
 
+def test_a_move_with_a_single_candidate_runs_no_simulation_and_leaves_the_speed_alone() -> None:
+    """With greedy's candidates a leather patch has one cell to go to: the search has nothing to
+    choose, runs no simulation (it spun through its whole plan) and its near-zero time is not taken
+    for the speed of the simulations, which would plan the next moves far past their time."""
+    az = make_agent("az:time=0.05,prior=greedy,rollouts=0")
+    assert isinstance(az, AZAgent)
+    greedy, rng, state = make_agent("greedy"), np.random.default_rng(0), deal(1, 0)
+    while not state.pending_leather:
+        state = state.step(greedy.act(state, rng))
+    az._seconds_per_sim = 0.001
+    action = az.act(state, rng)
+    assert state.is_legal(action) and az.search.last_sims == 0 and az._seconds_per_sim == 0.001
+
+
 def test_a_move_searches_on_one_torch_thread_and_leaves_the_count_as_it_was() -> None:
     """Two threads at the search's batch sizes cost az about 4x per move on a shared machine, and
     a time budget should buy one core's work, as ``mcts``'s does; the user's count comes back."""

@@ -15,7 +15,12 @@ the network's best placement, about 4 children instead of about 100), values its
 of 4 greedy rollouts (``rollouts``; ``mix`` weighs them against the network's value, AlphaGo's leaf
 evaluation), with ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th
 visit (``SearchConfig.expand``) and the subtree of the move played kept (``reuse``): the strongest
-settings measured (``docs/results.md``). The trainer's self-play (``train.alphazero``) searches over
+settings measured (``docs/results.md``). ``value=PATH`` takes every leaf value from a small
+compiled value model instead (``patchwork_env.players.value_model``, distilled from a network by
+``train.value_model``: ~10 us a position against ~0.4 ms for the network's value head), and
+``prior=greedy`` takes the prior from the greedy heuristic (``mcts``'s candidates, a softmax of
+their greedy values at ``ptemp`` score points) instead of the network's policy: with both, the
+search calls no network. The trainer's self-play (``train.alphazero``) searches over
 all actions with the network's value alone (``NetEvaluator(net)``): its policy targets cover every
 placement. Checkpoints are the project's format (``patchwork_env.players.checkpoint``), so
 ``network:PATH`` plays an AlphaZero checkpoint's network too.

@@ -265,7 +265,7 @@ class BatchedSearch:
         self.evaluator = evaluator
         self.config = config
         self._same_values = bool(getattr(evaluator, "deterministic_values", False))  # ask once per leaf
-        self.last_sims = 0  # simulations run by the last ``run``
+        self.last_sims = 0  # simulations run by the last ``run`` (0 if no root had a choice)
         self.last_sim_seconds = 0.0  # and the seconds they took (the roots' evaluation apart)
 
     # --- the whole search ------------------------------------------------------------------------
@@ -307,11 +307,12 @@ class BatchedSearch:
             self._prepare_root(r, noise, sims)
         self.last_sims = 0
         started = time.perf_counter()
-        while self.last_sims < sims:
+        searched = [r for r in roots if len(r.node.children) > 1]  # a single action needs no search
+        while searched and self.last_sims < sims:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
             paths = min(cfg.leaves, sims - self.last_sims)
-            self._simulate([r for r in roots if len(r.node.children) > 1], self.last_sims, paths)
+            self._simulate(searched, self.last_sims, paths)
             self.last_sims += paths
         self.last_sim_seconds = time.perf_counter() - started
         return self._results(roots)
