@@ -94,8 +94,11 @@ def test_bad_files_are_clear_errors(tmp_path: Path, model_file: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no value-model file"):
         load_value_model(tmp_path / "missing.npz")
     (tmp_path / "text.npz").write_text("not a zip")
-    with pytest.raises(ValueModelError, match="is not a value-model file"):
+    with pytest.raises(ValueModelError, match=r"is not a value-model file: not an \.npz archive"):
         load_value_model(tmp_path / "text.npz")
+    (tmp_path / "broken.npz").write_bytes(model_file.read_bytes()[:300])  # a truncated archive
+    with pytest.raises(ValueModelError, match="is not a value-model file"):
+        load_value_model(tmp_path / "broken.npz")
     arrays = dict(np.load(model_file))
     cases = {
         "stamp.npz": ({**arrays, "format": np.array("other/1")}, "its format is not"),

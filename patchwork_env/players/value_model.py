@@ -101,6 +101,8 @@ def load_value_model(path: str | Path) -> ValueModel:
     source = Path(path)
     if not source.is_file():
         raise FileNotFoundError(f"no value-model file at {source}")
+    if not zipfile.is_zipfile(source):
+        raise ValueModelError(f"{source} is not a value-model file: not an .npz archive")
     try:
         with np.load(source, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
