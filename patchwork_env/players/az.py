@@ -144,8 +144,7 @@ class NetEvaluator:
             legal, logits, net_values = self._inference(states)  # checks the rows before any kernel
             legal, logp = kind_policy_np(logits, legal) if self.kinds else (legal, log_softmax_np(logits))
             self.evaluations += len(states)
-            leaf = self.value_model.values(states) if self.value_model is not None else net_values
-            value = self._leaf_values(states, np.clip(leaf, -1.0, 1.0).astype(np.float64))
+            value = self._leaf_values(states, self._network_part(states, net_values))
             return legal, logp.astype(np.float64), value
         obs, masks, prior = net_inputs(self.net, states)  # checks the rows before any kernel
         logits, values = self.net(obs, masks, prior)
@@ -154,10 +153,8 @@ class NetEvaluator:
         else:
             logp_t = torch.log_softmax(logits, -1)
         self.evaluations += len(obs)
-        net_value = values.clamp(-1.0, 1.0).double().numpy()
-        if self.value_model is not None:
-            net_value = self.value_model.values(states)
-        return masks.numpy(), logp_t.double().numpy(), self._leaf_values(states, net_value)
+        value = self._leaf_values(states, self._network_part(states, values.double().numpy()))
+        return masks.numpy(), logp_t.double().numpy(), value
 
     @torch.no_grad()
     def values(self, states: IntArray) -> npt.NDArray[np.float64]:
@@ -172,12 +169,21 @@ class NetEvaluator:
             check_state_rows(states)  # the rollout kernel trusts its input
             return self._leaf_values(states, None)
         if self.value_model is not None:
-            return self._leaf_values(states, self.value_model.values(states))  # checks the rows
+            return self._leaf_values(states, self._network_part(states, None))  # checks the rows
         if self._inference is not None:
             net_values = np.clip(self._inference.values(states), -1.0, 1.0).astype(np.float64)  # checks the rows
             return self._leaf_values(states, net_values)
         obs = torch.from_numpy(observe_movers(states))  # checks the rows first
         return self._leaf_values(states, self.net.values(obs).clamp(-1.0, 1.0).double().numpy())
+
+    def _network_part(self, states: IntArray, net_values: npt.NDArray[Any] | None) -> npt.NDArray[np.float64]:
+        """The network's part of the leaf values: the value model's (``value_model``) if given, else
+        ``net_values`` (the network's own) clipped to [-1, 1]."""
+        if self.value_model is not None:
+            return self.value_model.values(states)
+        assert net_values is not None
+        out: npt.NDArray[np.float64] = np.clip(net_values, -1.0, 1.0).astype(np.float64)
+        return out
 
     def _leaf_values(self, states: IntArray, net_value: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
         """The leaf-value rule: the network's value, or with rollouts ``(1 - mix)`` x it + ``mix``
