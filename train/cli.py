@@ -235,6 +235,27 @@ def write_results(path: Path, data: dict[str, Any]) -> None:
     print(f"wrote {path}")
 
 
+def write_fit_run(
+    path: Path, title: str, description: str, cells: dict[str, Any], seed: int, raw: dict[str, Any], command: str
+) -> None:
+    """A ``training`` results file of one fit (one run, its ``cells``; the details in ``raw``), with
+    its provenance: what ``train.value_head`` and ``train.value_model`` write with ``--results``."""
+    from patchwork_env.evaluation.provenance import provenance
+
+    write_results(
+        path,
+        {
+            "kind": "training",
+            "title": title,
+            "description": description,
+            "columns": list(cells),
+            "runs": [{"seed": seed, "cells": cells}],
+            "raw": raw,
+            **provenance(command, [seed]),
+        },
+    )
+
+
 def exit_quietly_on_ctrl_c(main: Callable[[], object]) -> int:
     """Run a command's ``main``; Ctrl-C ends it with the line ``interrupted`` and exit code 130,
     not a traceback (what it finished is already on disk)."""

@@ -119,11 +119,10 @@ from agents.value_head import (
     rollout_targets,
     search_targets,
 )
-from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.players.az import MAX_ROLLOUTS
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
 from patchwork_env.players.errors import CheckpointError
-from train.cli import write_results
+from train.cli import write_fit_run
 
 
 def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -> int:
@@ -186,24 +185,17 @@ def write_fit_results(
     }
     labels = {"rollouts": f" ({args.rollouts} greedy rollouts each)", "search": f" (mcts:sims={args.sims} each)"}
     labels_text = labels.get(args.target, "")
-    write_results(
+    write_fit_run(
         Path(args.results),
-        {
-            "kind": "training",
-            "title": f"Value fit ({args.target} targets, {args.fit})",
-            "description": (
-                f"train.value_head on {args.checkpoint}: {args.games} games, {positions} positions kept, "
-                f"target {args.target}{labels_text}, fit {args.fit}; held-out: a fifth of the games"
-            ),
-            "columns": list(cells),
-            "runs": [{"seed": args.seed, "cells": cells}],
-            "raw": {
-                "history": [dataclasses.asdict(h) for h in history],
-                "args": dataclasses.asdict(args),
-                "seconds": seconds,
-            },
-            **provenance(command, [args.seed]),
-        },
+        f"Value fit ({args.target} targets, {args.fit})",
+        (
+            f"train.value_head on {args.checkpoint}: {args.games} games, {positions} positions kept, "
+            f"target {args.target}{labels_text}, fit {args.fit}; held-out: a fifth of the games"
+        ),
+        cells,
+        args.seed,
+        {"history": [dataclasses.asdict(h) for h in history], "args": dataclasses.asdict(args), "seconds": seconds},
+        command,
     )
 
 

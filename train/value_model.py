@@ -91,10 +91,9 @@ import torch
 
 from agents.value_head import held_out_split, network_games, network_values
 from agents.value_model import VAL_SHARE, ModelStats, fit_value_model
-from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.errors import CheckpointError
-from train.cli import write_results
+from train.cli import write_fit_run
 
 
 def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) -> int:
@@ -154,24 +153,17 @@ def write_fit_results(
         "held-out mse against results, model": round(last.val_result_mse, 4),
         "network": round(network_result_mse, 4),
     }
-    write_results(
+    write_fit_run(
         Path(args.results),
-        {
-            "kind": "training",
-            "title": "Value model distilled from a network (train.value_model)",
-            "description": (
-                f"train.value_model on {args.checkpoint}: {args.games} games, {positions} positions, "
-                f"hidden {args.hidden1}, {args.hidden2}, {args.epochs} epochs; held-out: a fifth of the games"
-            ),
-            "columns": list(cells),
-            "runs": [{"seed": args.seed, "cells": cells}],
-            "raw": {
-                "history": [dataclasses.asdict(h) for h in history],
-                "args": dataclasses.asdict(args),
-                "seconds": seconds,
-            },
-            **provenance(command, [args.seed]),
-        },
+        "Value model distilled from a network (train.value_model)",
+        (
+            f"train.value_model on {args.checkpoint}: {args.games} games, {positions} positions, "
+            f"hidden {args.hidden1}, {args.hidden2}, {args.epochs} epochs; held-out: a fifth of the games"
+        ),
+        cells,
+        args.seed,
+        {"history": [dataclasses.asdict(h) for h in history], "args": dataclasses.asdict(args), "seconds": seconds},
+        command,
     )
 
 
