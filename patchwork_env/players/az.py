@@ -40,6 +40,7 @@ from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig, outcome_value
+from patchwork_env.players.az_tree import CompiledSearch
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
@@ -269,11 +270,19 @@ class AZAgent:
         except ValueError as exc:
             raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
+        self.tree: CompiledSearch | None = None
+        """The compiled search (``patchwork_env.players.az_tree``), when nothing in the search needs the
+        network or Python: a value model's leaves, the greedy prior, no rollouts, ``expand=1`` and
+        ``leaves=1``; the same search as ``search``'s with those settings, several times faster."""
+        if value_model is not None and prior == "greedy" and not rollouts and config.expand == 1 and config.leaves == 1:
+            self.tree = CompiledSearch(config, value_model, prior_temp, reuse=reuse)
         self._seconds_per_sim = 0.0  # measured (time budget only)
 
     def reset(self) -> None:
         """Forget the kept subtree (the arena calls this before each game)."""
         self._kept = None
+        if self.tree is not None:
+            self.tree.reset()
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if state.is_terminal:
@@ -281,7 +290,6 @@ class AZAgent:
         if self.rollouts:  # only then: a search without rollouts draws nothing from the game's generator
             self.evaluator.seed(int(rng.integers(1 << 62)))
         row = state.array()
-        kept = find_below(self._kept, row, lambda node: node.state, lambda node: node.children) if self.reuse else None
         sims, deadline = None, None
         if self.time is not None:
             deadline = time.perf_counter() + self.time
@@ -289,18 +297,27 @@ class AZAgent:
             # (a move's speed varies by a fifth: at the plan alone moves used 60-95% of their time)
             planned = OVERPLAN * self.time / self._seconds_per_sim if self._seconds_per_sim else self.config.sims
             sims = max(4, int(planned))
+        if self.tree is not None:
+            action = self.tree.run(row, sims, deadline).action
+            self._measure(self.tree.last_sims, self.tree.last_sim_seconds)
+            return action
+        kept = find_below(self._kept, row, lambda node: node.state, lambda node: node.children) if self.reuse else None
         with one_torch_thread():
             result = self.search.run(row[None, :], [rng], noise=False, sims=sims, deadline=deadline, nodes=[kept])
-        if self.time is not None and self.search.last_sims:  # the speed of simulations alone
-            per_sim = self.search.last_sim_seconds / self.search.last_sims
-            old = self._seconds_per_sim
-            self._seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
+        self._measure(self.search.last_sims, self.search.last_sim_seconds)
         action = int(result.actions[0])
         if self.reuse:
             root = result.roots[0]
             assert root.actions is not None
             self._kept = root.children[int(np.flatnonzero(root.actions == action)[0])]
         return action
+
+    def _measure(self, sims: int, seconds: float) -> None:
+        """Time budget: update the measured speed of simulations alone (the roots' evaluation apart)."""
+        if self.time is not None and sims:
+            per_sim = seconds / sims
+            old = self._seconds_per_sim
+            self._seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
 
     # pickled for the arena's worker processes: weights and settings only
     def __getstate__(self) -> dict[str, Any]:

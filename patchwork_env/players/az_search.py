@@ -63,12 +63,14 @@ FloatArray = npt.NDArray[np.float64]
 MARGIN_SCALE = 30.0  # score points that count as a full +-1 in the margin part of a value
 
 
+@jit
 def final_value(s: IntArray, player: int, margin_weight: float) -> float:
     """A finished game's value for ``player`` in [-1, 1]: ``(1 - w) * (+1 win / -1 loss) + w *
-    clip(margin / 30, -1, 1)``; the network's value head is trained on the same quantity."""
-    win = 1.0 if int(rules.winner(s)) == player else -1.0
+    clip(margin / 30, -1, 1)`` (``outcome_value``'s; compiled: the compiled tree's terminal leaves
+    take it too); the network's value head is trained on the same quantity."""
+    win = 1.0 if rules.winner(s) == player else -1.0
     margin = float(rules.score(s, player) - rules.score(s, 1 - player))
-    return float(outcome_value(win, margin, margin_weight))
+    return (1.0 - margin_weight) * win + margin_weight * min(1.0, max(-1.0, margin / MARGIN_SCALE))
 
 
 def outcome_value(win: npt.ArrayLike, margin: npt.ArrayLike, margin_weight: float) -> FloatArray:
@@ -168,6 +170,51 @@ def gumbel_choice(
     return best
 
 
+@jit
+def root_choice(
+    n: IntArray, w: FloatArray, prior: FloatArray, logits: FloatArray, value: float, gumbel: FloatArray,
+    considered: IntArray, schedule: IntArray, index: int, gumbel_root: bool, c_puct: float, c_visit: float,
+    c_scale: float, rescale: bool,
+) -> int:  # fmt: skip
+    """The root's edge for simulation ``index``: PUCT's choice, or (``gumbel_root``) sequential
+    halving's among the ``considered`` with ``schedule[index]`` visits (past the schedule: the
+    fewest visits), for the Python tree and the compiled one (``patchwork_env.players.az_tree``)."""
+    if not gumbel_root:
+        return puct_choice(n, w, prior, value, c_puct)
+    if index < len(schedule):
+        want = schedule[index]
+    else:
+        want = n[considered[0]]
+        for a in considered:
+            want = min(want, n[a])
+    return gumbel_choice(n, w, prior, logits, value, gumbel, considered, want, c_visit, c_scale, rescale)
+
+
+def root_outcome(
+    n: IntArray, w: FloatArray, prior: FloatArray, logits: FloatArray, value: float, gumbel: FloatArray,
+    considered: IntArray, config: SearchConfig,
+) -> tuple[int, FloatArray, float]:  # fmt: skip
+    """A searched root's (chosen edge, policy target over its edges, searched value from its mover's
+    side): Gumbel's sequential-halving survivor (among the most visited considered edges, the largest
+    ``g + logit + sigma``) and ``softmax(logit + sigma(completed Q))``, or PUCT's most visited edge and
+    the visit distribution (the prior if none); the value is the mean of the node's own value and its
+    edges' backed-up values. For the Python tree and the compiled one."""
+    total = n.sum()
+    root_value = float((value + w.sum()) / (1 + total))
+    if config.root == "puct":
+        target = n / total if total else prior
+        best = int(np.argmax(n)) if total else int(np.argmax(prior))
+        return best, np.asarray(target, dtype=np.float64), root_value
+    sig = sigma(n, w, prior, value, config.c_visit, config.c_scale, config.rescale_values)
+    z = logits + sig
+    target = np.exp(z - z.max())
+    target /= target.sum()
+    most = n[considered].max()
+    score = gumbel[considered] + logits[considered] + sig[considered]
+    best = int(considered[int(np.argmax(np.where(n[considered] == most, score, -np.inf)))])
+    return best, target, root_value
+
+
 class Node:
     """A position: its mover, legal actions with prior and edge statistics (mover's side)."""
 
@@ -219,7 +266,7 @@ class _Root:
     rng: np.random.Generator
     gumbel: FloatArray = field(default_factory=lambda: np.zeros(0))
     considered: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    schedule: tuple[int, ...] = ()
+    schedule: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass
@@ -335,7 +382,7 @@ class BatchedSearch:
         root.gumbel = root.rng.gumbel(size=k) if noise else np.zeros(k)
         m = min(cfg.considered, k)
         root.considered = np.argsort(-(root.gumbel + node.logits), kind="stable")[:m]
-        root.schedule = considered_visits(m, sims)
+        root.schedule = np.array(considered_visits(m, sims), dtype=np.int64)
 
     # --- one simulation step in every game ------------------------------------------------------
     def _simulate(self, roots: list[_Root], index: int, paths: int = 1) -> None:
@@ -399,18 +446,12 @@ class BatchedSearch:
         return int(puct_choice(node.n, node.w, node.prior, node.value, self.config.c_puct))
 
     def _root_choice(self, root: _Root, index: int) -> int:
-        if self.config.root == "puct":
-            return self._puct(root.node)
-        node, cand, cfg = root.node, root.considered, self.config
-        want = root.schedule[index] if index < len(root.schedule) else int(node.n[cand].min())
+        node, cfg = root.node, self.config
         return int(
-            gumbel_choice(node.n, node.w, node.prior, node.logits, node.value, root.gumbel, cand, want,
-                          cfg.c_visit, cfg.c_scale, cfg.rescale_values)
+            root_choice(node.n, node.w, node.prior, node.logits, node.value, root.gumbel, root.considered,
+                        root.schedule, index, cfg.root == "gumbel", cfg.c_puct, cfg.c_visit, cfg.c_scale,
+                        cfg.rescale_values)
         )  # fmt: skip
-
-    def _sigma(self, node: Node) -> FloatArray:
-        cfg = self.config
-        return sigma(node.n, node.w, node.prior, node.value, cfg.c_visit, cfg.c_scale, cfg.rescale_values)
 
     # --- results ------------------------------------------------------------------------------------
     def _results(self, roots: list[_Root]) -> SearchResult:
@@ -423,19 +464,9 @@ class BatchedSearch:
             node = root.node
             assert node.actions is not None
             net_values[k] = node.value
-            total = node.n.sum()
-            root_values[k] = (node.value + node.w.sum()) / (1 + total)
-            if self.config.root == "puct":
-                target = node.n / total if total else node.prior
-                best = int(np.argmax(node.n)) if total else int(np.argmax(node.prior))
-            else:
-                z = node.logits + self._sigma(node)
-                target = np.exp(z - z.max())
-                target /= target.sum()
-                cand = root.considered
-                most = node.n[cand].max()
-                score = root.gumbel[cand] + node.logits[cand] + self._sigma(node)[cand]
-                best = int(cand[int(np.argmax(np.where(node.n[cand] == most, score, -np.inf)))])
+            best, target, root_values[k] = root_outcome(
+                node.n, node.w, node.prior, node.logits, node.value, root.gumbel, root.considered, self.config
+            )
             policies[k, node.actions] = target
             actions[k] = node.actions[best]
         return SearchResult(actions, policies, root_values, net_values, [r.node for r in roots])

@@ -373,28 +373,54 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
 
 
 @jit
+def candidate_prior(
+    s: IntArray, w: FloatArray, width: int, temp: float, acts: IntArray, scores: FloatArray, logp: FloatArray
+) -> int:
+    """``s``'s ``candidate_actions`` in ascending order in ``acts`` and, in ``logp``, their
+    log-probabilities under a softmax of their greedy values at temperature ``temp`` score points;
+    returns how many (0 if the game is over). ``scores`` is scratch (2026 entries): the search
+    prior from the heuristic alone (``az:prior=greedy``), for a batch (``candidate_policy_batch``)
+    and for the compiled tree (``patchwork_env.players.az_tree``)."""
+    n = candidate_actions(s, w, width, acts, scores)
+    if n == 0:
+        return 0
+    top = scores[:n].max()
+    total = 0.0
+    for j in range(n):
+        total += np.exp((scores[j] - top) / temp)
+    log_total = np.log(total)
+    for j in range(n):
+        logp[j] = (scores[j] - top) / temp - log_total
+    for i in range(1, n):  # ascending actions (insertion sort: n is small)
+        a = acts[i]
+        v = logp[i]
+        j = i - 1
+        while j >= 0 and acts[j] > a:
+            acts[j + 1] = acts[j]
+            logp[j + 1] = logp[j]
+            j -= 1
+        acts[j + 1] = a
+        logp[j + 1] = v
+    return n
+
+
+@jit
 def candidate_policy_batch(
     states: IntArray, w: FloatArray, width: int, temp: float, legal: npt.NDArray[np.bool_], logp: FloatArray
 ) -> None:
     """For each unfinished state (row): ``legal`` marks its ``candidate_actions`` and ``logp`` holds
     their log-probabilities under a softmax of their greedy values at temperature ``temp`` score
-    points (-inf elsewhere): a search prior from the heuristic alone (``az:prior=greedy``)."""
+    points (-inf elsewhere): ``candidate_prior`` for a batch."""
     acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
     scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
+    lp = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
     for i in range(states.shape[0]):
         legal[i, :] = False
         logp[i, :] = -np.inf
-        n = candidate_actions(states[i], w, width, acts, scores)
-        if n == 0:
-            continue
-        top = scores[:n].max()
-        total = 0.0
-        for j in range(n):
-            total += np.exp((scores[j] - top) / temp)
-        log_total = np.log(total)
+        n = candidate_prior(states[i], w, width, temp, acts, scores, lp)
         for j in range(n):
             legal[i, acts[j]] = True
-            logp[i, acts[j]] = (scores[j] - top) / temp - log_total
+            logp[i, acts[j]] = lp[j]
 
 
 @jit

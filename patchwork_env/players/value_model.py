@@ -125,22 +125,29 @@ def _mlp_values(states: I64, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F3
     h1 = np.empty(w1.shape[1], np.float32)
     h2 = np.empty(w2.shape[1], np.float32)
     for k in range(states.shape[0]):
-        s = states[k]
-        observe_into(s, rules.current_player(s), obs)
-        h1[:] = b1
-        for i in range(obs.shape[0]):  # the first layer over the nonzero entries alone
-            x = obs[i]
-            if x != 0.0:
-                for j in range(h1.shape[0]):
-                    h1[j] += x * w1[i, j]
-        h2[:] = b2
-        for i in range(h1.shape[0]):
-            x = h1[i]
-            if x > 0.0:  # ReLU
-                for j in range(h2.shape[0]):
-                    h2[j] += x * w2[i, j]
-        v = np.float64(b3[0])
-        for j in range(h2.shape[0]):
-            if h2[j] > 0.0:
-                v += h2[j] * w3[j, 0]
-        out[k] = np.tanh(v)
+        out[k] = mlp_value(states[k], w1, b1, w2, b2, w3, b3, obs, h1, h2)
+
+
+@jit
+def mlp_value(s: I64, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, obs: F32, h1: F32, h2: F32) -> float:
+    """The model's value of the unfinished state ``s`` from its mover's side; ``obs``, ``h1``, ``h2``
+    are scratch (``OBS_DIM``, H1 and H2 entries). One position of ``ValueModel.values``, and a leaf
+    of the compiled tree (``patchwork_env.players.az_tree``)."""
+    observe_into(s, rules.current_player(s), obs)
+    h1[:] = b1
+    for i in range(obs.shape[0]):  # the first layer over the nonzero entries alone
+        x = obs[i]
+        if x != 0.0:
+            for j in range(h1.shape[0]):
+                h1[j] += x * w1[i, j]
+    h2[:] = b2
+    for i in range(h1.shape[0]):
+        x = h1[i]
+        if x > 0.0:  # ReLU
+            for j in range(h2.shape[0]):
+                h2[j] += x * w2[i, j]
+    v = np.float64(b3[0])
+    for j in range(h2.shape[0]):
+        if h2[j] > 0.0:
+            v += h2[j] * w3[j, 0]
+    return float(np.tanh(v))
