@@ -6,7 +6,10 @@ the leaves, ``az:rollouts=0`` valuing a leaf by the network alone, ``az`` valuin
 compiled value model, ``patchwork_env.players.value_model``, with the network's prior or with
 greedy's): one move's search from each of
 a set of mid-game positions, 200 simulations each (issue 41's reference rows), and ``mcts`` and
-the 16-leaves ``az`` at 2,000, about what ``az:time=0.5`` searches per move. At 200, a call's 16
+the 16-leaves ``az`` at 2,000, about what ``az:time=0.5`` searches per move; ``az``'s compiled tree
+(``patchwork_env.players.az_tree``: value-model leaves, the greedy prior, ``expand=1``) at 200 and
+2,000, each with its ratio to ``mcts`` at the same simulations in the same run, and the value
+model's leaf evaluations per second (one position per call, as the compiled tree asks). At 200, a call's 16
 paths mostly end at the same few shallow leaves, each evaluated once; in the 2,000-simulation
 tree most paths end at leaves of their own, so its rate is the one that counts at equal time.
 
@@ -42,7 +45,10 @@ SEARCHES = {  # name: (spec, simulations per move)
         "az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20",
         2000,
     ),
+    "az, compiled tree": ("az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20,expand=1", 200),
+    "az, compiled tree (deep tree)": ("az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20,expand=1", 2000),
 }
+REFERENCE = {"az, compiled tree": "mcts", "az, compiled tree (deep tree)": "mcts (deep tree)"}  # rows with a ratio
 MODEL_HIDDEN = (128, 64)  # the value model's size in the rows above (its speed does not depend on its weights)
 
 
@@ -95,7 +101,25 @@ def search_cases(quick: bool = False) -> list[Case]:
 
         body()  # warm-up: compilation, the network's first call
         out.append(Case(f"search {name}", functools.partial(timed, body)))
+    out.append(_model_case(model, np.stack([s.array() for s in states])))
     return out
+
+
+def _model_case(path: str, rows: npt.NDArray[np.int64]) -> Case:
+    """The value model's leaf values, one position per kernel call (the compiled tree's use)."""
+    from patchwork_env.envs.observation import OBS_DIM
+    from patchwork_env.players.value_model import load_value_model, mlp_value
+
+    m = load_value_model(path)
+    obs, h1, h2 = np.zeros(OBS_DIM, np.float32), np.empty(m.hidden[0], np.float32), np.empty(m.hidden[1], np.float32)
+
+    def body() -> Counts:
+        for s in rows:
+            mlp_value(s, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, obs, h1, h2)
+        return {"evals": float(len(rows))}
+
+    body()
+    return Case("value model", functools.partial(timed, body))
 
 
 def _value_model_file() -> str:
@@ -124,8 +148,14 @@ def rows(runs: dict[str, list[Counts]]) -> list[Row]:
         if key.startswith("search "):
             name = key.removeprefix("search ")
             sims = rate(runs_k, "sims")
+            ref = REFERENCE.get(name)
             out.append(row(f"{name} simulations (one core)", sims, "sims/s", per_cpu_s=rate(runs_k, "sims", "cpu"),
+                           reference=rate(runs[f"search {ref}"], "sims") if ref else None, reference_name=ref or "",
                            note=f"{SEARCHES[name][1]} per move, mid-game"))  # fmt: skip
+            continue
+        if key == "value model":
+            out.append(row("value-model leaf evaluations (one position per call)", rate(runs_k, "evals"), "evals/s",
+                           per_cpu_s=rate(runs_k, "evals", "cpu"), note=f"hidden {MODEL_HIDDEN}"))  # fmt: skip
             continue
         if not key.startswith("az evals"):
             continue

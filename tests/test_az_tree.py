@@ -91,6 +91,10 @@ def test_az_plays_the_same_game_with_either_tree_reuse_included(
             finals.append(play_game(seats, deal(game, 5), rngs)[0])
         assert finals[0].is_terminal and finals[0].array().tolist() == finals[1].array().tolist()
     assert compiled.tree.reuse and compiled.tree._kept >= 0  # the subtree was kept and found
+    for agent in (compiled, python):  # the root's visits, as mcts reports them (a distillation's targets)
+        agent.reset()
+        agent.act(deal(7, 0), np.random.default_rng(0))
+    assert compiled.last_visits == python.last_visits and sum(n for _, n in compiled.last_visits) == 150
 
 
 def test_the_kept_subtree_moves_to_the_front_and_keeps_its_visits(

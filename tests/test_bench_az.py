@@ -13,3 +13,9 @@ def test_the_search_rows_are_measured() -> None:
     for name in bench_az.SEARCHES:
         r = rows[f"{name} simulations (one core)"]
         assert r["unit"] == "sims/s" and math.isfinite(r["value"]) and r["value"] > 0, r
+    for name, reference in bench_az.REFERENCE.items():  # the compiled tree's rows carry their ratio to mcts
+        r = rows[f"{name} simulations (one core)"]
+        assert r["reference_name"] == reference
+        assert r["ratio"] == r["value"] / rows[f"{reference} simulations (one core)"]["value"]
+    model = rows["value-model leaf evaluations (one position per call)"]
+    assert model["unit"] == "evals/s" and math.isfinite(model["value"]) and model["value"] > 0

@@ -277,6 +277,9 @@ class AZAgent:
         if value_model is not None and prior == "greedy" and not rollouts and config.expand == 1 and config.leaves == 1:
             self.tree = CompiledSearch(config, value_model, prior_temp, reuse=reuse)
         self._seconds_per_sim = 0.0  # measured (time budget only)
+        self.last_visits: list[tuple[int, int]] = []
+        """(root action, visits) of the last decision's search, as ``mcts``'s (a distillation's targets,
+        ``agents.distill``)."""
 
     def reset(self) -> None:
         """Forget the kept subtree (the arena calls this before each game)."""
@@ -298,17 +301,19 @@ class AZAgent:
             planned = OVERPLAN * self.time / self._seconds_per_sim if self._seconds_per_sim else self.config.sims
             sims = max(4, int(planned))
         if self.tree is not None:
-            action = self.tree.run(row, sims, deadline).action
+            searched = self.tree.run(row, sims, deadline)
             self._measure(self.tree.last_sims, self.tree.last_sim_seconds)
-            return action
+            self.last_visits = list(zip(searched.actions.tolist(), searched.visits.tolist(), strict=True))
+            return searched.action
         kept = find_below(self._kept, row, lambda node: node.state, lambda node: node.children) if self.reuse else None
         with one_torch_thread():
             result = self.search.run(row[None, :], [rng], noise=False, sims=sims, deadline=deadline, nodes=[kept])
         self._measure(self.search.last_sims, self.search.last_sim_seconds)
         action = int(result.actions[0])
+        root = result.roots[0]
+        assert root.actions is not None
+        self.last_visits = list(zip(root.actions.tolist(), root.n.tolist(), strict=True))
         if self.reuse:
-            root = result.roots[0]
-            assert root.actions is not None
             self._kept = root.children[int(np.flatnonzero(root.actions == action)[0])]
         return action
 
