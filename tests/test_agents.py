@@ -97,6 +97,35 @@ def test_greedy_plays_a_best_valued_action(some_positions: list[GameState]) -> N
         assert values[list(acts[:n]).index(chosen)] == pytest.approx(values.max())
 
 
+def test_scoring_a_patchs_placements_by_replacement_is_stepping_each() -> None:
+    """score_actions steps the first placement of each market patch and only replaces the placement
+    for the next ones (rules.replace_purchase): every value equals stepping each action on a copy,
+    in any order of the actions, bonus-claiming placements included."""
+    greedy, rng = GreedyAgent(), np.random.default_rng(3)
+    rows, claims = [], 0
+    for g in range(6):  # greedy's compact quilts reach the 7x7 bonus
+        s = new_game(g)
+        while not s.is_terminal:
+            rows.append(s.array())
+            s = s.step(greedy.act(s, rng))
+    feat = np.empty(SCRATCH)
+    for row in rows[::2]:
+        acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+        n = legal_list(row, np.empty(rules.NUM_ACTIONS, dtype=np.bool_), acts)
+        p = int(rules.current_player(row))
+        for order in (acts[:n], rng.permutation(acts[:n])):
+            got = np.empty(n)
+            score_actions(row, order, n, DEFAULT_WEIGHTS, got)
+            want = []
+            for a in order:
+                after = row.copy()
+                rules.step_into(after, int(a))
+                claims += int(row[rules.BONUS] < 0 <= after[rules.BONUS])
+                want.append(position_value(after, p, DEFAULT_WEIGHTS, feat))
+            assert got.tolist() == want
+    assert claims > 0
+
+
 def test_value_is_the_score_less_quilt_penalties_at_the_end() -> None:
     # at the end no time or income mark is left: the value is the final score, less the quilt terms
     rng = np.random.default_rng(3)

@@ -287,6 +287,21 @@ def _buy(s: npt.NDArray[np.int64], player: int, action: int) -> int:
 
 
 @jit
+def replace_purchase(after: npt.NDArray[np.int64], before: npt.NDArray[np.int64], player: int, action: int) -> None:
+    """``after`` is ``before`` after a legal purchase from ``action``'s market slot (``step_into``);
+    give it the quilt and bonus tile of ``before`` after the legal ``action`` instead. The same patch
+    in another placement changes nothing else but the log (buttons, income, time and leather are
+    the patch's): scoring every placement of a patch then costs one ``step_into`` per patch, not
+    per placement (``heuristic.score_actions``)."""
+    w = QUILT + 2 * player
+    row = PLACEMENT_ROW[before[CIRCLE + action // SLOT_ACTIONS], action % SLOT_ACTIONS]
+    after[w] = before[w] | PL_LO[row]
+    after[w + 1] = before[w + 1] | PL_HI[row]
+    after[BONUS] = before[BONUS]
+    _claim_bonus(after, player)
+
+
+@jit
 def step_into(s: npt.NDArray[np.int64], action: int) -> int:
     """Apply ``action`` to ``s`` in place; return OK, or an error code leaving ``s`` untouched."""
     if action < 0 or action >= NUM_ACTIONS:

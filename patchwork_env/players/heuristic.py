@@ -174,14 +174,23 @@ def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> floa
 
 @jit
 def score_actions(s: IntArray, actions: IntArray, n: int, w: FloatArray, out: FloatArray) -> None:
-    """``out[i]`` = value for the player to move of the position after ``actions[i]`` (i < n),
-    each position produced by ``rules.step_into`` on a copy of ``s``."""
+    """``out[i]`` = value for the player to move of the position after the legal ``actions[i]``
+    (i < n), each position produced by ``rules.step_into`` on a copy of ``s``; a purchase from the
+    same market slot as the action before it changes that position's placement alone
+    (``rules.replace_purchase``: the same values, a fraction of the cost)."""
     p = rules.current_player(s)
     tmp = np.empty_like(s)
     feat = np.empty(SCRATCH, dtype=np.float64)
+    slot = -1  # the market slot of the purchase ``tmp`` holds, if any
     for i in range(n):
-        tmp[:] = s
-        rules.step_into(tmp, actions[i])
+        a = actions[i]
+        bought = -1 if (s[rules.PENDING] or a >= rules.LEATHER_BASE) else a // rules.SLOT_ACTIONS
+        if bought >= 0 and bought == slot:
+            rules.replace_purchase(tmp, s, p, a)
+        else:
+            tmp[:] = s
+            rules.step_into(tmp, a)
+        slot = bought
         out[i] = position_value(tmp, p, w, feat)
 
 
