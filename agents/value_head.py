@@ -15,7 +15,9 @@ value (the head alone explains about a third of its variance), so ``fit_value_ne
 trunk with the head, and keeps the policy where it was with a penalty on its divergence from the
 start policy (KL over the legal actions). A third target is the value an ``mcts`` search gives the
 position (``search_targets``): a leaf value with the search's look-ahead rather than the rollouts'
-expectation.
+expectation. A fourth is the value ``az``'s compiled search gives it with a value model at its
+leaves (``tree_targets``, ``patchwork_env.players.az_tree``): the model's own value with the
+search's look-ahead, at a fraction of a rollout search's cost (the targets of the next model).
 """
 
 from __future__ import annotations
@@ -37,10 +39,13 @@ from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
 from patchwork_env.players.az import rollout_values
+from patchwork_env.players.az_search import SearchConfig, final_value
+from patchwork_env.players.az_tree import CompiledSearch
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from patchwork_env.players.mcts import MCTSAgent, result_for_player0
 from patchwork_env.players.network import PatchworkNet, net_inputs
 from patchwork_env.players.policy import NetworkAgent
+from patchwork_env.players.value_model import ValueModel
 
 IntArray = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
@@ -170,6 +175,25 @@ def _search_chunk(sims: int, seed: int, chunk: tuple[int, IntArray]) -> F32:
     return np.array([search_value(agent, row, rng) for row in states], dtype=np.float32)
 
 
+def _tree_chunk(model: ValueModel, config: SearchConfig, prior_temp: float, chunk: tuple[int, IntArray]) -> F32:
+    search = CompiledSearch(config, model, prior_temp, reuse=False)
+    return np.array([tree_value(search, row) for row in chunk[1]], dtype=np.float32)
+
+
+def tree_value(search: CompiledSearch, row: IntArray) -> float:
+    """``search``'s value of the position ``row`` for its mover, in [-1, 1] (the root's value,
+    ``az_tree.TreeResult.root_value``). A position with a single candidate takes the value of the
+    position it leads to, from the same player's side, down to a finished game's ``final_value``."""
+    s = np.array(row, dtype=np.int64)
+    player = int(rules.current_player(s))
+    while not rules.is_terminal(s):
+        result = search.run(s)
+        if search.last_sims:
+            return result.root_value if int(rules.current_player(s)) == player else -result.root_value
+        rules.step_into(s, result.action)
+    return float(final_value(s, player, search.config.margin_weight))
+
+
 def _chunk_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence(seed, spawn_key=(index,)).generate_state(1, np.uint64)[0])
 
@@ -218,6 +242,18 @@ def search_targets(states: IntArray, sims: int, seed: int, workers: int = 1) -> 
     if sims < 1 or workers < 1:
         raise ValueError(f"need sims >= 1 and workers >= 1, got {sims} and {workers}")
     return _label(states, functools.partial(_search_chunk, sims, seed), workers, "search_targets")
+
+
+def tree_targets(
+    states: IntArray, model: ValueModel, sims: int, prior_temp: float, margin_weight: float, workers: int = 1
+) -> F32:
+    """Each position's value by ``az``'s compiled search with ``model`` at its leaves and the greedy
+    prior at ``prior_temp`` (``sims`` simulations, ``tree_value``), from the mover's side; the search
+    is deterministic, so the targets do not depend on ``workers`` (``_label``)."""
+    if sims < 1 or workers < 1:
+        raise ValueError(f"need sims >= 1 and workers >= 1, got {sims} and {workers}")
+    config = SearchConfig(sims=sims, expand=1, margin_weight=margin_weight)
+    return _label(states, functools.partial(_tree_chunk, model, config, prior_temp), workers, "tree_targets")
 
 
 @torch.no_grad()

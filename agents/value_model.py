@@ -7,6 +7,9 @@ A perceptron (observation -> ReLU(H1) -> ReLU(H2) -> tanh) is fitted to those va
 mean squared error and a one-cycle learning rate; a fifth of the *games* is held out
 (``held_out_split``). The statistics: the held-out explained variance of the network's values, and
 both the model's and the network's mean squared error against the held-out games' results.
+The targets may instead be a search's values of the same positions (``agents.value_head.tree_targets``:
+``az``'s compiled search with a model at its leaves), the fit starting from that model: one step
+of search bootstrapping, the next model learning what the last one's search saw.
 """
 
 from __future__ import annotations
@@ -58,6 +61,16 @@ def to_value_model(layers: nn.Sequential) -> ValueModel:
     return ValueModel(*(np.ascontiguousarray(a, dtype=np.float32) for a in arrays))
 
 
+def from_value_model(layers: nn.Sequential, model: ValueModel) -> None:
+    """Put ``model``'s weights into ``perceptron`` layers of its sizes (``to_value_model``'s inverse)."""
+    linear = [m for m in layers if isinstance(m, nn.Linear)]
+    arrays = [getattr(model, name) for name in ("w1", "b1", "w2", "b2", "w3", "b3")]
+    with torch.no_grad():
+        for k, m in enumerate(linear):
+            m.weight.copy_(torch.from_numpy(arrays[2 * k]).t())
+            m.bias.copy_(torch.from_numpy(arrays[2 * k + 1]))
+
+
 def observations(states: IntArray) -> torch.Tensor:
     """(N, OBS_DIM) observations from each mover's seat, in chunks."""
     return torch.cat(
@@ -77,15 +90,19 @@ def fit_value_model(
     batch_size: int = 1024,
     val_share: float = VAL_SHARE,
     progress: Callable[[ModelStats], None] | None = None,
+    init: ValueModel | None = None,
 ) -> tuple[ValueModel, list[ModelStats]]:
-    """A ``ValueModel`` fitted to ``targets`` (the network's values of ``states``), and its held-out
-    statistics before training and after each epoch (each given to ``progress``)."""
+    """A ``ValueModel`` fitted to ``targets`` (the network's values of ``states``, or a search's), and
+    its held-out statistics before training and after each epoch (each given to ``progress``);
+    ``init``: start from that model's weights (its sizes; ``hidden`` is then not used)."""
     if epochs < 1 or not (math.isfinite(lr) and lr > 0) or batch_size < 1:
         raise ValueError(f"need epochs >= 1, lr > 0 and batch_size >= 1; got {epochs}, {lr}, {batch_size}")
     train_rows, val_rows = held_out_split(games, val_share, seed)
     x = observations(states)
     y, r = torch.from_numpy(targets), torch.from_numpy(results)
-    layers = perceptron(hidden, seed)
+    layers = perceptron(init.hidden if init is not None else hidden, seed)
+    if init is not None:
+        from_value_model(layers, init)
     variance = float(y[val_rows].var(unbiased=False)) or 1.0
 
     def predict(rows: IntArray) -> torch.Tensor:

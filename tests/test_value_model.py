@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from agents.value_head import network_games, network_values
+from agents.value_head import network_games, network_values, tree_targets, tree_value
 from agents.value_model import fit_value_model, observations, perceptron, to_value_model
 from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
@@ -19,6 +19,8 @@ from patchwork_env.envs.observation import SCALAR_INDEX, SCALARS, SCALARS_SLICE
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import deal, play_game
 from patchwork_env.players.az import AZAgent, NetEvaluator
+from patchwork_env.players.az_search import SearchConfig
+from patchwork_env.players.az_tree import CompiledSearch
 from patchwork_env.players.checkpoint import save_checkpoint
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, candidate_actions
@@ -204,9 +206,53 @@ def test_command_writes_a_model_az_reads_and_a_results_file(tmp_path: Path, caps
     assert deal(1, 0).is_legal(agent.act(deal(1, 0), np.random.default_rng(0)))
 
 
+def test_tree_targets_are_the_compiled_searchs_values(model_file: Path, positions: np.ndarray) -> None:
+    """The search's root value from the mover's side, the same with 1 or 2 workers; a single-candidate
+    position (a leather cell) takes its successor's from the same side; the fit can start from a model."""
+    model = load_value_model(model_file)
+    rows = positions[[not rules.is_terminal(r) for r in positions]][::6]
+    one = tree_targets(rows, model, 20, 20.0, 0.2)
+    assert np.array_equal(one, tree_targets(rows, model, 20, 20.0, 0.2, workers=2))
+    search = CompiledSearch(SearchConfig(sims=20, expand=1), model, 20.0, reuse=False)
+    leather = next(r for r in positions if r[rules.PENDING])
+    after = leather.copy()
+    rules.step_into(after, search.run(leather).action)
+    want = tree_value(search, after)
+    assert tree_value(search, leather) == (
+        want if rules.current_player(after) == rules.current_player(leather) else -want
+    )
+    k = next(i for i, r in enumerate(rows) if len(search.run(r).actions) > 1)
+    assert one[k] == pytest.approx(search.run(rows[k]).root_value, abs=1e-6) and one[k] != pytest.approx(
+        float(model.values(rows[k : k + 1])[0])
+    )
+    games = np.arange(len(rows)) % 5
+    start, _ = fit_value_model(rows, one, one, games, (4, 4), epochs=1, lr=1e-9, seed=0, init=model)
+    assert start.hidden == model.hidden and np.allclose(start.values(rows), model.values(rows), atol=1e-5)
+
+
+def test_command_fits_to_the_searchs_values_from_a_model(
+    tmp_path: Path, model_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch.manual_seed(4)
+    src = save_checkpoint(tmp_path / "net.pt", PatchworkNet(TINY))
+    out, results = tmp_path / "next.npz", tmp_path / "fit.json"
+    argv = ["--checkpoint", str(src), "--out", str(out), "--games", "4", "--epochs", "1", "--target", "search"]
+    assert cli.main([*argv, "--model", str(model_file), "--sims", "8", "--results", str(results)]) == 0
+    assert "compiled search" in capsys.readouterr().out
+    assert load_value_model(out).hidden == load_value_model(model_file).hidden  # the start's sizes
+    data = results_file.check(json.loads(results.read_text()))
+    cells = data["runs"][0]["cells"]
+    assert "held-out explained variance of the search's values" in cells and {"network", "search"} <= set(cells)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--target", "search"], "error: --target search needs --model"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--model", "m.npz"], "error: --target search needs --model"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--ptemp", "0"], "error: --ptemp must be a finite number > 0"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--sims", "0"], "error: --sims must be >= 1, got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.npz", "--workers", "0"], "error: --workers must be >= 1, got 0"),
         (["--checkpoint", "nope.pt", "--out", "x.npz"], "error: network checkpoint not found: nope.pt"),
         (["--checkpoint", "a.pt", "--out", "x.npz", "--games", "1"], "error: --games must be in [2, 100000]"),
         (["--checkpoint", "a.pt", "--out", "x.npz", "--hidden1", "0"], "error: --hidden1 must be in [1, 4096], got 0"),

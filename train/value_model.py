@@ -2,13 +2,17 @@
 
     python -m train.value_model --checkpoint runs/value/v5-search-s1.pt --out runs/value/v5-small.npz \\
         --games 20000 --epochs 6 --seed 0
-    patchwork evaluate --agents az:path=runs/value/v5-search-s1.pt,value=runs/value/v5-small.npz,rollouts=0 greedy
+    python -m train.value_model --checkpoint runs/value/v5-search-s1.pt --out runs/value/v5-small-2.npz \\
+        --target search --model runs/value/v5-small.npz --sims 200 --games 8000 --workers 2 --learning-rate 5e-4
+    patchwork evaluate --agents az:value=runs/value/v5-small.npz,rollouts=0,prior=greedy,expand=1 greedy
 
 The network plays ``--games`` games (``agents.value_head.network_games``); the target of each
-decision is the network's own value of it. Prints the held-out explained variance (games never
-trained on) before and after each epoch, and both the model's and the network's error against the
-held-out games' results. The model is an ``.npz`` file (``patchwork_env.players.value_model``): ``az``
-reads it with ``value=PATH``.
+decision is the network's own value of it, or (``--target search``) the value az's compiled search
+gives it with ``--model`` at its leaves and ``--sims`` simulations (``agents.value_head.tree_targets``),
+the fit then starting from ``--model``'s weights (its sizes). Prints the held-out explained variance
+(games never trained on) before and after each epoch, and both the model's and the network's error
+against the held-out games' results. The model is an ``.npz`` file
+(``patchwork_env.players.value_model``): ``az`` reads it with ``value=PATH``.
 """
 
 # ruff: noqa: E402  (the command line is parsed before torch loads, so that --help is instant)
@@ -18,9 +22,11 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from patchwork_env.cli.common import MAX_SEED, fail
 from patchwork_env.core.files import OutputPathError, check_output_path
+from patchwork_env.players.registry import MAX_SIMS
 from patchwork_env.players.value_model import MAX_HIDDEN
 from train.cli import parse_args
 from train.value_head import MAX_GAMES
@@ -46,6 +52,16 @@ class ValueModelArgs:
     """Adam's peak learning rate (one cycle)"""
     margin_weight: float = 0.2
     """weight of the score margin in a game's result (the held-out results' scale)"""
+    target: Literal["network", "search"] = "network"
+    """each decision's target: the network's value of it, or az's compiled search's with --model"""
+    model: str = ""
+    """--target search: the value model at the search's leaves, and the fit's start"""
+    sims: int = 200
+    """--target search: simulations per position"""
+    ptemp: float = 20.0
+    """--target search: the greedy prior's temperature in score points (az's ptemp)"""
+    workers: int = 1
+    """--target search: processes labelling the positions"""
     results: str = ""
     """also write the fit's statistics to this results file (JSON)"""
     seed: int = 0
@@ -63,13 +79,19 @@ def parse(argv: Sequence[str] | None = None) -> ValueModelArgs:
     for name in ("hidden1", "hidden2"):
         if not 1 <= getattr(args, name) <= MAX_HIDDEN:
             fail(f"--{name} must be in [1, {MAX_HIDDEN}], got {getattr(args, name)}")
-    for name in ("epochs", "threads"):
+    for name in ("epochs", "threads", "workers", "sims"):
         if getattr(args, name) < 1:
             fail(f"--{name} must be >= 1, got {getattr(args, name)}")
     if not (math.isfinite(args.learning_rate) and args.learning_rate > 0):
         fail(f"--learning-rate must be a finite number > 0, got {args.learning_rate}")
     if not 0.0 <= args.margin_weight <= 1.0:
         fail(f"--margin-weight must be in [0, 1], got {args.margin_weight}")
+    if args.sims > MAX_SIMS[1]:
+        fail(f"--sims must be <= {MAX_SIMS[1]}, got {args.sims}")
+    if not (math.isfinite(args.ptemp) and args.ptemp > 0):
+        fail(f"--ptemp must be a finite number > 0, got {args.ptemp}")
+    if (args.target == "search") != bool(args.model):
+        fail("--target search needs --model (the value model at the search's leaves), and only it takes one")
     try:
         check_output_path(args.out, "--out")
         if args.results:
@@ -89,10 +111,11 @@ from pathlib import Path
 
 import torch
 
-from agents.value_head import held_out_split, network_games, network_values
+from agents.value_head import held_out_split, network_games, network_values, tree_targets
 from agents.value_model import VAL_SHARE, ModelStats, fit_value_model
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.errors import CheckpointError
+from patchwork_env.players.value_model import ValueModelError, load_value_model
 from train.cli import write_fit_run
 
 
@@ -100,13 +123,18 @@ def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) 
     args = args or parse(argv)
     try:
         net = load_network(args.checkpoint)
-    except (FileNotFoundError, CheckpointError) as exc:
+        leaves = load_value_model(args.model) if args.model else None
+    except (FileNotFoundError, CheckpointError, ValueModelError) as exc:
         fail(exc)
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     states, results, games = network_games(net, args.games, args.seed, args.margin_weight)
-    targets = network_values(net, states).numpy()
-    print(f"{args.games} games, {len(states):,} decisions and their values in {time.perf_counter() - start:.0f} s")
+    net_values = network_values(net, states).numpy()
+    targets = net_values
+    if leaves is not None:
+        targets = tree_targets(states, leaves, args.sims, args.ptemp, args.margin_weight, args.workers)
+        print(f"  az's compiled search of each ({args.sims} simulations), {time.perf_counter() - start:.0f} s so far")
+    print(f"{args.games} games, {len(states):,} decisions and their targets in {time.perf_counter() - start:.0f} s")
 
     def show(h: ModelStats) -> None:
         label = "before" if h.epoch == 0 else f"epoch {h.epoch}"
@@ -118,11 +146,16 @@ def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) 
 
     model, history = fit_value_model(
         states, targets, results, games, (args.hidden1, args.hidden2), args.epochs, args.learning_rate, args.seed,
-        progress=show,
+        progress=show, init=leaves,
     )  # fmt: skip
     rows = held_out_split(games, VAL_SHARE, args.seed)[1]  # the fit's held-out games
-    network_result_mse = float(((targets[rows] - results[rows]) ** 2).mean())
-    print(f"  the network's own mse against the held-out results: {network_result_mse:.4f}")
+    result_mse = {
+        name: float(((values[rows] - results[rows]) ** 2).mean())
+        for name, values in (("network", net_values), ("search", targets if leaves is not None else None))
+        if values is not None
+    }
+    for name, mse in result_mse.items():
+        print(f"  the {name}'s own mse against the held-out results: {mse:.4f}")
     try:
         model.save(args.out)
     except OSError as exc:
@@ -130,7 +163,7 @@ def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) 
     seconds = time.perf_counter() - start
     if args.results:
         command = shlex.join(["python", "-m", "train.value_model", *(sys.argv[1:] if argv is None else argv)])
-        write_fit_results(args, command, len(states), history, network_result_mse, seconds)
+        write_fit_results(args, command, len(states), model.hidden, history, result_mse, seconds)
     print(f"wrote {args.out} ({seconds:.0f} s in all)")
     return 0
 
@@ -139,26 +172,35 @@ def write_fit_results(
     args: ValueModelArgs,
     command: str,
     positions: int,
+    hidden: tuple[int, int],
     history: list[ModelStats],
-    network_result_mse: float,
+    result_mse: dict[str, float],
     seconds: float,
 ) -> None:
     """The fit as a ``training`` results file (one run; the epochs in ``raw``), rendered on the
-    results page (``tools/render_results.py``)."""
+    results page (``tools/render_results.py``); ``result_mse``: the network's (and the search's)
+    mean squared error against the held-out results."""
     last = history[-1]
+    search = args.target == "search"
     cells = {
         "positions": positions,
-        "hidden": f"{args.hidden1}, {args.hidden2}",
-        "held-out explained variance of the network's values": round(last.val_explained_variance, 3),
+        "hidden": f"{hidden[0]}, {hidden[1]}",
+        f"held-out explained variance of the {'search' if search else 'network'}'s values": round(
+            last.val_explained_variance, 3
+        ),
         "held-out mse against results, model": round(last.val_result_mse, 4),
-        "network": round(network_result_mse, 4),
+        **{name: round(mse, 4) for name, mse in result_mse.items()},
     }
+    title, source = "Value model distilled from a network (train.value_model)", f"on {args.checkpoint}"
+    if search:
+        title = "Value model fitted to az's compiled search (train.value_model --target search)"
+        source = f"from {args.model} (its search's values, {args.sims} simulations), games of {args.checkpoint}"
     write_fit_run(
         Path(args.results),
-        "Value model distilled from a network (train.value_model)",
+        title,
         (
-            f"train.value_model on {args.checkpoint}: {args.games} games, {positions} positions, "
-            f"hidden {args.hidden1}, {args.hidden2}, {args.epochs} epochs; held-out: a fifth of the games"
+            f"train.value_model {source}: {args.games} games, {positions} positions, "
+            f"hidden {hidden[0]}, {hidden[1]}, {args.epochs} epochs; held-out: a fifth of the games"
         ),
         cells,
         args.seed,
