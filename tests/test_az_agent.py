@@ -122,7 +122,7 @@ def test_a_time_budget_plans_past_the_measured_speed_and_lets_the_deadline_end_t
     state, rng = deal(2, 0), np.random.default_rng(0)
     az.act(state, rng)
     assert asked[-1][0] == FIRST_PLAN == 10_000
-    az._seconds_per_sim = 0.001
+    az.budget.seconds_per_sim = 0.001
     az.act(state, rng)
     assert asked[-1][0] == int(OVERPLAN * 0.2 / 0.001)
 
@@ -136,9 +136,9 @@ def test_a_move_with_a_single_candidate_runs_no_simulation_and_leaves_the_speed_
     greedy, rng, state = make_agent("greedy"), np.random.default_rng(0), deal(1, 0)
     while not state.pending_leather:
         state = state.step(greedy.act(state, rng))
-    az._seconds_per_sim = 0.001
+    az.budget.seconds_per_sim = 0.001
     action = az.act(state, rng)
-    assert state.is_legal(action) and az.search.last_sims == 0 and az._seconds_per_sim == 0.001
+    assert state.is_legal(action) and az.search.last_sims == 0 and az.budget.seconds_per_sim == 0.001
 
 
 def test_a_move_searches_on_one_torch_thread_and_leaves_the_count_as_it_was() -> None:

@@ -13,9 +13,10 @@ import torch
 from agents.value_model import perceptron, to_value_model
 from patchwork_env.core import rules
 from patchwork_env.evaluation.arena import deal, play_game
-from patchwork_env.players.az import AZAgent, NetEvaluator
-from patchwork_env.players.az_search import BatchedSearch, SearchConfig
-from patchwork_env.players.az_tree import CompiledSearch
+from patchwork_env.players.az import AZAgent, NetEvaluator, make_az_agent
+from patchwork_env.players.az_search import FIRST_PLAN, BatchedSearch, SearchConfig
+from patchwork_env.players.az_tree import CompiledSearch, TreeAgent
+from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.registry import make_agent
@@ -76,11 +77,10 @@ def test_az_plays_the_same_game_with_either_tree_reuse_included(
 ) -> None:
     path = tmp_path_factory.mktemp("tree") / "model.npz"
     model.save(path)
-    spec = f"az:value={path},rollouts=0,prior=greedy,ptemp={TEMP},expand=1,sims=150"
-    compiled, python = make_agent(spec), make_agent(spec)
-    assert isinstance(compiled, AZAgent) and isinstance(python, AZAgent)
-    assert compiled.tree is not None
-    python.tree = None  # the Python tree, the same settings
+    settings = {"value": str(path), "rollouts": 0, "prior": "greedy", "ptemp": TEMP, "expand": 1, "sims": 150}
+    compiled = make_agent("az:" + ",".join(f"{k}={v}" for k, v in settings.items()))
+    python = make_az_agent(**settings)  # the Python tree (with a network it never asks), the same settings
+    assert isinstance(compiled, TreeAgent) and isinstance(python, AZAgent)
     opponent = make_agent("greedy")
     for game in range(2):
         finals = []
@@ -90,7 +90,7 @@ def test_az_plays_the_same_game_with_either_tree_reuse_included(
             seats = [agent, opponent] if game == 0 else [opponent, agent]
             finals.append(play_game(seats, deal(game, 5), rngs)[0])
         assert finals[0].is_terminal and finals[0].array().tolist() == finals[1].array().tolist()
-    assert compiled.tree.reuse and compiled.tree._kept >= 0  # the subtree was kept and found
+    assert compiled.search.reuse and compiled.search._kept >= 0  # the subtree was kept and found
     for agent in (compiled, python):  # the root's visits, as mcts reports them (a distillation's targets)
         agent.reset()
         agent.act(deal(7, 0), np.random.default_rng(0))
@@ -168,11 +168,32 @@ def test_only_the_network_free_settings_take_the_compiled_tree(
 ) -> None:
     path = tmp_path_factory.mktemp("tree") / "model.npz"
     model.save(path)
-    base = f"az:value={path},rollouts=0,prior=greedy,expand=1,sims=8"
-    assert make_agent(base).tree is not None
-    for other in ("prior=network", "rollouts=2", "expand=2", "leaves=4"):
-        spec = ",".join(p for p in base.split(",") if p.split("=")[0] != other.split("=")[0]) + "," + other
-        assert make_agent(spec).tree is None, other
-    assert make_agent("az:rollouts=0,prior=greedy,expand=1,sims=8").tree is None  # no value model
-    copy = pickle.loads(pickle.dumps(make_agent(base)))  # the arena's workers
-    assert copy.tree is not None
+    settings = {"value": str(path), "rollouts": "0", "prior": "greedy", "expand": "1", "sims": "8"}
+
+    def spec(**changed: str) -> str:
+        return "az:" + ",".join(f"{k}={v}" for k, v in (settings | changed).items())
+
+    base = spec()
+    assert isinstance(make_agent(base), TreeAgent)
+    for other in ({"prior": "network"}, {"rollouts": "2"}, {"expand": "2"}, {"leaves": "4"}, {"value": "none"}):
+        assert isinstance(make_agent(spec(**other)), AZAgent), other
+    with pytest.raises(AgentSpecError, match="names a network, but these settings search without one"):
+        make_agent(base + ",net=v1")
+    copy = pickle.loads(pickle.dumps(make_agent(base)))  # the arena's workers: the settings, not the tree
+    assert isinstance(copy, TreeAgent) and copy.config.sims == 8 and copy.search.counts[0] == 0
+    state, rng = deal(3, 0), np.random.default_rng(0)
+    assert copy.act(state, rng) == make_agent(base).act(state, rng)
+
+
+def test_a_time_budget_plans_from_the_measured_speed(
+    model: ValueModel, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    path = tmp_path_factory.mktemp("tree") / "model.npz"
+    model.save(path)
+    agent = make_agent(f"az:value={path},rollouts=0,prior=greedy,expand=1,time=0.05")
+    assert isinstance(agent, TreeAgent) and agent.config.sims == FIRST_PLAN
+    state, rng = deal(2, 0), np.random.default_rng(0)
+    start = time.perf_counter()
+    agent.act(state, rng)
+    assert time.perf_counter() - start < 0.5 and 0 < agent.search.last_sims < FIRST_PLAN
+    assert agent.budget.seconds_per_sim == pytest.approx(agent.search.last_sim_seconds / agent.search.last_sims)

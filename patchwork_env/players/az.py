@@ -28,7 +28,6 @@ placement. Checkpoints are the project's format (``patchwork_env.players.checkpo
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -39,8 +38,9 @@ from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
-from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig, outcome_value
-from patchwork_env.players.az_tree import CompiledSearch
+from patchwork_env.players.az_search import FIRST_PLAN as FIRST_PLAN  # re-exported: az's budget names
+from patchwork_env.players.az_search import OVERPLAN as OVERPLAN
+from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig, TimeBudget, outcome_value
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
@@ -53,7 +53,7 @@ from patchwork_env.players.heuristic import (
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
 from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers, one_torch_thread
-from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS, network_path
+from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS, network_path, value_model_path
 from patchwork_env.players.tree import find_below
 from patchwork_env.players.value_model import ValueModel, load_value_model
 
@@ -61,8 +61,6 @@ PRETRAINED_PATH = SHIPPED_NETWORKS[NEWEST_NETWORK]
 
 IntArray = npt.NDArray[np.int64]
 MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
-OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, times this
-FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
 SIMS = 300  # the agent's simulations per move unless given (or a time budget)
 EXPAND = 4  # the agent's expansion threshold unless given (the trainer's search: SearchConfig's 1)
 PRIORS = ("network", "greedy")  # where the search's prior comes from (``NetEvaluator.prior``)
@@ -270,13 +268,7 @@ class AZAgent:
         except ValueError as exc:
             raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
-        self.tree: CompiledSearch | None = None
-        """The compiled search (``patchwork_env.players.az_tree``), when nothing in the search needs the
-        network or Python: a value model's leaves, the greedy prior, no rollouts, ``expand=1`` and
-        ``leaves=1``; the same search as ``search``'s with those settings, several times faster."""
-        if value_model is not None and prior == "greedy" and not rollouts and config.expand == 1 and config.leaves == 1:
-            self.tree = CompiledSearch(config, value_model, prior_temp, reuse=reuse)
-        self._seconds_per_sim = 0.0  # measured (time budget only)
+        self.budget = TimeBudget(config.sims, time)
         self.last_visits: list[tuple[int, int]] = []
         """(root action, visits) of the last decision's search, as ``mcts``'s (a distillation's targets,
         ``agents.distill``)."""
@@ -284,8 +276,6 @@ class AZAgent:
     def reset(self) -> None:
         """Forget the kept subtree (the arena calls this before each game)."""
         self._kept = None
-        if self.tree is not None:
-            self.tree.reset()
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if state.is_terminal:
@@ -293,22 +283,11 @@ class AZAgent:
         if self.rollouts:  # only then: a search without rollouts draws nothing from the game's generator
             self.evaluator.seed(int(rng.integers(1 << 62)))
         row = state.array()
-        sims, deadline = None, None
-        if self.time is not None:
-            deadline = time.perf_counter() + self.time
-            # planned a fifth above the measured speed, so the deadline rather than the plan ends the search
-            # (a move's speed varies by a fifth: at the plan alone moves used 60-95% of their time)
-            planned = OVERPLAN * self.time / self._seconds_per_sim if self._seconds_per_sim else self.config.sims
-            sims = max(4, int(planned))
-        if self.tree is not None:
-            searched = self.tree.run(row, sims, deadline)
-            self._measure(self.tree.last_sims, self.tree.last_sim_seconds)
-            self.last_visits = list(zip(searched.actions.tolist(), searched.visits.tolist(), strict=True))
-            return searched.action
+        sims, deadline = self.budget.plan()
         kept = find_below(self._kept, row, lambda node: node.state, lambda node: node.children) if self.reuse else None
         with one_torch_thread():
             result = self.search.run(row[None, :], [rng], noise=False, sims=sims, deadline=deadline, nodes=[kept])
-        self._measure(self.search.last_sims, self.search.last_sim_seconds)
+        self.budget.measure(self.search.last_sims, self.search.last_sim_seconds)
         action = int(result.actions[0])
         root = result.roots[0]
         assert root.actions is not None
@@ -316,13 +295,6 @@ class AZAgent:
         if self.reuse:
             self._kept = root.children[int(np.flatnonzero(root.actions == action)[0])]
         return action
-
-    def _measure(self, sims: int, seconds: float) -> None:
-        """Time budget: update the measured speed of simulations alone (the roots' evaluation apart)."""
-        if self.time is not None and sims:
-            per_sim = seconds / sims
-            old = self._seconds_per_sim
-            self._seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
 
     # pickled for the arena's worker processes: weights and settings only
     def __getstate__(self) -> dict[str, Any]:
@@ -383,12 +355,14 @@ def make_az_agent(
     ``kinds``: search over kinds of move (``NetEvaluator.kinds``); ``rollouts``, ``mix``: leaf
     values from greedy rollouts, weighed by ``mix`` against the network's (``NetEvaluator.rollouts``);
     ``reuse``: keep the subtree of the move played (``AZAgent``); ``fast``: evaluate through
-    ``patchwork_env.players.inference`` (``NetEvaluator.fast``); ``value``: a value-model file
-    giving the leaf values (``NetEvaluator.value_model``); ``prior``, ``ptemp``: the search's prior
+    ``patchwork_env.players.inference`` (``NetEvaluator.fast``); ``value``: the value model giving
+    the leaf values (``NetEvaluator.value_model``), a shipped version or a file, ``none`` for none
+    (``shipped.value_model_path``); ``prior``, ``ptemp``: the search's prior
     (``NetEvaluator.prior``, ``prior_temp``). ``sims`` unless given: ``SIMS``,
     or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
     network = load_network(network_path(path, net))
-    value_model = load_value_model(value) if value else None
+    model_path = value_model_path(value)
+    value_model = None if model_path is None else load_value_model(model_path)
     if sims is None:
         sims = SIMS if time is None else FIRST_PLAN
     config = SearchConfig(sims=sims, expand=expand, **search)

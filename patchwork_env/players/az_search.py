@@ -285,6 +285,45 @@ class SearchResult:
     """The searched roots (their ``children`` hold the subtrees, for reuse by the next search)."""
 
 
+OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, times this
+FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
+
+
+class TimeBudget:
+    """A search agent's budget per move: ``sims`` simulations, or (``seconds``) until a deadline with
+    the simulations planned ``OVERPLAN`` x above what the measured speed of earlier moves affords
+    (the plan sets Gumbel's sequential-halving schedule; the deadline, not a cautious plan, should end
+    the search: a move's speed varies by a fifth, and at the plan alone moves used 60-95% of their
+    time). The first move plans ``sims`` (``FIRST_PLAN`` for a time budget)."""
+
+    def __init__(self, sims: int, seconds: float | None = None) -> None:
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"time must be > 0 seconds, got {seconds}")
+        self.sims = sims
+        self.seconds = seconds
+        self.seconds_per_sim = 0.0  # measured (time budget only)
+
+    def plan(self) -> tuple[int | None, float | None]:
+        """(simulations, deadline as ``time.perf_counter()``) for the next move: (None, None) without
+        a time budget (the search's own ``sims``)."""
+        import time
+
+        if self.seconds is None:
+            return None, None
+        deadline = time.perf_counter() + self.seconds
+        planned = OVERPLAN * self.seconds / self.seconds_per_sim if self.seconds_per_sim else self.sims
+        return max(4, int(planned)), deadline
+
+    def measure(self, sims: int, seconds: float) -> None:
+        """A move's ``sims`` simulations took ``seconds`` (the root's evaluation apart): the speed
+        the next plans take (an average weighing the newest move 0.3). A move without a simulation
+        (a single candidate) says nothing of the speed."""
+        if self.seconds is not None and sims:
+            per_sim = seconds / sims
+            old = self.seconds_per_sim
+            self.seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
+
+
 def considered_visits(num_considered: int, sims: int) -> tuple[int, ...]:
     """Sequential halving's schedule (mctx ``get_sequence_of_considered_visits``): before simulation
     ``i`` the action chosen is one of the considered with exactly ``schedule[i]`` visits."""

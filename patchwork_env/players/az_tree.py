@@ -23,16 +23,20 @@ arrays (``_compact``) so a game's tree never outgrows one search's.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.jit import compile_notice, jit
+from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import OBS_DIM
 from patchwork_env.players.az_search import (
+    FIRST_PLAN,
     SearchConfig,
+    TimeBudget,
     considered_visits,
     final_value,
     puct_choice,
@@ -40,8 +44,9 @@ from patchwork_env.players.az_search import (
     root_outcome,
 )
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, ROLLOUT_TEMP, candidate_prior
+from patchwork_env.players.shipped import value_model_path
 from patchwork_env.players.tree import find_below
-from patchwork_env.players.value_model import ValueModel, mlp_value
+from patchwork_env.players.value_model import ValueModel, load_value_model, mlp_value
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -211,6 +216,85 @@ class CompiledSearch:
         policy[actions] = target
         self._kept = int(self.edge_i[first + best, CHILD]) if self.reuse else -1
         return TreeResult(int(actions[best]), policy, root_value, actions, n)
+
+
+class TreeAgent:
+    """``az`` with the compiled search (``CompiledSearch``): no network, so no torch. ``sims``
+    simulations per move or a ``time`` budget (``az_search.TimeBudget``, as ``AZAgent``'s);
+    ``reuse`` keeps the played move's subtree; ``last_visits`` are the root's visits, as ``mcts``'s."""
+
+    def __init__(
+        self,
+        config: SearchConfig,
+        value_model: ValueModel,
+        prior_temp: float = ROLLOUT_TEMP,
+        time: float | None = None,
+        reuse: bool = True,
+        name: str = "az",
+    ) -> None:
+        self.config = config
+        self.value_model = value_model
+        self.prior_temp = prior_temp
+        self.time = time
+        self.reuse = reuse
+        self.name = name
+        self.budget = TimeBudget(config.sims, time)
+        self.search = CompiledSearch(config, value_model, prior_temp, reuse=reuse)
+        self.last_visits: list[tuple[int, int]] = []
+
+    def reset(self) -> None:
+        """Forget the kept subtree (the arena calls this before each game)."""
+        self.search.reset()
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        """The search's move (``rng`` is not drawn from: the search has no noise)."""
+        if state.is_terminal:
+            raise ValueError(f"{self.name}: the game is over, there is no action to take")
+        sims, deadline = self.budget.plan()
+        result = self.search.run(state.array(), sims, deadline)
+        self.budget.measure(self.search.last_sims, self.search.last_sim_seconds)
+        self.last_visits = list(zip(result.actions.tolist(), result.visits.tolist(), strict=True))
+        return result.action
+
+    # pickled for the arena's worker processes: the settings, not the tree
+    def __getstate__(self) -> dict[str, Any]:
+        keys = ("config", "value_model", "prior_temp", "time", "reuse", "name")
+        return {key: getattr(self, key) for key in keys}
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        self.__init__(**data)  # type: ignore[misc]
+
+
+def network_free(value: object, prior: str, rollouts: int, expand: int, leaves: int) -> bool:
+    """Whether ``az``'s settings need no network, so that the compiled search (``TreeAgent``) runs
+    them: a value model's leaves (``value``: its file, None for none), the greedy prior, no
+    rollouts, ``expand=1`` and ``leaves=1``."""
+    return value is not None and prior == "greedy" and rollouts == 0 and expand == 1 and leaves == 1
+
+
+TREE_SIMS = 2000  # the compiled search's simulations per move unless given (or a time budget)
+
+
+def make_tree_agent(
+    value: str,
+    sims: int | None = None,
+    time: float | None = None,
+    reuse: bool = True,
+    ptemp: float = ROLLOUT_TEMP,
+    **search: Any,
+) -> TreeAgent:
+    """``az`` with network-free settings (``network_free``): the value model ``value`` (a shipped
+    version or a file, ``shipped.value_model_path``) and a ``SearchConfig`` of ``search``; ``sims``
+    unless given: ``TREE_SIMS``, or with ``time`` the first move's plan ``FIRST_PLAN``."""
+    path = value_model_path(value)
+    if path is None:
+        raise ValueError("the compiled search needs a value model (value=...)")
+    model = load_value_model(path)
+    if sims is None:
+        sims = TREE_SIMS if time is None else FIRST_PLAN
+    config = SearchConfig(sims=sims, **search)
+    config.validate()
+    return TreeAgent(config, model, ptemp, time=time, reuse=reuse)
 
 
 class _Arrays:

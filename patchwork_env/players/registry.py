@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from patchwork_env.core.bounds import field_bounds, number, out_of_bounds
 from patchwork_env.players.errors import AgentSpecError, MissingExtraError
 from patchwork_env.players.search_config import SearchConfig
-from patchwork_env.players.shipped import SHIPPED_NETWORKS
+from patchwork_env.players.shipped import SHIPPED_NETWORKS, SHIPPED_VALUE_MODELS, value_model_path
 
 if TYPE_CHECKING:
     from patchwork_env.envs.agent import Agent
@@ -157,6 +157,16 @@ def _az(
     ptemp: float,
     **search: Any,
 ) -> Agent:
+    from patchwork_env.players.az_tree import make_tree_agent, network_free
+
+    if network_free(value_model_path(value), prior, rollouts, search["expand"], search["leaves"]):
+        if path or net:
+            raise ValueError(
+                f"path={path!r} or net={net!r} names a network, but these settings search without one (a value "
+                "model's leaves, prior=greedy, rollouts=0, expand=1, leaves=1): give prior=network to use it"
+            )
+        tree: Agent = make_tree_agent(value, sims=sims, time=time, reuse=reuse, ptemp=ptemp, **search)
+        return tree
     _needs_torch("az")
     from patchwork_env.players.az import make_az_agent
 
@@ -242,7 +252,14 @@ AZ_PARAMS: tuple[Param, ...] = (
         bounds=_search("virtual_loss"),
     ),
     Param("fast", bool, True, "evaluate through players.inference (0: the network's reference forward)"),
-    Param("value", str, "", "value-model file (train.value_model): leaf values from it, not the network's head"),
+    Param(
+        "value",
+        str,
+        "",
+        "value model for the leaves, not the network's head: a shipped version ("
+        + ", ".join(SHIPPED_VALUE_MODELS)
+        + "), a file (train.value_model) or none",
+    ),
     Param(
         "prior",
         str,

@@ -1,4 +1,5 @@
-"""The networks shipped with the package, by version (no torch here: the spec registry lists them).
+"""The networks and value models shipped with the package, by version (no torch here: the spec
+registry lists them).
 
 ``pretrained`` and ``az`` play the newest unless a spec pins one (``pretrained:net=v1``,
 ``az:net=v1``). A version's file never changes: the rungs of a ladder version that use a network
@@ -25,3 +26,17 @@ def network_path(path: str = "", net: str = "") -> Path | str:
     if net and net not in SHIPPED_NETWORKS:
         raise ValueError(f"no shipped network {net!r}; the versions are {', '.join(SHIPPED_NETWORKS)}")
     return SHIPPED_NETWORKS[net or NEWEST_NETWORK]
+
+
+#: the shipped value models (``patchwork_env.players.value_model``) by version: ``az:value=v1``; a
+#: version's file never changes, a better model ships as the next version
+SHIPPED_VALUE_MODELS: dict[str, Path] = {}
+NO_VALUE_MODEL = "none"  # az:value=none: no value model (the leaves' values from the network or rollouts)
+
+
+def value_model_path(value: str) -> Path | str | None:
+    """The value-model file ``az:value=...`` names: None for ``none`` (or nothing), a shipped
+    version's file (``SHIPPED_VALUE_MODELS``), else ``value`` itself, a path."""
+    if value in ("", NO_VALUE_MODEL):
+        return None
+    return SHIPPED_VALUE_MODELS.get(value, value)
