@@ -4,7 +4,10 @@ values and moves, subtree reuse included), grows, keeps time, and refuses what i
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,3 +200,22 @@ def test_a_time_budget_plans_from_the_measured_speed(
     agent.act(state, rng)
     assert time.perf_counter() - start < 0.5 and 0 < agent.search.last_sims < FIRST_PLAN
     assert agent.budget.seconds_per_sim == pytest.approx(agent.search.last_sim_seconds / agent.search.last_sims)
+
+
+def test_the_kernels_compile_when_the_search_is_built(model: ValueModel, tmp_path: Path) -> None:
+    """A first move must not spend its time budget compiling (and take that for the simulations'
+    speed, shrinking the next plans): building the search runs every kernel once, reuse's too."""
+    path = tmp_path / "model.npz"
+    model.save(path)
+    code = (
+        "from patchwork_env.players import az_tree\n"
+        "from patchwork_env.players.az_search import SearchConfig\n"
+        "from patchwork_env.players.value_model import load_value_model\n"
+        "kernels = (az_tree._new_node, az_tree._expand, az_tree._simulate, az_tree._compact)\n"
+        "assert not any(k.signatures for k in kernels)\n"
+        f"az_tree.CompiledSearch(SearchConfig(expand=1), load_value_model({str(path)!r}))\n"
+        "print([bool(k.signatures) for k in kernels])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[True, True, True, True]"

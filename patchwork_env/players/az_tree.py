@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.jit import compile_notice, jit
-from patchwork_env.core.state import GameState
+from patchwork_env.core.state import GameState, new_game
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import OBS_DIM
 from patchwork_env.players.az_search import (
@@ -112,6 +112,18 @@ class CompiledSearch:
             np.empty(rules.NUM_ACTIONS, np.int64), np.empty(rules.NUM_ACTIONS), np.empty(rules.NUM_ACTIONS),
             np.zeros(OBS_DIM, np.float32), np.empty(h1, np.float32), np.empty(h2, np.float32),
         )  # fmt: skip
+        self._warm()
+
+    def _warm(self) -> None:
+        """Compile every kernel now (a fresh install: seconds, once; later processes load them from
+        disk): a first move's compiling would otherwise eat its time budget and, taken for the
+        simulations' speed, shrink the next moves' plans. Two small searches, the second from the
+        first one's kept subtree (its compaction), then ``reset``."""
+        row = new_game(0).array().copy()
+        first = self.run(row, sims=2)
+        rules.step_into(row, first.action)
+        self.run(row, sims=2)
+        self.reset()
 
     def _alloc(self, nodes: int) -> None:
         self.states = np.zeros((nodes, rules.STATE_LEN), dtype=np.int64)
@@ -273,6 +285,7 @@ def network_free(value: object, prior: str, rollouts: int, expand: int, leaves: 
 
 
 TREE_SIMS = 2000  # the compiled search's simulations per move unless given (or a time budget)
+GREEDY_PRIOR_TEMP = 20.0  # az's greedy prior: the strongest temperature measured (2, 8, 20, 50 score points)
 
 
 def make_tree_agent(
@@ -280,7 +293,7 @@ def make_tree_agent(
     sims: int | None = None,
     time: float | None = None,
     reuse: bool = True,
-    ptemp: float = ROLLOUT_TEMP,
+    ptemp: float = GREEDY_PRIOR_TEMP,
     **search: Any,
 ) -> TreeAgent:
     """``az`` with network-free settings (``network_free``): the value model ``value`` (a shipped

@@ -31,6 +31,7 @@ def network_path(path: str = "", net: str = "") -> Path | str:
 #: the shipped value models (``patchwork_env.players.value_model``) by version: ``az:value=v1``; a
 #: version's file never changes, a better model ships as the next version
 SHIPPED_VALUE_MODELS: dict[str, Path] = {}
+NEWEST_VALUE_MODEL = "v1"  # az's leaves unless a spec names another (or none)
 NO_VALUE_MODEL = "none"  # az:value=none: no value model (the leaves' values from the network or rollouts)
 
 
