@@ -367,18 +367,23 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
             out[k] = acts[best]
             out_scores[k] = scores[best]
             k += 1
-    # best first (insertion sort: k is small)
-    for i in range(1, k):
-        a = out[i]
-        v = out_scores[i]
-        j = i - 1
-        while j >= 0 and out_scores[j] < v:
-            out[j + 1] = out[j]
-            out_scores[j + 1] = out_scores[j]
-            j -= 1
-        out[j + 1] = a
-        out_scores[j + 1] = v
+    sort_together(out_scores, out, k, True)  # best first
     return k
+
+
+@jit
+def sort_together(key: Any, other: Any, n: int, descending: bool) -> None:
+    """Sort ``key[:n]`` and, alongside it, ``other[:n]`` by ``key`` (stable insertion sort: n is small)."""
+    for i in range(1, n):
+        k = key[i]
+        o = other[i]
+        j = i - 1
+        while j >= 0 and (key[j] < k if descending else key[j] > k):
+            key[j + 1] = key[j]
+            other[j + 1] = other[j]
+            j -= 1
+        key[j + 1] = k
+        other[j + 1] = o
 
 
 @jit
@@ -400,16 +405,7 @@ def candidate_prior(
     log_total = np.log(total)
     for j in range(n):
         logp[j] = (scores[j] - top) / temp - log_total
-    for i in range(1, n):  # ascending actions (insertion sort: n is small)
-        a = acts[i]
-        v = logp[i]
-        j = i - 1
-        while j >= 0 and acts[j] > a:
-            acts[j + 1] = acts[j]
-            logp[j + 1] = logp[j]
-            j -= 1
-        acts[j + 1] = a
-        logp[j + 1] = v
+    sort_together(acts, logp, n, False)  # ascending actions
     return n
 
 
