@@ -32,21 +32,24 @@ from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, ti
 
 SIZES = (1, 256)
 TARGET = 20_000.0
-SEARCHES = {  # name: (spec, simulations per move)
+SEARCHES = {  # name: (spec, simulations per move); net=v1: the network search (az's defaults before the compiled one)
     "mcts": ("mcts:sims={n},reuse=0", 200),
-    "az": ("az:sims={n}", 200),
-    "az, network leaves": ("az:sims={n},rollouts=0", 200),
-    "az, 16 leaves per call": ("az:sims={n},rollouts=0,leaves=16", 200),
-    "az, value-model leaves": ("az:sims={n},rollouts=0,value={model}", 200),
-    "az, value-model leaves, greedy prior": ("az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20", 200),
+    "az": ("az:net=v1,sims={n}", 200),
+    "az, network leaves": ("az:net=v1,sims={n},rollouts=0", 200),
+    "az, 16 leaves per call": ("az:net=v1,sims={n},rollouts=0,leaves=16", 200),
+    "az, value-model leaves": ("az:net=v1,sims={n},rollouts=0,value={model}", 200),
+    "az, value-model leaves, greedy prior": (
+        "az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20,expand=4",
+        200,
+    ),
     "mcts (deep tree)": ("mcts:sims={n},reuse=0", 2000),
-    "az, 16 leaves (deep tree)": ("az:sims={n},rollouts=0,leaves=16", 2000),
+    "az, 16 leaves (deep tree)": ("az:net=v1,sims={n},rollouts=0,leaves=16", 2000),
     "az, value-model leaves, greedy prior (deep tree)": (
-        "az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20",
+        "az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20,expand=4",
         2000,
     ),
-    "az, compiled tree": ("az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20,expand=1", 200),
-    "az, compiled tree (deep tree)": ("az:sims={n},rollouts=0,value={model},prior=greedy,ptemp=20,expand=1", 2000),
+    "az, compiled tree": ("az:sims={n},value={model},reuse=0", 200),
+    "az, compiled tree (deep tree)": ("az:sims={n},value={model},reuse=0", 2000),
 }
 REFERENCE = {"az, compiled tree": "mcts", "az, compiled tree (deep tree)": "mcts (deep tree)"}  # rows with a ratio
 MODEL_HIDDEN = (128, 64)  # the value model's size in the rows above (its speed does not depend on its weights)

@@ -24,17 +24,27 @@ from patchwork_env.players.az import (
     NetEvaluator,
 )
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.az_tree import GREEDY_PRIOR_TEMP, TREE_SIMS, TreeAgent
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from patchwork_env.players.policy import PPOAgent
 from patchwork_env.players.registry import describe_agents, make_agent
+from patchwork_env.players.shipped import NEWEST_VALUE_MODEL, SHIPPED_VALUE_MODELS
+from patchwork_env.players.value_model import load_value_model
 from tests.cli import error_lines
 from train import alphazero
 from train.cli import parse_config
 from train.config import AlphaZeroConfig, ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def net_az(spec: str = "az") -> str:
+    """``spec`` searching with the network (``prior=network``: the network search's settings where it
+    gives none, ``registry.AZ_NETWORK``): these tests are of ``AZAgent``, the search with a network."""
+    params = spec.partition(":")[2]
+    return "az:" + ",".join(p for p in ("prior=network", *params.split(",")) if p)
 
 
 def test_the_pretrained_model_ships_as_package_data() -> None:
@@ -45,8 +55,9 @@ def test_the_pretrained_model_ships_as_package_data() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["pretrained", "az:sims=4", "az:sims=3,root=puct", "az:time=0.02", "az:sims=4,kinds=0"]
-)
+    "spec", ["pretrained", net_az("az:sims=4"), net_az("az:sims=3,root=puct"), net_az("az:time=0.02"),
+             net_az("az:sims=4,kinds=0"), "az:sims=40", "az:time=0.02"]
+)  # fmt: skip
 def test_specs_load_and_play_legal_moves_to_the_end(spec: str) -> None:
     agent = make_agent(spec)
     assert agent.name == spec
@@ -56,7 +67,7 @@ def test_specs_load_and_play_legal_moves_to_the_end(spec: str) -> None:
 
 def test_pretrained_is_the_network_alone_and_az_searches_with_it() -> None:
     assert isinstance(make_agent("pretrained"), PPOAgent)
-    az = make_agent("az:sims=8,considered=4")
+    az = make_agent(net_az("az:sims=8,considered=4"))
     assert isinstance(az, AZAgent)
     assert az.config.sims == 8 and az.config.considered == 4
 
@@ -65,7 +76,7 @@ def test_az_searches_kinds_of_move_by_default_with_the_shipped_network() -> None
     """Over all 2,026 actions the search with the shipped network advanced on almost every move
     and lost to random; by default it searches kinds of move and beats random even with 4
     simulations."""
-    az = make_agent("az:sims=4")
+    az = make_agent(net_az("az:sims=4"))
     assert isinstance(az, AZAgent) and az.kinds
     assert torch.equal(az.net.value[0].weight, load_network(PRETRAINED_PATH).value[0].weight)
     for seat in (0, 1):
@@ -80,7 +91,7 @@ def test_kinds_search_branches_over_kinds_of_move() -> None:
     search's choice is one of them, and the setting survives pickling for worker processes."""
     import pickle
 
-    az = make_agent("az:sims=8")
+    az = make_agent(net_az("az:sims=8"))
     assert isinstance(az, AZAgent) and az.kinds
     state = deal(7, 0)
     for _ in range(6):
@@ -98,18 +109,18 @@ def test_both_are_listed_and_bad_options_are_spec_errors() -> None:
     text = describe_agents()
     assert "az[:sims=" in text and "pretrained" in text
     with pytest.raises(AgentSpecError, match="root"):
-        make_agent("az:root=best")
+        make_agent(net_az("az:root=best"))
     with pytest.raises(AgentSpecError, match="not found"):
-        make_agent("az:path=/nonexistent/net.pt")
+        make_agent(net_az("az:path=/nonexistent/net.pt"))
     with pytest.raises(AgentSpecError, match="time"):
-        make_agent("az:time=-1")
+        make_agent(net_az("az:time=-1"))
 
 
 def test_a_time_budget_plans_past_the_measured_speed_and_lets_the_deadline_end_the_search() -> None:
     """``az:time=S``: the first move searches until its deadline (10,000 simulations planned),
     later moves plan ``OVERPLAN`` x the simulations the measured speed affords, so the deadline,
     not a cautious plan, ends the search (at the plan alone moves used 60-95% of their time)."""
-    az = make_agent("az:time=0.2")
+    az = make_agent(net_az("az:time=0.2"))
     assert isinstance(az, AZAgent)
     asked: list[tuple[int, float]] = []
     real = az.search.run
@@ -131,7 +142,7 @@ def test_a_move_with_a_single_candidate_runs_no_simulation_and_leaves_the_speed_
     """With greedy's candidates a leather patch has one cell to go to: the search has nothing to
     choose, runs no simulation (it spun through its whole plan) and its near-zero time is not taken
     for the speed of the simulations, which would plan the next moves far past their time."""
-    az = make_agent("az:time=0.05,prior=greedy,rollouts=0")
+    az = make_agent("az:time=0.05,prior=greedy,rollouts=0,value=none")
     assert isinstance(az, AZAgent)
     greedy, rng, state = make_agent("greedy"), np.random.default_rng(0), deal(1, 0)
     while not state.pending_leather:
@@ -144,7 +155,7 @@ def test_a_move_with_a_single_candidate_runs_no_simulation_and_leaves_the_speed_
 def test_a_move_searches_on_one_torch_thread_and_leaves_the_count_as_it_was() -> None:
     """Two threads at the search's batch sizes cost az about 4x per move on a shared machine, and
     a time budget should buy one core's work, as ``mcts``'s does; the user's count comes back."""
-    az = make_agent("az:sims=8,rollouts=0")
+    az = make_agent(net_az("az:sims=8,rollouts=0"))
     assert isinstance(az, AZAgent)
     seen: list[int] = []
     real = az.evaluator
@@ -293,7 +304,7 @@ def test_rollouts_alone_make_an_uninformed_network_search_well() -> None:
 def test_az_with_rollouts_is_reproducible_and_survives_pickling() -> None:
     import pickle
 
-    az = make_agent("az:sims=8,rollouts=2,mix=0.7")
+    az = make_agent(net_az("az:sims=8,rollouts=2,mix=0.7"))
     assert isinstance(az, AZAgent) and (az.rollouts, az.mix) == (2, 0.7)
     state = deal(4, 0)
     first = [az.act(state, np.random.default_rng(s)) for s in range(3)]
@@ -308,28 +319,39 @@ def test_az_with_rollouts_is_reproducible_and_survives_pickling() -> None:
         ("rollouts=two", "rollouts"),
     ):
         with pytest.raises(AgentSpecError, match=match):
-            make_agent(f"az:{bad}")
+            make_agent(net_az(f"az:{bad}"))
 
 
 def test_registry_defaults_match_the_az_agent() -> None:
-    """``az:...`` and a directly built ``AZAgent`` / ``make_az_agent`` search the same way."""
+    """``az:...`` and a directly built ``AZAgent`` / ``make_az_agent`` search the same way: with a
+    network its settings are ``make_az_agent``'s defaults (``AZ_NETWORK``), without one the compiled
+    search's (``AZ_COMPILED``, ``make_tree_agent``'s)."""
     import inspect
 
     from patchwork_env.players.az import make_az_agent
-    from patchwork_env.players.registry import AZ_PARAMS
+    from patchwork_env.players.az_tree import make_tree_agent
+    from patchwork_env.players.registry import AZ_COMPILED, AZ_NETWORK, AZ_PARAMS
 
     for fn in (AZAgent.__init__, make_az_agent):
         sig = inspect.signature(fn).parameters
         for p in AZ_PARAMS:
+            want = AZ_NETWORK.get(p.name, p.default)
             if p.name in ("kinds", "rollouts", "mix", "reuse") or (fn is make_az_agent and p.name in sig):
-                assert sig[p.name].default == p.default, (fn, p.name)
-    az = make_agent("az:sims=4")
+                assert sig[p.name].default == want, (fn, p.name)
+    assert inspect.signature(make_tree_agent).parameters["ptemp"].default == AZ_COMPILED["ptemp"] == GREEDY_PRIOR_TEMP
+    az = make_agent(net_az("az:sims=4"))
     assert isinstance(az, AZAgent) and az.rollouts == 4 and az.evaluator.rollouts == 4
-    default, direct = make_agent("az"), make_az_agent()
-    for agent in (default, direct):  # the strongest setting measured (README)
-        assert isinstance(agent, AZAgent) and agent.reuse
-        assert (agent.config.sims, agent.config.expand) == (SIMS, EXPAND) == (300, 4)
-    timed = make_agent("az:time=0.5")
+    assert (az.config.expand, az.prior, az.prior_temp, az.value_model) == (EXPAND, "network", 2.0, None)
+    for spec in ("az:net=v1", "az:value=none", "az:path=" + str(PRETRAINED_PATH)):  # a network: its search
+        agent = make_agent(spec)
+        assert isinstance(agent, AZAgent) and agent.rollouts == 4 and agent.config.sims == SIMS, spec
+    default = make_agent("az")  # the strongest setting measured (README)
+    assert isinstance(default, TreeAgent) and default.reuse and default.config.expand == 1
+    assert default.config.sims == TREE_SIMS and default.prior_temp == GREEDY_PRIOR_TEMP
+    shipped = load_value_model(SHIPPED_VALUE_MODELS[NEWEST_VALUE_MODEL])
+    assert np.array_equal(default.value_model.w1, shipped.w1) and np.array_equal(default.value_model.b3, shipped.b3)
+    assert isinstance(make_agent("az:time=0.5"), TreeAgent) and make_agent("az:time=0.5").config.sims == FIRST_PLAN
+    timed = make_agent(net_az("az:time=0.5"))
     assert isinstance(timed, AZAgent) and timed.config.sims == FIRST_PLAN
 
 
@@ -372,7 +394,7 @@ def test_reuse_searches_on_from_the_subtree_of_the_move_played() -> None:
     a fresh search plays; ``reset()`` forgets the tree."""
     from patchwork_env.players.tree import find_below
 
-    fresh, az = make_agent("az:sims=60,reuse=false"), make_agent("az:sims=60")
+    fresh, az = make_agent(net_az("az:sims=60,reuse=false")), make_agent(net_az("az:sims=60"))
     assert isinstance(az, AZAgent) and isinstance(fresh, AZAgent) and az.reuse and not fresh.reuse
     state = deal(2, 0)
     action = az.act(state, np.random.default_rng(0))
@@ -395,7 +417,7 @@ def test_reuse_searches_on_from_the_subtree_of_the_move_played() -> None:
 
 
 def test_a_kept_node_must_hold_the_state_it_is_given_for() -> None:
-    az = make_agent("az:sims=8")
+    az = make_agent(net_az("az:sims=8"))
     assert isinstance(az, AZAgent)
     state = deal(2, 0)
     az.act(state, np.random.default_rng(0))

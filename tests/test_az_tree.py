@@ -219,3 +219,17 @@ def test_the_kernels_compile_when_the_search_is_built(model: ValueModel, tmp_pat
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[True, True, True, True]"
+
+
+def test_the_shipped_value_models_never_change_and_ship_in_the_package() -> None:
+    import hashlib
+
+    from patchwork_env.players.shipped import SHIPPED_VALUE_MODELS, VALUE_MODEL_SHA256
+    from patchwork_env.players.value_model import load_value_model
+
+    assert set(SHIPPED_VALUE_MODELS) == set(VALUE_MODEL_SHA256)
+    for version, path in SHIPPED_VALUE_MODELS.items():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == VALUE_MODEL_SHA256[version], version
+        assert path.stat().st_size <= 5 * 2**20 and load_value_model(path).hidden == (128, 64)
+    root = Path(__file__).resolve().parent.parent
+    assert '"players/value-v*.npz"' in (root / "pyproject.toml").read_text()

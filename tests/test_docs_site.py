@@ -220,7 +220,7 @@ def test_wide_tables_and_code_scroll_and_names_do_not_break_mid_word(site: Path)
 def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships() -> None:
     table = render_results.headline(render_results.load())
     rows = table.splitlines()
-    at_sims = next(i for i, r in enumerate(rows) if r.startswith("| `az` against `mcts:sims=100`"))
+    at_sims = next(i for i, r in enumerate(rows) if r.startswith("| `az` against `mcts:sims=1000`"))
     assert rows[at_sims + 1].startswith("| `az:time=0.5` against `mcts:time=0.5`")  # the equal-time figure beside it
     assert "not shipped" not in table and ".pt" not in table and "runs/" not in table
     assert len(rows) - 2 <= render_results.MAX_HEADLINE_ROWS

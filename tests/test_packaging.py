@@ -38,6 +38,7 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"patchwork_env"}
     assert "patchwork_env/players/pretrained-v1.pt" in names and "patchwork_env/data/patches.json" in names
+    assert "patchwork_env/players/value-v1.npz" in names  # az's leaves: the compiled search needs no torch
     assert "patchwork_env/data/ladder-v1.json" in names  # the ladder's scale ships with the package
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "patchwork = patchwork_env.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -125,6 +126,15 @@ def test_without_extras_evaluate_and_ladder_run_with_their_progress_display(fres
     assert proc.stdout.startswith("greedy: 431 Elo") and "games 20/20 (100%)" in proc.stderr
 
 
+def test_without_torch_az_searches_with_the_shipped_value_model(fresh_env: Path) -> None:
+    """az's default needs no network: the compiled search with the shipped value model, from a
+    plain install (two workers: the agent is pickled to them)."""
+    proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "evaluate", "--agents", "az:sims=50", "greedy",
+                "--pairs", "1", "--workers", "2", "--no-progress")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "az:sims=50" in proc.stdout and "Elo" in proc.stdout
+
+
 def test_the_ladder_scales_ship_in_the_wheel(fresh_env: Path) -> None:
     proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "ladder", "--table")
     assert proc.returncode == 0, proc.stderr
@@ -182,7 +192,7 @@ def test_without_torch_a_network_agent_is_one_clear_error(fresh_env: Path) -> No
     proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == 'pretrained needs PyTorch, which is not installed: pip install "patchwork-env[torch]"'
-    for argv in (["play", "--opponent", "pretrained"], ["evaluate", "--agents", "az", "greedy"]):
+    for argv in (["play", "--opponent", "pretrained"], ["evaluate", "--agents", "az:prior=network", "greedy"]):
         proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), *argv)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert error_lines(proc.stderr) == [

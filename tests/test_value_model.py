@@ -155,7 +155,7 @@ def test_the_greedy_prior_is_a_softmax_over_mcts_candidates(positions: np.ndarra
 
 
 def test_az_plays_with_a_value_model_and_the_greedy_prior_and_pickles(model_file: Path) -> None:
-    spec = f"az:value={model_file},rollouts=0,prior=greedy,ptemp=1.5,sims=12"
+    spec = f"az:value={model_file},rollouts=0,prior=greedy,ptemp=1.5,expand=4,sims=12"  # the Python tree
     agent = make_agent(spec)
     assert isinstance(agent, AZAgent) and agent.evaluator.value_model is not None
     final, moves, _ = play_game([agent, make_agent("random")], deal(4, 0), [np.random.default_rng(s) for s in (0, 1)])

@@ -74,9 +74,9 @@ PINNED: dict[str, str] = {
     "pretrained": "pretrained:net=v1",
     "pretrained:net=v1": "pretrained:net=v1",
     "az": "az:net=v1,sims=300,kinds=1,rollouts=4,mix=1,reuse=1,root=gumbel,considered=16,c_puct=1.25,"
-    "expand=4,leaves=1,virtual_loss=1,fast=1,prior=network,ptemp=2",
+    "expand=4,leaves=1,virtual_loss=1,fast=1,prior=network,ptemp=2,value=none",
     "az:net=v1": "az:net=v1,sims=300,kinds=1,rollouts=4,mix=1,reuse=1,root=gumbel,considered=16,c_puct=1.25,"
-    "expand=4,leaves=1,virtual_loss=1,fast=1,prior=network,ptemp=2",
+    "expand=4,leaves=1,virtual_loss=1,fast=1,prior=network,ptemp=2,value=none",
     **{
         f"mcts:sims={n}": f"mcts:sims={n},rollout=greedy,c=0.4,width=1,rtemp=2,rcands=16,reuse=1"
         for n in (10, 50, 100, 300, 1000)

@@ -53,7 +53,13 @@ from patchwork_env.players.heuristic import (
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
 from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers, one_torch_thread
-from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS, network_path, value_model_path
+from patchwork_env.players.shipped import (
+    NEWEST_NETWORK,
+    NO_VALUE_MODEL,
+    SHIPPED_NETWORKS,
+    network_path,
+    value_model_path,
+)
 from patchwork_env.players.tree import find_below
 from patchwork_env.players.value_model import ValueModel, load_value_model
 
@@ -345,7 +351,7 @@ def make_az_agent(
     sims: int | None = None,
     expand: int = EXPAND,
     fast: bool = True,
-    value: str = "",
+    value: str = NO_VALUE_MODEL,
     prior: str = "network",
     ptemp: float = ROLLOUT_TEMP,
     **search: Any,

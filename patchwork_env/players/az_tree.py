@@ -284,7 +284,7 @@ def network_free(value: object, prior: str, rollouts: int, expand: int, leaves: 
     return value is not None and prior == "greedy" and rollouts == 0 and expand == 1 and leaves == 1
 
 
-TREE_SIMS = 2000  # the compiled search's simulations per move unless given (or a time budget)
+TREE_SIMS = 3000  # the compiled search's simulations per move unless given: about mcts:sims=1000's time
 GREEDY_PRIOR_TEMP = 20.0  # az's greedy prior: the strongest temperature measured (2, 8, 20, 50 score points)
 
 

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 from patchwork_env.core.bounds import field_bounds, number, out_of_bounds
 from patchwork_env.players.errors import AgentSpecError, MissingExtraError
 from patchwork_env.players.search_config import SearchConfig
-from patchwork_env.players.shipped import SHIPPED_NETWORKS, SHIPPED_VALUE_MODELS, value_model_path
+from patchwork_env.players.shipped import (
+    NEWEST_VALUE_MODEL,
+    NO_VALUE_MODEL,
+    SHIPPED_NETWORKS,
+    SHIPPED_VALUE_MODELS,
+    value_model_path,
+)
 
 if TYPE_CHECKING:
     from patchwork_env.envs.agent import Agent
@@ -54,6 +60,7 @@ class Param:
     help: str
     choices: tuple[str, ...] = ()
     bounds: tuple[float, float] | None = None  # the values allowed (inclusive): no spec runs for hours
+    shown: str = ""  # the default as the help shows it, when it depends on other settings (``default`` None)
 
     def parse(self, agent: str, text: str) -> Any:
         text = text.strip()
@@ -84,7 +91,7 @@ class Param:
         kind = "|".join(self.choices) if self.choices else self.type.__name__
         if self.bounds is not None:
             kind += f" in [{number(self.bounds[0])}, {number(self.bounds[1])}]"
-        default = "none" if self.default in (None, "") else self.default
+        default = self.shown or ("none" if self.default in (None, "") else self.default)
         return f"{self.name}={kind} (default {default}): {self.help}"
 
 
@@ -148,17 +155,24 @@ def _az(
     path: str,
     net: str,
     kinds: bool,
-    rollouts: int,
+    rollouts: int | None,
     mix: float,
     reuse: bool,
     fast: bool,
     value: str,
-    prior: str,
-    ptemp: float,
+    prior: str | None,
+    ptemp: float | None,
     **search: Any,
 ) -> Agent:
     from patchwork_env.players.az_tree import make_tree_agent, network_free
 
+    with_network = bool(path or net) or prior == "network" or value == NO_VALUE_MODEL
+    preset = AZ_NETWORK if with_network else AZ_COMPILED
+    value = value or str(preset["value"])
+    prior = prior or str(preset["prior"])
+    ptemp = preset["ptemp"] if ptemp is None else ptemp
+    rollouts = preset["rollouts"] if rollouts is None else rollouts
+    search["expand"] = preset["expand"] if search["expand"] is None else search["expand"]
     if network_free(value_model_path(value), prior, rollouts, search["expand"], search["leaves"]):
         if path or net:
             raise ValueError(
@@ -206,8 +220,26 @@ def _search(name: str) -> tuple[float, float]:
     return field_bounds(SearchConfig, name)
 
 
+#: the az settings that depend on whether it searches with a network: unset, they take the compiled
+#: search's values, or (a network named by path= or net=, or prior=network, or value=none) the
+#: network search's, its defaults before the compiled search (``az.make_az_agent``'s)
+AZ_COMPILED: dict[str, Any] = {
+    "value": NEWEST_VALUE_MODEL,
+    "prior": "greedy",
+    "ptemp": 20.0,
+    "rollouts": 0,
+    "expand": 1,
+}
+AZ_NETWORK: dict[str, Any] = {"value": NO_VALUE_MODEL, "prior": "network", "ptemp": 2.0, "rollouts": 4, "expand": 4}
+
 AZ_PARAMS: tuple[Param, ...] = (
-    Param("sims", int, None, "simulations per move (300 if time is not given either)", bounds=MAX_SIMS),
+    Param(
+        "sims",
+        int,
+        None,
+        "simulations per move if time is not given either: 3000 for the compiled search, 300 with a network",
+        bounds=MAX_SIMS,
+    ),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
     Param("path", str, "", "checkpoint of the network (none: the shipped network of version net)"),
     Param("net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)),
@@ -215,9 +247,10 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param(
         "rollouts",
         int,
-        4,
+        None,
         "greedy rollouts per leaf, their mean weighed by mix against the network's value (0: the value alone)",
         bounds=(0, 1000),
+        shown="0, with a network 4",
     ),
     Param(
         "mix",
@@ -233,9 +266,10 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param(
         "expand",
         int,
-        4,
+        None,
         "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone",
         bounds=_search("expand"),
+        shown="1, with a network 4",
     ),
     Param(
         "leaves",
@@ -259,15 +293,24 @@ AZ_PARAMS: tuple[Param, ...] = (
         "value model for the leaves, not the network's head: a shipped version ("
         + ", ".join(SHIPPED_VALUE_MODELS)
         + "), a file (train.value_model) or none",
+        shown=f"{NEWEST_VALUE_MODEL}, with a network none",
     ),
     Param(
         "prior",
         str,
-        "network",
+        None,
         "the search's prior: the network's policy, or greedy's candidates (mcts's) by their values",
         choices=("network", "greedy"),
+        shown="greedy, with a network network",
     ),
-    Param("ptemp", float, 2.0, "prior=greedy: softmax temperature in score points", bounds=(0.01, 100.0)),
+    Param(
+        "ptemp",
+        float,
+        None,
+        "prior=greedy: softmax temperature in score points",
+        bounds=(0.01, 100.0),
+        shown="20, with a network 2",
+    ),
 )
 
 # defaults must match MCTSAgent's signature (a test checks)
@@ -337,8 +380,10 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
     "az": AgentSpec(
         "az",
-        "AlphaZero search (players.az_search): PUCT / Gumbel root with a policy-value network; leaf values "
-        "from greedy rollouts by default (mix weighs in the network's value; rollouts=0: the value alone)",
+        "Gumbel / PUCT search: by default compiled whole (players.az_tree, no torch), a shipped value model at "
+        "its leaves and greedy's candidates as its prior; with a network (path=, net=, prior=network or "
+        "value=none) the AlphaZero-style search (players.az_search): its policy as the prior, greedy rollouts "
+        "at the leaves (mix weighs in its value; rollouts=0: the value alone)",
         AZ_PARAMS,
         _az,
     ),

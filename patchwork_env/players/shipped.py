@@ -30,7 +30,9 @@ def network_path(path: str = "", net: str = "") -> Path | str:
 
 #: the shipped value models (``patchwork_env.players.value_model``) by version: ``az:value=v1``; a
 #: version's file never changes, a better model ships as the next version
-SHIPPED_VALUE_MODELS: dict[str, Path] = {}
+SHIPPED_VALUE_MODELS: dict[str, Path] = {"v1": Path(__file__).parent / "value-v1.npz"}
+#: each shipped value model file's sha256 (a test holds the files to them: a version never changes)
+VALUE_MODEL_SHA256 = {"v1": "1b0430669cf766473bf99f26fc6bf238682a06587e6d7a80f26b679cdbd94daf"}
 NEWEST_VALUE_MODEL = "v1"  # az's leaves unless a spec names another (or none)
 NO_VALUE_MODEL = "none"  # az:value=none: no value model (the leaves' values from the network or rollouts)
 
