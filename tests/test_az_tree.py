@@ -233,3 +233,22 @@ def test_the_shipped_value_models_never_change_and_ship_in_the_package() -> None
         assert path.stat().st_size <= 5 * 2**20 and load_value_model(path).hidden == (128, 64)
     root = Path(__file__).resolve().parent.parent
     assert '"players/value-v*.npz"' in (root / "pyproject.toml").read_text()
+
+
+def test_a_time_budget_plans_from_the_speed_within_bounds() -> None:
+    from patchwork_env.players.az_search import MAX_PLAN, OVERPLAN, TimeBudget
+
+    assert TimeBudget(100).plan() == (None, None)  # no time budget: the search's own simulations
+    budget = TimeBudget(100, 0.5)
+    sims, deadline = budget.plan()
+    assert sims == 100 and deadline is not None and deadline > time.perf_counter()
+    budget.measure(10, 0.001)
+    assert budget.plan()[0] == int(OVERPLAN * 0.5 / 1e-4)
+    budget.measure(0, 5.0)  # a move without a simulation says nothing of the speed
+    assert budget.seconds_per_sim == pytest.approx(1e-4)
+    budget.measure(10, 0.002)
+    assert budget.seconds_per_sim == pytest.approx(0.7e-4 + 0.3 * 2e-4)
+    budget.seconds_per_sim = 1e-12  # a late move's near-free simulations: the plan stays bounded
+    assert budget.plan()[0] == MAX_PLAN
+    with pytest.raises(ValueError, match="time must be > 0"):
+        TimeBudget(100, 0.0)

@@ -1,4 +1,5 @@
-"""The AlphaZero agent (``az:sims=N`` / ``az:time=S``), its network evaluator, and ``pretrained``.
+"""The AlphaZero agent with a network (``az:net=v1``, ``az:path=CKPT``, ``az:prior=network``), its
+network evaluator, and ``pretrained``.
 
 ``NetEvaluator`` is the leaf evaluator of ``patchwork_env.players.az_search.BatchedSearch``: one
 forward pass of a ``PatchworkNet`` over a batch of game states (legal masks, observations from each
@@ -9,21 +10,24 @@ interface); self-play runs it for many games at once (``agents.az_selfplay``).
 
 The shipped network (``PRETRAINED_PATH``, package data; ``docs/model-card.md``) is the
 ``pretrained`` agent: the network alone, its most probable legal move (``NetworkAgent`` with
-``deterministic=True``), and the network ``az`` searches with by default. By default ``az``
-searches over *kinds* of move (``kinds``; ``patchwork_env.players.policy.kind_policy``: each kind at
-the network's best placement, about 4 children instead of about 100), values its leaves by the mean
-of 4 greedy rollouts (``rollouts``; ``mix`` weighs them against the network's value, AlphaGo's leaf
+``deterministic=True``), and the network ``az`` searches with when it searches with one. Then, by
+default (``make_az_agent``'s, the registry's ``AZ_NETWORK``), ``az`` searches over *kinds* of move
+(``kinds``; ``patchwork_env.players.policy.kind_policy``: each kind at the network's best
+placement, about 4 children instead of about 100), values its leaves by the mean of 4 greedy
+rollouts (``rollouts``; ``mix`` weighs them against the network's value, AlphaGo's leaf
 evaluation), with ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th
-visit (``SearchConfig.expand``) and the subtree of the move played kept (``reuse``): the strongest
-settings measured (``docs/results.md``). ``value=PATH`` takes every leaf value from a small
-compiled value model instead (``patchwork_env.players.value_model``, distilled from a network by
-``train.value_model``: ~10 us a position against ~0.4 ms for the network's value head), and
-``prior=greedy`` takes the prior from the greedy heuristic (``mcts``'s candidates, a softmax of
-their greedy values at ``ptemp`` score points) instead of the network's policy: with both, the
-search calls no network. The trainer's self-play (``train.alphazero``) searches over
-all actions with the network's value alone (``NetEvaluator(net)``): its policy targets cover every
-placement. Checkpoints are the project's format (``patchwork_env.players.checkpoint``), so
-``network:PATH`` plays an AlphaZero checkpoint's network too.
+visit (``SearchConfig.expand``) and the subtree of the move played kept (``reuse``). ``value=...``
+takes every leaf value from a small compiled value model instead (``patchwork_env.players.value_model``,
+distilled from a network by ``train.value_model``: ~7 us a position against ~0.4 ms for the
+network's value head), and ``prior=greedy`` takes the prior from the greedy heuristic (``mcts``'s
+candidates, a softmax of their greedy values at ``ptemp`` score points) instead of the network's
+policy: with both (and ``expand=1``, no rollouts), the search calls no network, and the registry
+runs it compiled (``patchwork_env.players.az_tree``: ``az``'s default); ``AZAgent`` with those
+settings is the same search in Python, its reference. The trainer's self-play
+(``train.alphazero``) searches over all actions with the network's value alone
+(``NetEvaluator(net)``): its policy targets cover every placement. Checkpoints are the project's
+format (``patchwork_env.players.checkpoint``), so ``network:PATH`` plays an AlphaZero checkpoint's
+network too.
 """
 
 from __future__ import annotations

@@ -287,6 +287,7 @@ class SearchResult:
 
 OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, times this
 FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
+MAX_PLAN = 100_000  # time budget: at most this many (a spec's largest sims): late moves are cheap, a tree is not
 
 
 class TimeBudget:
@@ -312,7 +313,7 @@ class TimeBudget:
             return None, None
         deadline = time.perf_counter() + self.seconds
         planned = OVERPLAN * self.seconds / self.seconds_per_sim if self.seconds_per_sim else self.sims
-        return max(4, int(planned)), deadline
+        return max(4, min(MAX_PLAN, int(planned))), deadline
 
     def measure(self, sims: int, seconds: float) -> None:
         """A move's ``sims`` simulations took ``seconds`` (the root's evaluation apart): the speed
