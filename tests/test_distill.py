@@ -30,6 +30,7 @@ from patchwork_env.players.greedy import GreedyAgent
 from patchwork_env.players.mcts import MCTSAgent
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for
+from patchwork_env.players.registry import make_agent
 from train import distill as distill_trainer
 from train.cli import from_dict
 from train.config import ConfigError, DistillConfig
@@ -110,6 +111,21 @@ def test_search_targets_are_the_root_visit_shares_per_group(positions: np.ndarra
             expected[GROUP_OF_ACTION[action]] += visits / 8
         np.testing.assert_allclose(targets[index], expected)
         assert targets[index].argmax() == GROUP_OF_ACTION[move]
+
+
+def test_the_compiled_az_teaches_with_its_root_visits(positions: np.ndarray) -> None:
+    """az's default (the compiled search, no network) reports its root's visits as mcts does, so
+    that it can be a distillation's teacher: soft targets, its visit shares per kind of move."""
+    targets = teacher_targets(positions[:10], "az:sims=40", workers=2)
+    np.testing.assert_allclose(targets.sum(1), 1.0)
+    assert not (targets[~legal_groups(positions[:10])] > 0).any()
+    assert ((targets > 0).sum(1) > 1).any()
+    agent = make_agent("az:sims=40")
+    agent.act(GameState._wrap(positions[3].copy()), np.random.default_rng(0))
+    expected = np.zeros(NUM_GROUPS)
+    for action, visits in agent.last_visits:  # type: ignore[attr-defined]
+        expected[GROUP_OF_ACTION[action]] += visits / 40
+    np.testing.assert_allclose(targets[3], expected)
 
 
 def test_targets_do_not_depend_on_the_number_of_workers(positions: np.ndarray) -> None:
