@@ -18,7 +18,7 @@ rollouts (``rollouts``; ``mix`` weighs them against the network's value, AlphaGo
 evaluation), with ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th
 visit (``SearchConfig.expand``) and the subtree of the move played kept (``reuse``). ``value=...``
 takes every leaf value from a small compiled value model instead (``patchwork_env.players.value_model``,
-distilled from a network by ``train.value_model``: ~7 us a position against ~0.4 ms for the
+distilled from a network by ``train.value_model``: ~8 us a position against ~0.4 ms for the
 network's value head), and ``prior=greedy`` takes the prior from the greedy heuristic (``mcts``'s
 candidates, a softmax of their greedy values at ``ptemp`` score points) instead of the network's
 policy: with both (and ``expand=1``, no rollouts), the search calls no network, and the registry
