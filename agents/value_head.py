@@ -182,16 +182,38 @@ def _tree_chunk(model: ValueModel, config: SearchConfig, prior_temp: float, chun
 
 def tree_value(search: CompiledSearch, row: IntArray) -> float:
     """``search``'s value of the position ``row`` for its mover, in [-1, 1] (the root's value,
-    ``az_tree.TreeResult.root_value``). A position with a single candidate takes the value of the
-    position it leads to, from the same player's side, down to a finished game's ``final_value``."""
+    ``az_tree.TreeResult.root_value``), through single-candidate positions (``value_at_a_choice``)
+    down to a finished game's ``final_value``."""
+
+    def searched(s: IntArray, player: int) -> tuple[int, float | None]:
+        result = search.run(s)
+        if not search.last_sims:
+            return result.action, None
+        return result.action, result.root_value if int(rules.current_player(s)) == player else -result.root_value
+
+    return value_at_a_choice(
+        row, searched, lambda s, player: float(final_value(s, player, search.config.margin_weight))
+    )
+
+
+def value_at_a_choice(
+    row: IntArray,
+    search: Callable[[IntArray, int], tuple[int, float | None]],
+    final: Callable[[IntArray, int], float],
+) -> float:
+    """The value for ``row``'s mover of the first position from ``row`` on where the search has a
+    choice: ``search(s, player)`` gives its move in ``s`` and its value for ``player``, or None if
+    it had a single candidate (a leather patch's cell, nothing affordable), whose position is
+    then searched in turn from the same player's side; a finished game is ``final(s, player)``."""
     s = np.array(row, dtype=np.int64)
+    check_state_rows(s[None, :])  # the rules below trust their input
     player = int(rules.current_player(s))
     while not rules.is_terminal(s):
-        result = search.run(s)
-        if search.last_sims:
-            return result.root_value if int(rules.current_player(s)) == player else -result.root_value
-        rules.step_into(s, result.action)
-    return float(final_value(s, player, search.config.margin_weight))
+        action, value = search(s, player)
+        if value is not None:
+            return value
+        rules.step_into(s, action)
+    return final(s, player)
 
 
 def _chunk_seed(seed: int, index: int) -> int:
@@ -200,20 +222,21 @@ def _chunk_seed(seed: int, index: int) -> int:
 
 def search_value(agent: MCTSAgent, row: IntArray, rng: np.random.Generator) -> float:
     """``agent``'s searched value of the position ``row`` for its mover, in [-1, 1] (``2 x
-    MCTSAgent.last_value - 1``). A position where the search has a single candidate (a leather
-    patch's cell, nothing affordable) takes the value of the position that candidate leads to, from
-    the same player's side, down to a finished game's result."""
-    state = GameState(row)
-    player = state.current_player
-    while not state.is_terminal:
-        action = agent.act(state, rng)
-        if agent.last_value is not None:
-            value = agent.last_value if state.current_player == player else 1.0 - agent.last_value
-            return 2.0 * value - 1.0
-        state = state.step(action)
-    s = state.array()
-    r0 = result_for_player0(int(rules.winner(s)), int(rules.score(s, 0) - rules.score(s, 1)))
-    return 2.0 * (r0 if player == 0 else 1.0 - r0) - 1.0
+    MCTSAgent.last_value - 1``), through single-candidate positions (``value_at_a_choice``) down
+    to a finished game's result."""
+
+    def searched(s: IntArray, player: int) -> tuple[int, float | None]:
+        action = agent.act(GameState._wrap(s.copy()), rng)
+        if agent.last_value is None:
+            return action, None
+        value = agent.last_value if int(rules.current_player(s)) == player else 1.0 - agent.last_value
+        return action, 2.0 * value - 1.0
+
+    def final(s: IntArray, player: int) -> float:
+        r0 = result_for_player0(int(rules.winner(s)), int(rules.score(s, 0) - rules.score(s, 1)))
+        return 2.0 * (r0 if player == 0 else 1.0 - r0) - 1.0
+
+    return value_at_a_choice(row, searched, final)
 
 
 def _label(states: IntArray, label: Callable[[tuple[int, IntArray]], F32], workers: int, what: str) -> F32:
