@@ -57,6 +57,7 @@ from patchwork_env.players.heuristic import (
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.network import PatchworkNet, net_from_config, net_inputs
 from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers, one_torch_thread
+from patchwork_env.players.search_config import NETWORK_SIMS
 from patchwork_env.players.shipped import (
     NEWEST_NETWORK,
     NO_VALUE_MODEL,
@@ -71,7 +72,7 @@ PRETRAINED_PATH = SHIPPED_NETWORKS[NEWEST_NETWORK]
 
 IntArray = npt.NDArray[np.int64]
 MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
-SIMS = 300  # the agent's simulations per move unless given (or a time budget)
+SIMS = NETWORK_SIMS  # the agent's simulations per move unless given (or a time budget)
 EXPAND = 4  # the agent's expansion threshold unless given (the trainer's search: SearchConfig's 1)
 PRIORS = ("network", "greedy")  # where the search's prior comes from (``NetEvaluator.prior``)
 

@@ -54,7 +54,9 @@ import numpy.typing as npt
 from patchwork_env.core import rules
 from patchwork_env.core.jit import jit
 from patchwork_env.core.validate import check_state_rows
+from patchwork_env.players.search_config import GREEDY_PRIOR_TEMP as GREEDY_PRIOR_TEMP
 from patchwork_env.players.search_config import MAX_LEAVES as MAX_LEAVES  # re-exported: the search's names
+from patchwork_env.players.search_config import TREE_SIMS as TREE_SIMS
 from patchwork_env.players.search_config import SearchConfig as SearchConfig
 
 IntArray = npt.NDArray[np.int64]

@@ -37,6 +37,8 @@ from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import OBS_DIM
 from patchwork_env.players.az_search import (
     FIRST_PLAN,
+    GREEDY_PRIOR_TEMP,
+    TREE_SIMS,
     SearchConfig,
     TimeBudget,
     considered_visits,
@@ -45,7 +47,7 @@ from patchwork_env.players.az_search import (
     root_choice,
     root_outcome,
 )
-from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, ROLLOUT_TEMP, candidate_prior
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, candidate_prior
 from patchwork_env.players.shipped import value_model_path
 from patchwork_env.players.tree import find_below
 from patchwork_env.players.value_model import ValueModel, load_value_model, mlp_value
@@ -85,7 +87,7 @@ class CompiledSearch:
         self,
         config: SearchConfig,
         value_model: ValueModel,
-        prior_temp: float = ROLLOUT_TEMP,
+        prior_temp: float = GREEDY_PRIOR_TEMP,
         width: int = 1,
         reuse: bool = True,
     ) -> None:
@@ -241,7 +243,7 @@ class TreeAgent:
         self,
         config: SearchConfig,
         value_model: ValueModel,
-        prior_temp: float = ROLLOUT_TEMP,
+        prior_temp: float = GREEDY_PRIOR_TEMP,
         time: float | None = None,
         reuse: bool = True,
         name: str = "az",
@@ -284,10 +286,6 @@ def network_free(value: object, prior: str, rollouts: int, expand: int, leaves: 
     them: a value model's leaves (``value``: its file, None for none), the greedy prior, no
     rollouts, ``expand=1`` and ``leaves=1``."""
     return value is not None and prior == "greedy" and rollouts == 0 and expand == 1 and leaves == 1
-
-
-TREE_SIMS = 3000  # the compiled search's simulations per move unless given: about mcts:sims=1000's time
-GREEDY_PRIOR_TEMP = 20.0  # az's greedy prior: the strongest temperature measured (2, 8, 20, 50 score points)
 
 
 def make_tree_agent(
@@ -361,15 +359,16 @@ def _expand(
         top = max(top, logp[j])
     total = 0.0
     for j in range(k):
-        total += np.exp(logp[j] - top)
-    for j in range(k):
         e = first + j
         edge_i[e, ACTION] = acts[j]
         edge_i[e, CHILD] = -1
         edge_i[e, VISITS] = 0
         edge_f[e, LOGIT] = logp[j] - top
-        edge_f[e, PRIOR] = np.exp(logp[j] - top) / total
+        edge_f[e, PRIOR] = np.exp(edge_f[e, LOGIT])
         edge_f[e, W] = 0.0
+        total += edge_f[e, PRIOR]
+    for j in range(k):
+        edge_f[first + j, PRIOR] /= total
     value = mlp_value(s, w1, b1, w2, b2, w3, b3, obs, h1, h2)
     node_v[node] = value
     return value

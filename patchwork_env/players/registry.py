@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchwork_env.core.bounds import field_bounds, number, out_of_bounds
 from patchwork_env.players.errors import AgentSpecError, MissingExtraError
-from patchwork_env.players.search_config import SearchConfig
+from patchwork_env.players.search_config import GREEDY_PRIOR_TEMP, NETWORK_SIMS, TREE_SIMS, SearchConfig
 from patchwork_env.players.shipped import (
     NEWEST_VALUE_MODEL,
     NO_VALUE_MODEL,
@@ -224,20 +224,24 @@ def _search(name: str) -> tuple[float, float]:
 #: search's values, or (a network named by path= or net=, or prior=network, or value=none) the
 #: network search's, its defaults before the compiled search (``az.make_az_agent``'s)
 AZ_COMPILED: dict[str, Any] = {
-    "value": NEWEST_VALUE_MODEL,
-    "prior": "greedy",
-    "ptemp": 20.0,
-    "rollouts": 0,
-    "expand": 1,
-}
+    "value": NEWEST_VALUE_MODEL, "prior": "greedy", "ptemp": GREEDY_PRIOR_TEMP, "rollouts": 0, "expand": 1
+}  # fmt: skip
 AZ_NETWORK: dict[str, Any] = {"value": NO_VALUE_MODEL, "prior": "network", "ptemp": 2.0, "rollouts": 4, "expand": 4}
+
+
+def _preset(name: str) -> str:
+    """How the help shows a setting's default that depends on the preset."""
+    compiled, network = (v if isinstance(v, str) else number(v) for v in (AZ_COMPILED[name], AZ_NETWORK[name]))
+    return f"{compiled}, with a network {network}"
+
 
 AZ_PARAMS: tuple[Param, ...] = (
     Param(
         "sims",
         int,
         None,
-        "simulations per move if time is not given either: 3000 for the compiled search, 300 with a network",
+        f"simulations per move if time is not given either: {TREE_SIMS} for the compiled search, "
+        f"{NETWORK_SIMS} with a network",
         bounds=MAX_SIMS,
     ),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
@@ -250,7 +254,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         None,
         "greedy rollouts per leaf, their mean weighed by mix against the network's value (0: the value alone)",
         bounds=(0, 1000),
-        shown="0, with a network 4",
+        shown=_preset("rollouts"),
     ),
     Param(
         "mix",
@@ -269,7 +273,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         None,
         "visits of a leaf before the network expands it (AlphaGo n_thr); before: its value alone",
         bounds=_search("expand"),
-        shown="1, with a network 4",
+        shown=_preset("expand"),
     ),
     Param(
         "leaves",
@@ -293,7 +297,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         "value model for the leaves, not the network's head: a shipped version ("
         + ", ".join(SHIPPED_VALUE_MODELS)
         + "), a file (train.value_model) or none",
-        shown=f"{NEWEST_VALUE_MODEL}, with a network none",
+        shown=_preset("value"),
     ),
     Param(
         "prior",
@@ -301,7 +305,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         None,
         "the search's prior: the network's policy, or greedy's candidates (mcts's) by their values",
         choices=("network", "greedy"),
-        shown="greedy, with a network network",
+        shown=_preset("prior"),
     ),
     Param(
         "ptemp",
@@ -309,7 +313,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         None,
         "prior=greedy: softmax temperature in score points",
         bounds=(0.01, 100.0),
-        shown="20, with a network 2",
+        shown=_preset("ptemp"),
     ),
 )
 
