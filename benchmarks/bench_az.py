@@ -32,6 +32,7 @@ from benchmarks import Case, Counts, Row, format_table, rate, row, run_cases, ti
 
 SIZES = (1, 256)
 TARGET = 20_000.0
+PYTHON = "python"  # a SEARCHES entry built by az.make_az_agent with the compiled tree's settings, not a spec
 SEARCHES = {  # name: (spec, simulations per move); net=v1: the network search (az's defaults before the compiled one)
     "mcts": ("mcts:sims={n},reuse=0", 200),
     "az": ("az:net=v1,sims={n}", 200),
@@ -50,8 +51,14 @@ SEARCHES = {  # name: (spec, simulations per move); net=v1: the network search (
     ),
     "az, compiled tree": ("az:sims={n},value={model},reuse=0", 200),
     "az, compiled tree (deep tree)": ("az:sims={n},value={model},reuse=0", 2000),
+    # the same search in Python (az.make_az_agent; the registry runs these settings compiled)
+    "az, the compiled tree's settings in Python (deep tree)": (PYTHON, 2000),
 }
-REFERENCE = {"az, compiled tree": "mcts", "az, compiled tree (deep tree)": "mcts (deep tree)"}  # rows with a ratio
+REFERENCE = {  # rows with a ratio to another row of the same run
+    "az, compiled tree": "mcts",
+    "az, compiled tree (deep tree)": "mcts (deep tree)",
+    "az, the compiled tree's settings in Python (deep tree)": "az, compiled tree (deep tree)",
+}
 MODEL_HIDDEN = (128, 64)  # the value model's size in the rows above (its speed does not depend on its weights)
 
 
@@ -94,7 +101,7 @@ def search_cases(quick: bool = False) -> list[Case]:
     model = _value_model_file()
     for name, (spec, n) in SEARCHES.items():
         sims = n // 4 if quick else n
-        agent = make_agent(spec.format(n=sims, model=model))
+        agent = _python_tree(sims, model) if spec == PYTHON else make_agent(spec.format(n=sims, model=model))
 
         def body(agent: object = agent, sims: int = sims) -> Counts:
             rng = np.random.default_rng(0)
@@ -106,6 +113,16 @@ def search_cases(quick: bool = False) -> list[Case]:
         out.append(Case(f"search {name}", functools.partial(timed, body)))
     out.append(_model_case(model, np.stack([s.array() for s in states])))
     return out
+
+
+def _python_tree(sims: int, model: str) -> object:
+    """``az``'s default settings (value model, greedy prior, ``expand=1``, no rollouts) on the Python
+    tree (``az_search.BatchedSearch``): the same search as the compiled one, move for move."""
+    from patchwork_env.players.az import make_az_agent
+    from patchwork_env.players.registry import AZ_COMPILED
+
+    settings = {**AZ_COMPILED, "value": model}
+    return make_az_agent(sims=sims, reuse=False, **settings)
 
 
 def _model_case(path: str, rows: npt.NDArray[np.int64]) -> Case:
