@@ -8,9 +8,9 @@ the new leaf's position (``rules.step_into``), its expansion (candidates and pri
 the backup, on arrays of nodes and edges instead of Python objects. It is the same search as
 ``az_search.BatchedSearch`` with that evaluator, ``expand=1`` and ``leaves=1`` (a test plays both
 and compares every visit count); the Python tree spends most of a simulation on its own
-bookkeeping, this one about 15 us in all on one core (about 3x ``mcts``'s simulations per second,
-4x the Python tree's: ``benchmarks.bench_az``), most of it scoring the new leaf's candidate moves
-and valuing it.
+bookkeeping, this one about 12-15 us in all on one core (about 3x ``mcts``'s simulations per
+second, 3.4x the Python tree's: ``benchmarks.bench_az``), most of it scoring the new leaf's
+candidate moves and valuing it.
 
 The arrays: per node its state (``STATE_LEN`` entries), mover (-1 when the game is over), first
 edge and number of edges (-1 until expanded), and value (the model's, from the mover's side; a
