@@ -12,8 +12,9 @@ advance plus each patch at greedy's best placement). So:
   which greedy self-play never shows the teacher (for example both players waiting).
 * **Targets**: the teacher (any agent spec, normally ``mcts:sims=100``) searches each position
   once; the target is its root visit share per *group* of moves (``GROUP_OF_ACTION``: slot 0, 1,
-  2, leather, advance), or the one-hot group of its move for an agent without a search tree
-  (``teacher_targets``). ``legal_groups`` finds the positions with a single legal group, which the
+  2, leather, advance), ``az``'s policy target per group (``last_policy``: the Gumbel root's
+  improved policy), or the one-hot group of its move for an agent without a search tree
+  (``teacher_targets``, ``group_target``). ``legal_groups`` finds the positions with a single legal group, which the
   trainer drops (the mask decides them). Labelling runs in worker processes (or Ray tasks); each
   position has its own random stream, so the targets do not depend on the number of workers.
   Soft targets, because a search's visit shares are often split between two kinds of move.
@@ -143,12 +144,25 @@ def _label(job: tuple[int, IntArray]) -> FloatArray:
         reset()  # positions are unrelated: no tree (or other memory) carries over
     rng = np.random.default_rng(np.random.SeedSequence(_TEACHER["seed"], spawn_key=(index,)))
     action = agent.act(GameState._wrap(row.copy()), rng)
-    target: FloatArray = np.zeros(NUM_GROUPS)
-    visits = getattr(agent, "last_visits", None) or [(action, 1)]
-    for candidate, n in visits:
-        target[GROUP_OF_ACTION[candidate]] += n
-    target /= target.sum()
-    return target
+    return group_target(action, getattr(agent, "last_policy", None), getattr(agent, "last_visits", None))
+
+
+def group_target(
+    action: int, policy: npt.NDArray[Any] | None = None, visits: list[tuple[int, int]] | None = None
+) -> FloatArray:
+    """(5,) a teacher's choice of move kind: its ``policy`` target summed per group (``az``'s Gumbel
+    policy: its root visits follow sequential halving's schedule, not the moves' worth), else its
+    root ``visits`` per group (``mcts``), else (none given, or nothing searched: a single legal move)
+    the one-hot group of its ``action``."""
+    if policy is not None and policy.sum() > 0:
+        target: FloatArray = np.bincount(GROUP_OF_ACTION, weights=policy, minlength=NUM_GROUPS)
+    else:
+        target = np.zeros(NUM_GROUPS)
+        for candidate, n in visits or []:
+            target[GROUP_OF_ACTION[candidate]] += n
+        if target.sum() <= 0:
+            target[GROUP_OF_ACTION[action]] = 1.0
+    return target / target.sum()
 
 
 def _label_chunk(shared: tuple[str, int], jobs: list[tuple[int, IntArray]]) -> list[FloatArray]:
@@ -167,8 +181,8 @@ def teacher_targets(
     backend: Backend | None = None,
 ) -> FloatArray:
     """(N, 5) the choice of move kind ``teacher`` (an agent spec) makes in each position, as a
-    distribution over the groups: a search that reports its root (``mcts``'s ``last_visits``) gives
-    its visit shares per group, any other agent the one-hot group of its move. The same targets
+    distribution over the groups (``group_target``): ``az``'s policy target per group, ``mcts``'s
+    root visit shares per group, any other agent's the one-hot group of its move. The same targets
     for any number of ``workers`` (processes; 1 labels in this process) and on a ``backend``
     (``patchwork_env.evaluation.backend``: chunks of positions as its tasks, instead of ``workers``).
     ``progress(k)`` is called as labels arrive."""

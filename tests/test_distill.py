@@ -16,6 +16,7 @@ from agents.distill import (
     PLACEMENT_ONLY,
     distill,
     group_logits,
+    group_target,
     legal_groups,
     sample_positions,
     student_positions,
@@ -113,19 +114,33 @@ def test_search_targets_are_the_root_visit_shares_per_group(positions: np.ndarra
         assert targets[index].argmax() == GROUP_OF_ACTION[move]
 
 
-def test_the_compiled_az_teaches_with_its_root_visits(positions: np.ndarray) -> None:
-    """az's default (the compiled search, no network) reports its root's visits as mcts does, so
-    that it can be a distillation's teacher: soft targets, its visit shares per kind of move."""
+def test_the_compiled_az_teaches_with_its_policy_target(positions: np.ndarray) -> None:
+    """az's default (the compiled search, no network) teaches its Gumbel root's policy target per
+    kind of move (``last_policy``), not its root visits, which follow sequential halving's schedule:
+    soft targets over the legal kinds."""
     targets = teacher_targets(positions[:10], "az:sims=40", workers=2)
     np.testing.assert_allclose(targets.sum(1), 1.0)
     assert not (targets[~legal_groups(positions[:10])] > 0).any()
     assert ((targets > 0).sum(1) > 1).any()
     agent = make_agent("az:sims=40")
     agent.act(GameState._wrap(positions[3].copy()), np.random.default_rng(0))
-    expected = np.zeros(NUM_GROUPS)
-    for action, visits in agent.last_visits:  # type: ignore[attr-defined]
-        expected[GROUP_OF_ACTION[action]] += visits / 40
-    np.testing.assert_allclose(targets[3], expected)
+    policy = agent.last_policy  # type: ignore[attr-defined]
+    expected = np.bincount(GROUP_OF_ACTION, weights=policy, minlength=NUM_GROUPS)
+    np.testing.assert_allclose(targets[3], expected / expected.sum(), rtol=1e-6)
+    visits = np.zeros(NUM_GROUPS)
+    for action, n in agent.last_visits:  # type: ignore[attr-defined]
+        visits[GROUP_OF_ACTION[action]] += n / 40
+    assert not np.allclose(targets[3], visits)  # the visits are not what it teaches
+
+
+def test_group_target_falls_back_to_visits_then_to_the_move() -> None:
+    """``group_target``: a policy when there is one, else root visits (mcts), else the move's kind."""
+    slot1, advance = int(np.flatnonzero(GROUP_OF_ACTION == 1)[0]), int(np.flatnonzero(GROUP_OF_ACTION == 4)[0])
+    policy = np.zeros(len(GROUP_OF_ACTION))
+    policy[[slot1, advance]] = [0.25, 0.75]
+    np.testing.assert_allclose(group_target(slot1, policy), [0, 0.25, 0, 0, 0.75])
+    np.testing.assert_allclose(group_target(slot1, None, [(slot1, 3), (advance, 1)]), [0, 0.75, 0, 0, 0.25])
+    np.testing.assert_allclose(group_target(advance, np.zeros(len(GROUP_OF_ACTION)), []), [0, 0, 0, 0, 1])
 
 
 def test_targets_do_not_depend_on_the_number_of_workers(positions: np.ndarray) -> None:

@@ -283,6 +283,9 @@ class AZAgent:
         self.last_visits: list[tuple[int, int]] = []
         """(root action, visits) of the last decision's search, as ``mcts``'s (a distillation's targets,
         ``agents.distill``)."""
+        self.last_policy: npt.NDArray[np.float32] | None = None
+        """(2026,) the last decision's policy target (``az_search.root_outcome``): what a distillation
+        learns from an ``az`` teacher (``agents.distill``)."""
 
     def reset(self) -> None:
         """Forget the kept subtree (the arena calls this before each game)."""
@@ -303,6 +306,7 @@ class AZAgent:
         root = result.roots[0]
         assert root.actions is not None
         self.last_visits = list(zip(root.actions.tolist(), root.n.tolist(), strict=True))
+        self.last_policy = result.policies[0]
         if self.reuse:
             self._kept = root.children[int(np.flatnonzero(root.actions == action)[0])]
         return action

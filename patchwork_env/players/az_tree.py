@@ -237,7 +237,8 @@ class CompiledSearch:
 class TreeAgent:
     """``az`` with the compiled search (``CompiledSearch``): no network, so no torch. ``sims``
     simulations per move or a ``time`` budget (``az_search.TimeBudget``, as ``AZAgent``'s);
-    ``reuse`` keeps the played move's subtree; ``last_visits`` are the root's visits, as ``mcts``'s."""
+    ``reuse`` keeps the played move's subtree; ``last_visits`` are the root's visits, as ``mcts``'s,
+    and ``last_policy`` the search's policy target (a distillation teacher's target, ``agents.distill``)."""
 
     def __init__(
         self,
@@ -257,6 +258,7 @@ class TreeAgent:
         self.budget = TimeBudget(config.sims, time)
         self.search = CompiledSearch(config, value_model, prior_temp, reuse=reuse)
         self.last_visits: list[tuple[int, int]] = []
+        self.last_policy: npt.NDArray[np.float32] | None = None
 
     def reset(self) -> None:
         """Forget the kept subtree (the arena calls this before each game)."""
@@ -270,6 +272,7 @@ class TreeAgent:
         result = self.search.run(state.array(), sims, deadline)
         self.budget.measure(self.search.last_sims, self.search.last_sim_seconds)
         self.last_visits = list(zip(result.actions.tolist(), result.visits.tolist(), strict=True))
+        self.last_policy = result.policy
         return result.action
 
     # pickled for the arena's worker processes: the settings, not the tree
