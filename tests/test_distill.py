@@ -32,7 +32,9 @@ from patchwork_env.players.mcts import MCTSAgent
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for
 from patchwork_env.players.registry import make_agent
+from tools import render_results
 from train import distill as distill_trainer
+from train import exit_results
 from train.cli import from_dict
 from train.config import ConfigError, DistillConfig
 
@@ -286,3 +288,36 @@ def test_distill_config_is_checked(tmp_path: Path) -> None:
     with pytest.raises(AgentSpecError, match="mcts"):  # the run builds its teacher before it writes anything
         distill_trainer.main(_config(tmp_path, teacher="mcts:simz=3"))
     assert not (tmp_path / "distill").exists()
+
+
+def test_exit_results_measure_distillation_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m train.exit_results`` on runs of train.distill: start and final networks against
+    greedy, the final one against the first shipped network on the same deals, the run's rounds,
+    and its curve from its own evaluations (no minute checkpoints); runs of two trainers refused."""
+    runs = []
+    for seed in (0, 1):
+        cfg = _config(tmp_path / f"s{seed}", seed=seed, eval_opponents={"greedy": 1}, final_eval_pairs=0)
+        runs.append(str(distill_trainer.main(cfg)["run_folder"]))
+    out = tmp_path / "distill.json"
+    assert exit_results.main([*runs, "--pairs", "1", "--results", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["kind"] == "training" and data["seeds"] == [0, 1] and data["title"].startswith("Distillation")
+    assert "rounds" in data["columns"] and not any(c.endswith(" min") for c in data["columns"])
+    for seed, run in zip(("0", "1"), runs, strict=True):
+        raw = data["raw"][seed]
+        assert raw["iterations"] == 1 and raw["kept"] is None and raw["config"]["teacher"] == "greedy"
+        for key in ("final_vs_greedy", "start_vs_greedy", "final_vs_pretrained"):
+            assert raw[key]["games"] == 2, key
+        history = json.loads((Path(run) / "eval_history.json").read_text())
+        after = [h for h in history if h["round"] == 1 and not h["final"]]
+        assert [(r["games"], r["win_rate"]) for r in raw["curve_vs_greedy"].values()] == [
+            (after[0]["games"], after[0]["win_rate"])
+        ]
+    assert set(render_results.mark_curves(data)) == {"greedy"}
+    assert len(data["summary"]["sd"]) == len(data["columns"])
+    (tmp_path / "exit" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "exit" / "exit_history.json").write_text("[]")
+    with pytest.raises(SystemExit) as exc:
+        exit_results.main([runs[0], str(tmp_path / "exit")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "of different trainers (train.distill, train.exit)" in err, err

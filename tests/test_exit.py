@@ -374,7 +374,7 @@ def test_exit_results_errors_are_one_line(tmp_path: Path, capsys: pytest.Capture
     (cut / "exit_history.json").write_text("[{")
     for argv, message in (
         ([str(broken)], "start.pt is not a network checkpoint"),
-        ([str(cut)], "is not a run folder of train.exit (config.yaml, exit_history.json: Expecting"),
+        ([str(cut)], "is not a finished run of train.exit (config.yaml, exit_history.json: Expecting"),
         ([str(tmp_path)], "is not a run folder of train.exit"),
         ([str(tmp_path), "--pairs", "0"], "--pairs must be in 1..10000"),
     ):

@@ -1,14 +1,19 @@
-"""Expert iteration over seeds, measured: finished runs of ``train.exit`` (one per seed), their
-networks on fresh deals, written as one results file.
+"""Expert iteration or distillation over seeds, measured: finished runs of ``train.exit`` or of
+``train.distill`` (one per seed, all of one trainer), their networks on fresh deals, written as one
+results file.
 
     python -m train.exit_results runs/exit-s0 runs/exit-s1 runs/exit-s2 --results results/exit.json
+    python -m train.exit_results runs/dagger-az-s0 runs/dagger-az-s1 runs/dagger-az-s2 \
+        --results results/distill-az.json
     python -m train.exit_results runs/exit-s0 --pairs 5 --curve-pairs 2        # a try
 
 Per run: its final network and its start against greedy on the same paired deals (``--pairs``,
-``--eval-seed``), the final network against ``pretrained`` on them, and the curve: each
-``checkpoints/minute-<m>.pt`` the run kept against greedy (``--curve-pairs``). The deals are the
-same for every run and none of them was played during training (the runs' own evaluations use
-other seeds). ``--results`` writes the per-seed rows, the mean and the least, and the raw counts.
+``--eval-seed``), the final network against the first shipped network (``pretrained:net=v1``) on
+them, and the curve: each ``checkpoints/minute-<m>.pt`` the run kept against greedy
+(``--curve-pairs``); a run without minute checkpoints (``train.distill``'s recipes) gives instead
+its own periodic evaluations against greedy (``eval_history.json``: its deals, its games). The deals
+are the same for every run and none of them was played during training (the runs' own evaluations
+use other seeds). ``--results`` writes the per-seed rows, the mean and the least, and the raw counts.
 """
 
 from __future__ import annotations
@@ -28,13 +33,43 @@ from patchwork_env.cli.common import MAX_ARENA_SEED, fail
 from patchwork_env.evaluation import results_file
 from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, write_results
 
+#: the network the final ones are measured against: the first shipped one (a pinned version, so
+#: that shipping the next does not change what an earlier file's column measured)
+REFERENCE = "pretrained:net=v1"
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """What a run folder of one trainer holds and how its results file calls it."""
+
+    module: str
+    history: str
+    """the run's file that only this trainer writes (its rows: the iterations, or the evaluations)"""
+    title: str
+    recipe: str
+    headline: str
+
+
+TRAINERS = (
+    Trainer(
+        "train.exit", "exit_history.json", "Expert iteration (train.exit): the network alone, on several seeds",
+        "`python -m train.exit --config configs/exit.yaml` (from the shipped network",
+        "Expert iteration: the network alone against greedy",
+    ),
+    Trainer(
+        "train.distill", "eval_history.json", "Distillation (train.distill): the network alone, on several seeds",
+        "`python -m train.distill --config CONFIG` (the config is in each run's `config` in `raw`: its teacher",
+        "Distillation of az's search: the network alone against greedy",
+    ),
+)  # fmt: skip
+
 
 @dataclass
 class ExitResultsArgs:
-    """Expert iteration over seeds, measured: finished runs of train.exit, one results file."""
+    """Expert iteration or distillation over seeds, measured: finished runs, one results file."""
 
     runs: tyro.conf.Positional[tuple[Path, ...]]
-    """run folders of train.exit (one per seed)"""
+    """run folders of train.exit or of train.distill (one per seed)"""
     pairs: int = 200
     """paired deals of each final figure (two games each)"""
     curve_pairs: int = 100
@@ -56,17 +91,35 @@ def counts(a: str, b: str, pairs: int, args: ExitResultsArgs) -> dict[str, Any]:
     return {"games": r.games, "wins": r.wins_a, "losses": r.wins_b, "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}
 
 
-def load_run(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A finished run of train.exit: its config and history, its checkpoints loadable (else one
+def trainer_of(folder: Path) -> Trainer:
+    """The trainer whose run ``folder`` is (by the history file it wrote; train.distill's also has
+    a teacher in its config), else one ``error:`` line."""
+    if (folder / "exit_history.json").is_file():
+        return TRAINERS[0]
+    try:
+        if "teacher" in (yaml.safe_load((folder / "config.yaml").read_text()) or {}):
+            return TRAINERS[1]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, TypeError):
+        pass
+    fail(
+        f"{folder} is not a run folder of train.exit or train.distill (config.yaml and exit_history.json, or a teacher)"
+    )
+
+
+def load_run(folder: Path, trainer: Trainer) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A finished run of ``trainer``: its config and history, its checkpoints loadable (else one
     ``error:`` line naming what is wrong)."""
     from patchwork_env.players.registry import make_agent
 
+    more = ", final_eval.json" if trainer is TRAINERS[1] else ""
     try:
         config = yaml.safe_load((folder / "config.yaml").read_text())
-        history = json.loads((folder / "exit_history.json").read_text())
+        history = json.loads((folder / trainer.history).read_text())
         seed, _ = config["seed"], history[-1]["minutes"]
+        if trainer is TRAINERS[1]:
+            _ = finished(folder)["rounds"]
     except (OSError, ValueError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
-        fail(f"{folder} is not a run folder of train.exit (config.yaml, exit_history.json: {exc})")
+        fail(f"{folder} is not a finished run of {trainer.module} (config.yaml, {trainer.history}{more}: {exc})")
     if not isinstance(seed, int):
         fail(f"{folder}/config.yaml: seed must be an integer, got {seed!r}")
     for path in (folder / "checkpoints" / "start.pt", folder / "checkpoints" / "final.pt", *minute_checkpoints(folder)):
@@ -75,6 +128,12 @@ def load_run(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         except Exception as exc:  # a missing or corrupt checkpoint: the registry says what
             fail(exc)
     return config, history
+
+
+def finished(folder: Path) -> dict[str, Any]:
+    """A finished run's summary (``final_eval.json``)."""
+    summary: dict[str, Any] = json.loads((folder / "final_eval.json").read_text())
+    return summary
 
 
 def minute_checkpoints(folder: Path) -> list[Path]:
@@ -91,61 +150,83 @@ def minute_checkpoints(folder: Path) -> list[Path]:
 def measure(
     folder: Path, config: dict[str, Any], history: list[dict[str, Any]], args: ExitResultsArgs
 ) -> dict[str, Any]:
-    """One run's figures (raw counts) and what it was (seed, iterations, gates kept, minutes)."""
+    """One run's figures (raw counts) and what it was (seed, iterations or rounds, gates kept,
+    minutes)."""
     checkpoints = folder / "checkpoints"
     final, start = f"ppo:{checkpoints / 'final.pt'}", f"ppo:{checkpoints / 'start.pt'}"
     minutes = minute_checkpoints(folder)
+    exit_run = (folder / "exit_history.json").is_file()
+    evaluations = [row for row in history if not exit_run and not row.get("final") and row.get("opponent") == "greedy"]
     return {
         "seed": config["seed"],
         "config": config,  # the run's every setting (time limit, iterations, checkpoint minutes...)
-        "iterations": len(history) - 1,
-        "kept": sum(bool(row.get("kept_new")) for row in history[1:]),
+        "iterations": len(history) - 1 if exit_run else int(finished(folder)["rounds"]),
+        "kept": sum(bool(row.get("kept_new")) for row in history[1:]) if exit_run else None,
         "minutes": round(history[-1]["minutes"], 1),
         "final_vs_greedy": counts(final, "greedy", args.pairs, args),
         "start_vs_greedy": counts(start, "greedy", args.pairs, args),
-        "final_vs_pretrained": counts(final, "pretrained", args.pairs, args),
+        "final_vs_pretrained": counts(final, REFERENCE, args.pairs, args),
         "curve_vs_greedy": {
             p.name.removeprefix("minute-").removesuffix(".pt"): counts(f"ppo:{p}", "greedy", args.curve_pairs, args)
             for p in minutes
-        },
+        }
+        or {f"{row['minutes']:.6g}": run_evaluation(row) for row in evaluations if row.get("round", 0) > 0},
     }
 
 
-def summarize(runs: list[dict[str, Any]], args: ExitResultsArgs, command: str) -> dict[str, Any]:
+def run_evaluation(row: dict[str, Any]) -> dict[str, Any]:
+    """A run's own evaluation (a row of ``eval_history.json``) as ``counts`` gives a measurement."""
+    wins = round(row["win_rate"] * row["games"])
+    return {"games": row["games"], "wins": wins, "losses": row["games"] - wins, "win_rate": row["win_rate"],
+            "ci95": [row["ci_low"], row["ci_high"]], "source": "the run's own evaluation"}  # fmt: skip
+
+
+def summarize(runs: list[dict[str, Any]], trainer: Trainer, args: ExitResultsArgs, command: str) -> dict[str, Any]:
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
 
-    marks = sorted({m for run in runs for m in run["curve_vs_greedy"]}, key=float)
-    columns = ["start vs greedy", "final vs greedy", "gain vs greedy", "final vs pretrained"]
-    columns += [f"vs greedy at {m} min" for m in marks] + ["iterations (kept)", "minutes"]
+    # the table's curve columns: minute checkpoints, measured at the same marks in every run (a run's
+    # own evaluations fall at minutes of its own: they are drawn, not tabled)
+    marks = sorted({m for run in runs for m, r in run["curve_vs_greedy"].items() if "source" not in r}, key=float)
+    steps = "iterations (kept)" if trainer is TRAINERS[0] else "rounds"
+    columns = ["start vs greedy", "final vs greedy", "gain vs greedy", "final vs pretrained v1"]
+    columns += [f"vs greedy at {m} min" for m in marks] + [steps, "minutes"]
 
     def cells(run: dict[str, Any]) -> dict[str, str]:
         gain = 100 * (run["final_vs_greedy"]["win_rate"] - run["start_vs_greedy"]["win_rate"])
         out = {key: format_win_rate(run[k]["win_rate"], run[k]["ci95"]) for key, k in (
             ("start vs greedy", "start_vs_greedy"), ("final vs greedy", "final_vs_greedy"),
-            ("final vs pretrained", "final_vs_pretrained"))}  # fmt: skip
+            ("final vs pretrained v1", "final_vs_pretrained"))}  # fmt: skip
         out["gain vs greedy"] = f"{gain:+.1f} points"
         for m in marks:
             r = run["curve_vs_greedy"].get(m)
             out[f"vs greedy at {m} min"] = format_win_rate(r["win_rate"], r["ci95"]) if r else "-"
-        out["iterations (kept)"] = f"{run['iterations']} ({run['kept']})"
+        out[steps] = f"{run['iterations']} ({run['kept']})" if run["kept"] is not None else str(run["iterations"])
         out["minutes"] = f"{run['minutes']:.0f}"
         return out
 
     def stat(fn: Any, key: str) -> str:
         return f"{100 * fn(run[key]['win_rate'] for run in runs):.1f}%"
 
+    def spread(key: str) -> str:
+        rates = [100 * run[key]["win_rate"] for run in runs]
+        return f"{statistics.stdev(rates):.1f} points" if len(rates) > 1 else ""
+
     mean_final = stat(statistics.mean, "final_vs_greedy")
     blank = [""] * (len(marks) + 2)
+    curve = (
+        f"its minute checkpoints against greedy on {args.curve_pairs} of them"
+        if marks
+        else "its curve: its own periodic evaluations against greedy (`eval_history.json`: the run's deals)"
+    )
     return {
         **provenance(command, [run["seed"] for run in runs]),
         "kind": results_file.TRAINING,
-        "title": "Expert iteration (train.exit): the network alone, on several seeds",
-        "description": "Each seed one run of `python -m train.exit --config configs/exit.yaml` (from the shipped "
-        "network; each run's settings are its `config` in `raw`), then its start and final networks on "
-        f"{args.pairs} fresh paired deals (seed {args.eval_seed}) against greedy, the final one against "
-        f"`pretrained` on the same deals, and its minute checkpoints against greedy on {args.curve_pairs} of "
-        "them. Raw counts in `raw`.",
+        "title": trainer.title,
+        "description": f"Each seed one run of {trainer.recipe}; each run's settings are its `config` in `raw`), "
+        f"then its start and final networks on {args.pairs} fresh paired deals (seed {args.eval_seed}) against "
+        f"greedy, the final one against `{REFERENCE}` (the first shipped network) on the same deals, and "
+        f"{curve}. Raw counts in `raw`.",
         "columns": columns,
         "runs": [{"seed": run["seed"], "cells": cells(run)} for run in runs],
         "summary": {
@@ -156,6 +237,7 @@ def summarize(runs: list[dict[str, Any]], args: ExitResultsArgs, command: str) -
                 stat(statistics.mean, "final_vs_pretrained"),
                 *blank,
             ],
+            "sd": ["", spread("final_vs_greedy"), "", spread("final_vs_pretrained"), *blank],
             "least": [
                 stat(min, "start_vs_greedy"),
                 stat(min, "final_vs_greedy"),
@@ -164,7 +246,7 @@ def summarize(runs: list[dict[str, Any]], args: ExitResultsArgs, command: str) -
                 *blank,
             ],
         },
-        "headline": [[f"Expert iteration: the network alone against greedy (mean of {len(runs)} seeds)", mean_final]],
+        "headline": [[f"{trainer.headline} (mean of {len(runs)} seeds)", mean_final]],
         "raw": {str(run["seed"]): run for run in runs},
     }
 
@@ -173,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(ExitResultsArgs, argv, __doc__.splitlines()[0])
     if not args.runs:
-        fail("give the run folders of train.exit to measure (one per seed)")
+        fail("give the run folders of train.exit or train.distill to measure (one per seed)")
     if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
         fail(f"--eval-seed must be in [0, {MAX_ARENA_SEED}], got {args.eval_seed}")
     for name in ("pairs", "curve_pairs"):
@@ -185,14 +267,18 @@ def main(argv: list[str] | None = None) -> int:
     folders = [folder.resolve() for folder in args.runs]
     if len(set(folders)) != len(folders):
         fail(f"a run folder is given twice (each folder is one seed): {[str(f) for f in args.runs]}")
-    runs = [load_run(folder) for folder in args.runs]  # every folder checked before a game is played
+    trainers = {trainer_of(folder) for folder in args.runs}
+    if len(trainers) > 1:
+        fail(f"the run folders are of different trainers ({', '.join(sorted(t.module for t in trainers))}): give one's")
+    trainer = trainers.pop()
+    runs = [load_run(folder, trainer) for folder in args.runs]  # every folder checked before a game is played
     measured = []
     for folder, (config, history) in zip(args.runs, runs, strict=True):
         print(f"{folder}:", flush=True)
         measured.append(measure(folder, config, history, args))
     if args.results is not None:
         command = shlex.join(["python", "-m", "train.exit_results", *argv])
-        write_results(args.results, summarize(measured, args, command))
+        write_results(args.results, summarize(measured, trainer, args, command))
     return 0
 
 
