@@ -252,3 +252,16 @@ def test_a_time_budget_plans_from_the_speed_within_bounds() -> None:
     assert budget.plan()[0] == MAX_PLAN
     with pytest.raises(ValueError, match="time must be > 0"):
         TimeBudget(100, 0.0)
+
+
+def test_noise_samples_the_gumbel_roots_move(model: ValueModel, positions: list[np.ndarray]) -> None:
+    """With ``noise`` (self-play) the root's Gumbel variables come from that generator: the same
+    seed, the same search; other seeds, other moves somewhere; without it, no noise at all."""
+    search = CompiledSearch(SearchConfig(sims=24, expand=1, leaves=1), model, TEMP, reuse=False)
+    quiet = [search.run(row).action for row in positions]
+    assert quiet == [search.run(row, noise=None).action for row in positions]
+    seeded = [search.run(row, noise=np.random.default_rng(5)) for row in positions]
+    again = [search.run(row, noise=np.random.default_rng(5)) for row in positions]
+    assert [r.visits.tolist() for r in seeded] == [r.visits.tolist() for r in again]
+    moves = {tuple(search.run(row, noise=np.random.default_rng(s)).action for row in positions) for s in range(6)}
+    assert len(moves) > 1 and any(m != tuple(quiet) for m in moves)

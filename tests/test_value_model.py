@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 from pathlib import Path
@@ -27,7 +28,7 @@ from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, candidate_actions
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.registry import make_agent
-from patchwork_env.players.value_model import FORMAT, ValueModel, ValueModelError, load_value_model
+from patchwork_env.players.value_model import FORMAT, FORMAT_HEAD, ValueModel, ValueModelError, load_value_model
 from tests.cli import error_lines
 from train import value_model as cli
 
@@ -270,3 +271,74 @@ def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.C
     assert exc.value.code == 2
     (err,) = error_lines(capsys.readouterr().err)
     assert err.startswith(message)
+
+
+def with_head(model: ValueModel, seed: int) -> ValueModel:
+    rng = np.random.default_rng(seed)
+    wp = rng.normal(0, 0.5, (model.hidden[1], 5)).astype(np.float32)
+    return dataclasses.replace(model, wp=wp, bp=rng.normal(0, 0.5, 5).astype(np.float32))
+
+
+def test_the_move_kind_head_is_the_last_hidden_layer_times_wp(positions: np.ndarray, model_file: Path) -> None:
+    """``kind_logits``: ReLU(h2) @ wp + bp, the perceptron's last hidden layer; zeros without a head;
+    the values do not change with a head."""
+    model = load_value_model(model_file)
+    headed = with_head(model, 0)
+    layers = perceptron((16, 8), seed=2)
+    with torch.no_grad():
+        hidden = layers[:4](observations(positions)).numpy()  # Linear, ReLU, Linear, ReLU
+    assert headed.wp is not None and headed.bp is not None
+    want = hidden @ headed.wp + headed.bp
+    np.testing.assert_allclose(headed.kind_logits(positions), want, atol=1e-5)
+    assert want.std() > 0.1
+    assert not model.has_head and (model.kind_logits(positions[:3]) == 0).all()
+    np.testing.assert_array_equal(headed.values(positions), model.values(positions))
+
+
+def test_a_head_saves_in_format_2_and_loads_back(tmp_path: Path, positions: np.ndarray, model_file: Path) -> None:
+    headed = with_head(load_value_model(model_file), 1)
+    headed.save(tmp_path / "head.npz")
+    with np.load(tmp_path / "head.npz") as data:
+        assert str(data["format"]) == FORMAT_HEAD and {"wp", "bp"} <= set(data.files)
+    with np.load(model_file) as data:
+        assert str(data["format"]) == FORMAT and "wp" not in data.files  # no head: the first format, as before
+    again = load_value_model(tmp_path / "head.npz")
+    assert again.has_head
+    np.testing.assert_array_equal(again.kind_logits(positions), headed.kind_logits(positions))
+    arrays = dict(np.load(tmp_path / "head.npz"))
+    for name, data, message in (
+        ("nohead.npz", {k: v for k, v in arrays.items() if k != "bp"}, "lacks the arrays bp"),
+        ("shape.npz", {**arrays, "wp": np.zeros((8, 4), np.float32)}, r"wp has shape \(8, 4\), need \(8, 5\)"),
+    ):
+        np.savez(tmp_path / name, **data)
+        with pytest.raises(ValueModelError, match=message):
+            load_value_model(tmp_path / name)
+    with pytest.raises(ValueModelError, match="needs both wp and bp"):
+        dataclasses.replace(headed, bp=None)
+
+
+def test_the_compiled_search_adds_the_head_to_the_greedy_prior(positions: np.ndarray, model_file: Path) -> None:
+    """Each root edge's prior logit moves by its kind's head logit (a head that only likes advancing
+    raises advance's logit by its bias against every other edge's); a zero head is the greedy prior,
+    visit for visit."""
+    model = load_value_model(model_file)
+    config = SearchConfig(sims=32, expand=1, leaves=1)
+    zeros = dataclasses.replace(model, wp=np.zeros((8, 5), np.float32), bp=np.zeros(5, np.float32))
+    advance = dataclasses.replace(zeros, bp=np.array([0, 0, 0, 0, 3], np.float32))
+    compared = 0
+    for row in positions[::5]:
+        plain = CompiledSearch(config, model, 20.0, reuse=False)
+        base = plain.run(row)
+        same = CompiledSearch(config, zeros, 20.0, reuse=False).run(row)
+        assert same.visits.tolist() == base.visits.tolist() and same.action == base.action
+        biased = CompiledSearch(config, advance, 20.0, reuse=False)
+        moved = biased.run(row)
+        is_advance = base.actions == rules.ADVANCE
+        if is_advance.all() or not is_advance.any():
+            continue
+        k = len(base.actions)  # the root's edges come first in the arrays
+        shift = biased.edge_f[:k, 1] - plain.edge_f[:k, 1]  # column 1: the prior's logit
+        np.testing.assert_allclose(shift[is_advance] - shift[~is_advance], 3.0, atol=1e-9)
+        assert moved.policy[rules.ADVANCE] > base.policy[rules.ADVANCE]
+        compared += 1
+    assert compared >= 3

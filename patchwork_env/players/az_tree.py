@@ -1,7 +1,8 @@
 """``az``'s search tree on flat arrays, compiled: the search without a network in its loop.
 
 With its leaf values from a small value model (``patchwork_env.players.value_model``) and its prior
-from the greedy heuristic (``heuristic.candidate_prior``), ``az`` needs nothing a compiled kernel
+from the greedy heuristic (``heuristic.candidate_prior``, plus the model's move-kind logits if it has
+that head), ``az`` needs nothing a compiled kernel
 cannot do, so ``CompiledSearch`` runs whole simulations in numba: the root's choice (Gumbel's
 sequential halving or PUCT: ``az_search.root_choice``), PUCT below it (``az_search.puct_choice``),
 the new leaf's position (``rules.step_into``), its expansion (candidates and prior) and value, and
@@ -47,10 +48,10 @@ from patchwork_env.players.az_search import (
     root_choice,
     root_outcome,
 )
-from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, candidate_prior
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, action_group, candidate_prior
 from patchwork_env.players.shipped import value_model_path
 from patchwork_env.players.tree import find_below
-from patchwork_env.players.value_model import ValueModel, load_value_model, mlp_value
+from patchwork_env.players.value_model import ValueModel, kind_logit, load_value_model, mlp_value
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -102,6 +103,7 @@ class CompiledSearch:
         compile_notice("the compiled search tree", _simulate, "30 s")
         self.config = config
         self.model = value_model
+        self.head = value_model.head()  # the move-kind head (zeros without one: the greedy prior alone)
         self.prior_temp = float(prior_temp)
         self.width = int(width)
         self.reuse = reuse
@@ -179,9 +181,17 @@ class CompiledSearch:
         )  # fmt: skip
         return 0
 
-    def run(self, state: IntArray, sims: int | None = None, deadline: float | None = None) -> TreeResult:
+    def run(
+        self,
+        state: IntArray,
+        sims: int | None = None,
+        deadline: float | None = None,
+        noise: np.random.Generator | None = None,
+    ) -> TreeResult:
         """Search ``state`` (a state row, unfinished) with ``sims`` simulations (the config's unless
-        given) or until ``deadline`` (``time.perf_counter()``), whichever ends first."""
+        given) or until ``deadline`` (``time.perf_counter()``), whichever ends first; with ``noise``
+        the Gumbel root draws its Gumbel variables from it (self-play's exploration: the move is a
+        sample), else none (play: the best move)."""
         import time
 
         row = np.ascontiguousarray(state, dtype=np.int64).reshape(1, -1)
@@ -197,14 +207,15 @@ class CompiledSearch:
         if self.node_i[root, COUNT] < 0:
             _expand(
                 self.states, self.node_i, self.node_v, self.edge_i, self.edge_f, self.counts, root, self.weights,
-                self.width, self.prior_temp, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, s_acts, s_scores, s_logp, obs, h1, h2,
+                self.width, self.prior_temp, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, *self.head, s_acts, s_scores, s_logp,
+                obs, h1, h2,
             )  # fmt: skip
         first, k = int(self.node_i[root, FIRST]), int(self.node_i[root, COUNT])
         edges = slice(first, first + k)
         self.edge_i[edges, VISITS] = 0  # a kept root: this search's statistics only
         self.edge_f[edges, W] = 0.0
         logits = self.edge_f[edges, LOGIT].copy()
-        gumbel = np.zeros(k)  # evaluation: no noise
+        gumbel = noise.gumbel(size=k) if noise is not None else np.zeros(k)
         considered = np.argsort(-(gumbel + logits), kind="stable")[: min(cfg.considered, k)].astype(np.int64)
         schedule = np.array(considered_visits(len(considered), sims), dtype=np.int64)
         self.last_sims = 0
@@ -218,7 +229,7 @@ class CompiledSearch:
                 self.states, self.node_i, self.node_v, self.edge_i, self.edge_f, self.counts, root, self.last_sims,
                 chunk, gumbel, considered, schedule, cfg.root == "gumbel", cfg.c_puct, cfg.c_visit, cfg.c_scale,
                 cfg.rescale_values, cfg.margin_weight, self.weights, self.width, self.prior_temp,
-                m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, s_acts, s_scores, s_logp, obs, h1, h2,
+                m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, *self.head, s_acts, s_scores, s_logp, obs, h1, h2,
             )  # fmt: skip
             self.last_sims += chunk
         self.last_sim_seconds = time.perf_counter() - started
@@ -347,12 +358,16 @@ def _new_node(states: IntArray, node_i: IntArray, node_v: FloatArray, counts: In
 def _expand(
     states: IntArray, node_i: IntArray, node_v: FloatArray, edge_i: IntArray, edge_f: FloatArray, counts: IntArray,
     node: int, weights: FloatArray, width: int, temp: float, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32,
-    acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32,
+    wp: F32, bp: F32, acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32,
 ) -> float:  # fmt: skip
     """Give the unfinished ``node`` its edges (the greedy candidates, prior as ``az_search.Node.expand``
-    makes it from ``candidate_prior``'s log-probabilities) and its value model's value; returns it."""
+    makes it from ``candidate_prior``'s log-probabilities, each plus the model's move-kind logit of
+    its kind: zero without a head) and its value model's value; returns it."""
     s = states[node]
     k = candidate_prior(s, weights, width, temp, acts, scores, logp)
+    value = mlp_value(s, w1, b1, w2, b2, w3, b3, obs, h1, h2)  # h2: the last hidden layer, for the head
+    for j in range(k):
+        logp[j] += kind_logit(h2, wp, bp, action_group(acts[j]))
     first = counts[1]
     counts[1] += k
     node_i[node, FIRST] = first
@@ -372,7 +387,6 @@ def _expand(
         total += edge_f[e, PRIOR]
     for j in range(k):
         edge_f[first + j, PRIOR] /= total
-    value = mlp_value(s, w1, b1, w2, b2, w3, b3, obs, h1, h2)
     node_v[node] = value
     return value
 
@@ -383,7 +397,7 @@ def _simulate(
     root: int, index: int, sims: int, gumbel: FloatArray, considered: IntArray, schedule: IntArray,
     gumbel_root: bool, c_puct: float, c_visit: float, c_scale: float, rescale: bool, margin_weight: float,
     weights: FloatArray, width: int, temp: float, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32,
-    acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32,
+    wp: F32, bp: F32, acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32,
 ) -> None:  # fmt: skip
     """Simulations ``index`` to ``index + sims - 1`` from ``root``: descend (the root's choice, then
     PUCT) to an edge never taken or a finished game, make and expand the new node, back its value up.
@@ -417,7 +431,7 @@ def _simulate(
             value0 = node_v[node]
         else:
             v = _expand(states, node_i, node_v, edge_i, edge_f, counts, node, weights, width, temp,
-                        w1, b1, w2, b2, w3, b3, acts, scores, logp, obs, h1, h2)  # fmt: skip
+                        w1, b1, w2, b2, w3, b3, wp, bp, acts, scores, logp, obs, h1, h2)  # fmt: skip
             value0 = v if node_i[node, PLAYER] == 0 else -v
         # back up: every edge from its node's mover's side (the path's nodes are the edges' parents)
         parent = root

@@ -338,6 +338,15 @@ def rollout_results(
 
 
 @jit
+def action_group(a: int) -> int:
+    """The kind of move ``a`` is (its decision group): buying from market slot 0, 1 or 2, placing the
+    leather patch, advancing (``network.GROUP_OF_ACTION`` as a compiled function)."""
+    if a < rules.LEATHER_BASE:
+        return a // rules.SLOT_ACTIONS
+    return LEATHER_GROUP if a < rules.ADVANCE else ADVANCE_GROUP
+
+
+@jit
 def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out_scores: FloatArray) -> int:
     """The actions worth searching in ``s``, best first: advance, and the ``width`` best-valued
     placements of each market patch (or the ``width`` best cells for a pending leather patch).
@@ -354,12 +363,7 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
             best = -1
             for i in range(n):
                 a = acts[i]
-                g = (
-                    a // rules.SLOT_ACTIONS
-                    if a < rules.LEATHER_BASE
-                    else (LEATHER_GROUP if a < rules.ADVANCE else ADVANCE_GROUP)
-                )
-                if g == group and not taken[i] and (best < 0 or scores[i] > scores[best]):
+                if action_group(a) == group and not taken[i] and (best < 0 or scores[i] > scores[best]):
                     best = i
             if best < 0:
                 break

@@ -9,8 +9,15 @@ layers and a ``tanh``, in one compiled kernel over a batch of states (no torch):
 only the observation's nonzero entries (about 600 of 1,452), so a position costs about 10 us with
 hidden sizes 128 and 64. ``train.value_model`` fits one to a network's values (distillation).
 
+A model may also carry a **move-kind head** (``wp``, ``bp``): from the same last hidden layer, one
+logit per kind of move (``heuristic.action_group``: buy from market slot 0, 1 or 2, place the
+leather patch, advance), which the compiled search adds to the greedy prior's log-probability of
+each candidate of that kind (``patchwork_env.players.az_tree``): a learned correction of the
+heuristic prior, trained by ``train.tree_loop``. A model without one is a model whose head is zero.
+
 The file format is numpy's ``.npz`` (no pickles): arrays ``w1`` (1452, H1), ``b1`` (H1,), ``w2``
-(H1, H2), ``b2`` (H2,), ``w3`` (H2, 1), ``b3`` (1,), float32, and ``format`` = ``FORMAT``.
+(H1, H2), ``b2`` (H2,), ``w3`` (H2, 1), ``b3`` (1,), float32, and ``format`` = ``FORMAT``; with a
+move-kind head also ``wp`` (H2, 5) and ``bp`` (5,), and ``format`` = ``FORMAT_HEAD``.
 """
 
 from __future__ import annotations
@@ -28,13 +35,16 @@ from patchwork_env.core.files import write_atomic
 from patchwork_env.core.jit import jit
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import OBS_DIM, observe_into
+from patchwork_env.players.heuristic import NUM_GROUPS
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 FORMAT = "patchwork-value-model/1"
+FORMAT_HEAD = "patchwork-value-model/2"  # with a move-kind head (wp, bp)
 NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
+HEAD_NAMES = ("wp", "bp")
 MAX_HIDDEN = 4096  # per layer: a larger model would no longer be cheap
 
 
@@ -44,7 +54,8 @@ class ValueModelError(ValueError):
 
 @dataclass(frozen=True)
 class ValueModel:
-    """The weights (``NAMES``, float32, C-contiguous): observation -> ReLU(H1) -> ReLU(H2) -> tanh."""
+    """The weights (``NAMES``, float32, C-contiguous): observation -> ReLU(H1) -> ReLU(H2) -> tanh;
+    and the optional move-kind head (``wp``, ``bp``: ReLU(H2) -> 5 logits)."""
 
     w1: F32
     b1: F32
@@ -52,15 +63,28 @@ class ValueModel:
     b2: F32
     w3: F32
     b3: F32
+    wp: F32 | None = None
+    bp: F32 | None = None
 
     def __post_init__(self) -> None:
-        problem = _shape_problem({name: getattr(self, name) for name in NAMES})
+        problem = _shape_problem({name: getattr(self, name) for name in NAMES + HEAD_NAMES})
         if problem:
             raise ValueModelError(problem)
 
     @property
     def hidden(self) -> tuple[int, int]:
         return int(self.w1.shape[1]), int(self.w2.shape[1])
+
+    @property
+    def has_head(self) -> bool:
+        return self.wp is not None
+
+    def head(self) -> tuple[F32, F32]:
+        """(``wp``, ``bp``), zeros for a model without a move-kind head (the compiled search's
+        arguments: a zero head leaves the greedy prior as it is)."""
+        if self.wp is None or self.bp is None:
+            return np.zeros((self.hidden[1], NUM_GROUPS), np.float32), np.zeros(NUM_GROUPS, np.float32)
+        return self.wp, self.bp
 
     def values(self, states: I64) -> F64:
         """(B,) values in (-1, 1) of unfinished states (rows), each from its mover's side."""
@@ -70,26 +94,47 @@ class ValueModel:
         _mlp_values(states, self.w1, self.b1, self.w2, self.b2, self.w3, self.b3, np.zeros(OBS_DIM, np.float32), out)
         return out
 
+    def kind_logits(self, states: I64) -> F64:
+        """(B, 5) the move-kind head's logits of unfinished states (rows), each for its mover
+        (zeros without a head)."""
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        check_state_rows(states)
+        wp, bp = self.head()
+        out = np.empty((len(states), NUM_GROUPS), dtype=np.float64)
+        _mlp_kind_logits(states, self.w1, self.b1, self.w2, self.b2, wp, bp, np.zeros(OBS_DIM, np.float32), out)
+        return out
+
     def save(self, path: str | Path) -> None:
         """Write the model to ``path`` (``.npz``), atomically."""
+        names = NAMES + HEAD_NAMES if self.has_head else NAMES
         buffer = io.BytesIO()
-        np.savez(buffer, format=np.array(FORMAT), **{name: getattr(self, name) for name in NAMES})
+        stamp = FORMAT_HEAD if self.has_head else FORMAT
+        np.savez(buffer, format=np.array(stamp), **{name: getattr(self, name) for name in names})
         write_atomic(path, buffer.getvalue())
 
 
-def _shape_problem(arrays: dict[str, np.ndarray]) -> str:
+def _shape_problem(arrays: dict[str, np.ndarray | None]) -> str:
     """Why ``arrays`` are not a value model's weights ("" if they are)."""
-    for name in NAMES:
-        a = arrays[name]
+    if (arrays.get("wp") is None) != (arrays.get("bp") is None):
+        return "a move-kind head needs both wp and bp"
+    for name in NAMES + HEAD_NAMES:
+        a = arrays.get(name)
+        if a is None:
+            continue
         if a.dtype != np.float32 or not a.flags.c_contiguous:
             return f"{name} must be a C-contiguous float32 array, got {a.dtype}"
         if not np.isfinite(a).all():
             return f"{name} has a NaN or infinite entry"
-    h1, h2 = arrays["w1"].shape[-1], arrays["w2"].shape[-1]
-    want = {"w1": (OBS_DIM, h1), "b1": (h1,), "w2": (h1, h2), "b2": (h2,), "w3": (h2, 1), "b3": (1,)}
+    w1, w2 = arrays["w1"], arrays["w2"]
+    if w1 is None or w2 is None:
+        return "w1 and w2 are needed"
+    h1, h2 = w1.shape[-1], w2.shape[-1]
+    want = {"w1": (OBS_DIM, h1), "b1": (h1,), "w2": (h1, h2), "b2": (h2,), "w3": (h2, 1), "b3": (1,),
+            "wp": (h2, NUM_GROUPS), "bp": (NUM_GROUPS,)}  # fmt: skip
     for name, shape in want.items():
-        if arrays[name].shape != shape:
-            return f"{name} has shape {arrays[name].shape}, need {shape} (observation {OBS_DIM}, hidden {h1}, {h2})"
+        a = arrays.get(name)
+        if a is not None and a.shape != shape:
+            return f"{name} has shape {a.shape}, need {shape} (observation {OBS_DIM}, hidden {h1}, {h2})"
     if not (1 <= h1 <= MAX_HIDDEN and 1 <= h2 <= MAX_HIDDEN):
         return f"hidden sizes must be in [1, {MAX_HIDDEN}], got {h1} and {h2}"
     return ""
@@ -109,13 +154,15 @@ def load_value_model(path: str | Path) -> ValueModel:
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise ValueModelError(f"{source} is not a value-model file (.npz): {exc}") from None
     stamp = arrays.get("format", np.array(""))
-    if stamp.dtype.kind != "U" or stamp.size != 1 or str(stamp.reshape(-1)[0]) != FORMAT:
-        raise ValueModelError(f"{source} is not a value-model file: its format is not {FORMAT!r}")
-    missing = [name for name in NAMES if name not in arrays]
+    stamp_text = str(stamp.reshape(-1)[0]) if stamp.dtype.kind == "U" and stamp.size == 1 else ""
+    if stamp_text not in (FORMAT, FORMAT_HEAD):
+        raise ValueModelError(f"{source} is not a value-model file: its format is not {FORMAT!r} or {FORMAT_HEAD!r}")
+    names = NAMES + HEAD_NAMES if stamp_text == FORMAT_HEAD else NAMES
+    missing = [name for name in names if name not in arrays]
     if missing:
         raise ValueModelError(f"{source} lacks the arrays {', '.join(missing)}")
     try:
-        return ValueModel(**{name: np.ascontiguousarray(arrays[name]) for name in NAMES})
+        return ValueModel(**{name: np.ascontiguousarray(arrays[name]) for name in names})
     except ValueModelError as exc:
         raise ValueModelError(f"{source}: {exc}") from None
 
@@ -129,10 +176,32 @@ def _mlp_values(states: I64, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F3
 
 
 @jit
+def _mlp_kind_logits(states: I64, w1: F32, b1: F32, w2: F32, b2: F32, wp: F32, bp: F32, obs: F32, out: F64) -> None:
+    h1 = np.empty(w1.shape[1], np.float32)
+    h2 = np.empty(w2.shape[1], np.float32)
+    for k in range(states.shape[0]):
+        mlp_hidden(states[k], w1, b1, w2, b2, obs, h1, h2)
+        for g in range(out.shape[1]):
+            out[k, g] = kind_logit(h2, wp, bp, g)
+
+
+@jit
 def mlp_value(s: I64, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, obs: F32, h1: F32, h2: F32) -> float:
     """The model's value of the unfinished state ``s`` from its mover's side; ``obs``, ``h1``, ``h2``
-    are scratch (``OBS_DIM``, H1 and H2 entries). One position of ``ValueModel.values``, and a leaf
-    of the compiled tree (``patchwork_env.players.az_tree``)."""
+    are scratch (``OBS_DIM``, H1 and H2 entries; ``h2`` then holds the last hidden layer, for
+    ``kind_logit``). One position of ``ValueModel.values``, and a leaf of the compiled tree
+    (``patchwork_env.players.az_tree``)."""
+    mlp_hidden(s, w1, b1, w2, b2, obs, h1, h2)
+    v = np.float64(b3[0])
+    for j in range(h2.shape[0]):
+        if h2[j] > 0.0:
+            v += h2[j] * w3[j, 0]
+    return float(np.tanh(v))
+
+
+@jit
+def mlp_hidden(s: I64, w1: F32, b1: F32, w2: F32, b2: F32, obs: F32, h1: F32, h2: F32) -> None:
+    """The last hidden layer's pre-activations of ``s`` (from its mover's seat) into ``h2``."""
     observe_into(s, rules.current_player(s), obs)
     h1[:] = b1
     for i in range(obs.shape[0]):  # the first layer over the nonzero entries alone
@@ -146,8 +215,13 @@ def mlp_value(s: I64, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, obs:
         if x > 0.0:  # ReLU
             for j in range(h2.shape[0]):
                 h2[j] += x * w2[i, j]
-    v = np.float64(b3[0])
+
+
+@jit
+def kind_logit(h2: F32, wp: F32, bp: F32, group: int) -> float:
+    """The move-kind head's logit of ``group`` from the last hidden layer ``h2`` (``mlp_hidden``)."""
+    z = np.float64(bp[group])
     for j in range(h2.shape[0]):
-        if h2[j] > 0.0:
-            v += h2[j] * w3[j, 0]
-    return float(np.tanh(v))
+        if h2[j] > 0.0:  # ReLU
+            z += h2[j] * wp[j, group]
+    return float(z)
