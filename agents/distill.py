@@ -154,15 +154,16 @@ def group_target(
     policy: its root visits follow sequential halving's schedule, not the moves' worth), else its
     root ``visits`` per group (``mcts``), else (none given, or nothing searched: a single legal move)
     the one-hot group of its ``action``."""
+    target: FloatArray = np.zeros(NUM_GROUPS)
     if policy is not None and policy.sum() > 0:
-        target: FloatArray = np.bincount(GROUP_OF_ACTION, weights=policy, minlength=NUM_GROUPS)
+        target += np.bincount(GROUP_OF_ACTION, weights=policy, minlength=NUM_GROUPS)
     else:
-        target = np.zeros(NUM_GROUPS)
         for candidate, n in visits or []:
             target[GROUP_OF_ACTION[candidate]] += n
         if target.sum() <= 0:
             target[GROUP_OF_ACTION[action]] = 1.0
-    return target / target.sum()
+    out: FloatArray = target / target.sum()
+    return out
 
 
 def _label_chunk(shared: tuple[str, int], jobs: list[tuple[int, IntArray]]) -> list[FloatArray]:
