@@ -317,3 +317,27 @@ def test_geometry_counts_of_a_placement() -> None:
     # (3,0): free neighbours (3,1), (4,0) -> 2 left; (1,1), (2,1): 2 and 3 left;
     # off-board: (1,-1), (2,-1) -> 2 contacts, no filled ones
     torch.testing.assert_close(geo, torch.tensor([1.0, 0.0, 2.0]))
+
+
+def test_the_shipped_networks_never_change_and_the_newest_is_the_default() -> None:
+    """Each version's file is held to its sha256 (a ladder rung plays it), under 5 MB, loads; plain
+    ``pretrained`` plays the newest, ``pretrained:net=v1`` the first."""
+    import hashlib
+
+    from patchwork_env.players.registry import make_agent
+    from patchwork_env.players.shipped import NETWORK_SHA256, NEWEST_NETWORK, network_path
+
+    assert set(SHIPPED_NETWORKS) == set(NETWORK_SHA256) and list(SHIPPED_NETWORKS)[-1] == NEWEST_NETWORK
+    for version, path in SHIPPED_NETWORKS.items():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == NETWORK_SHA256[version], version
+        assert path.stat().st_size <= 5 * 2**20
+    assert network_path() == SHIPPED_NETWORKS[NEWEST_NETWORK] and network_path(net="v1") == SHIPPED_NETWORKS["v1"]
+    state, rng = new_game(3), np.random.default_rng(0)
+    moves = {}
+    for spec in ("pretrained", "pretrained:net=v2", "pretrained:net=v1"):
+        agent = make_agent(spec)
+        s = state
+        for _ in range(12):  # a dozen moves of each: the versions are different players
+            s = s.step(agent.act(s, rng))
+        moves[spec] = s.to_notation()
+    assert moves["pretrained"] == moves["pretrained:net=v2"] != moves["pretrained:net=v1"]

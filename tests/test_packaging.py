@@ -38,6 +38,7 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"patchwork_env"}
     assert "patchwork_env/players/pretrained-v1.pt" in names and "patchwork_env/data/patches.json" in names
+    assert "patchwork_env/players/pretrained-v2.pt" in names  # the newest network, and v1 kept for the ladder
     assert "patchwork_env/players/value-v1.npz" in names  # az's leaves: the compiled search needs no torch
     assert "patchwork_env/data/ladder-v1.json" in names  # the ladder's scale ships with the package
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

@@ -98,7 +98,6 @@ def summarize(runs: list[Run], command: str) -> dict[str, Any]:
         f"{statistics.mean(means[c]):+.1f} points per iteration" if means[c] and "slope" in c else m
         for c, m in zip(columns, mean, strict=True)
     ]
-    first = opponents[0]
     settings = runs[0][0]
     return {
         **provenance(command, [s["seed"] for s, _ in runs]),
@@ -113,12 +112,6 @@ def summarize(runs: list[Run], command: str) -> dict[str, Any]:
         "columns": columns,
         "runs": rows,
         "summary": {"mean": mean},
-        "headline": [
-            [
-                f"AlphaZero loop with the compiled search: its last model against {first} (mean of {len(runs)} seeds)",
-                mean[columns.index(f"last vs {first}")],
-            ],
-        ],
         "raw": raw,
     }
 

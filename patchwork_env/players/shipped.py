@@ -12,8 +12,16 @@ from pathlib import Path
 
 #: the shipped networks by version: a version's weights never change (a rung of a ladder version
 #: plays with them), a better network ships as the next version and becomes the default
-SHIPPED_NETWORKS: dict[str, Path] = {"v1": Path(__file__).parent / "pretrained-v1.pt"}
-NEWEST_NETWORK = "v1"
+SHIPPED_NETWORKS: dict[str, Path] = {
+    "v1": Path(__file__).parent / "pretrained-v1.pt",  # mcts:sims=100 distilled (configs/dagger.yaml)
+    "v2": Path(__file__).parent / "pretrained-v2.pt",  # az's compiled search distilled (configs/dagger_az.yaml)
+}
+#: each shipped network file's sha256 (a test holds the files to them: a version never changes)
+NETWORK_SHA256 = {
+    "v1": "98bc0e147601cf9ca06d4a32a2327d23d4eae801e71694074baffa9532e0a02b",
+    "v2": "33cda39c4f3892453939af0d744227cbb46ade1db76344d832c26cf57fa33171",
+}
+NEWEST_NETWORK = "v2"
 
 
 def network_path(path: str = "", net: str = "") -> Path | str:
