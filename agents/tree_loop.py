@@ -8,7 +8,7 @@ iteration:
 * **Self-play** (``self_play``): games of the search against itself, the Gumbel root sampling its
   move (``CompiledSearch.run(noise=...)``), the tree of the played move kept. Every decision the
   search made (a root with a choice) gives its position, the search's policy target summed per kind
-  of move (``kind_target``: the Gumbel root's ``softmax(logit + sigma(completed Q))``), the search's
+  of move (``agents.distill.group_target``: the Gumbel root's ``softmax(logit + sigma(completed Q))``), the search's
   value of the root, and, once the game is over, its result for the mover (``final_value``). Work
   items are chunks of games, each seeded on its own, for any ``patchwork_env.evaluation.backend``
   (worker processes or Ray tasks): the same games whatever runs them.
@@ -31,6 +31,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from agents.distill import group_target
 from agents.value_model import from_value_model, perceptron
 from patchwork_env.core import rules
 from patchwork_env.core.files import write_atomic
@@ -94,12 +95,6 @@ class SelfPlay:
     seed: int
 
 
-def kind_target(policy: F32) -> F32:
-    """(5,) a search's policy target (over the 2,026 actions) summed per kind of move."""
-    out: F32 = np.bincount(GROUP_OF_ACTION, weights=policy, minlength=NUM_GROUPS).astype(np.float32)
-    return out
-
-
 def self_play(shared: SelfPlay, item: tuple[int, int]) -> Records:
     """Games ``first .. first + count - 1`` of an iteration (``item``): each dealt and searched from
     its own seed (``shared.seed``, the game's index), so the records do not depend on who plays them."""
@@ -115,7 +110,7 @@ def self_play(shared: SelfPlay, item: tuple[int, int]) -> Records:
             result = search.run(state, noise=rng)
             if len(result.actions) > 1:  # a choice: the search has something to teach
                 rows.append(state.copy())
-                targets.append(kind_target(result.policy))
+                targets.append(group_target(result.action, result.policy))
                 values.append(result.root_value)
                 movers.append(int(rules.current_player(state)))
             rules.step_into(state, result.action)

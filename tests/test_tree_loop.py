@@ -9,12 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.tree_loop import Records, SelfPlay, fit, greedy_kind_logp, kind_target, self_play
+from agents.tree_loop import Records, SelfPlay, fit, greedy_kind_logp, self_play
 from agents.value_model import perceptron, to_value_model
 from patchwork_env.core import rules
 from patchwork_env.evaluation.backend import LocalBackend
 from patchwork_env.players.heuristic import NUM_GROUPS
-from patchwork_env.players.network import GROUP_OF_ACTION
 from patchwork_env.players.search_config import SearchConfig
 from patchwork_env.players.value_model import ValueModel, load_value_model
 from tests.cli import error_lines
@@ -58,13 +57,6 @@ def test_self_play_is_the_same_in_any_chunks_and_workers(model: ValueModel, reco
         np.testing.assert_array_equal(getattr(spread, name), getattr(records, name), err_msg=name)
     other = self_play(SelfPlay(model, CONFIG, 20.0, 4), (0, 3))
     assert not np.array_equal(other.states[:40], records.states[:40])
-
-
-def test_kind_target_sums_a_policy_per_kind_of_move() -> None:
-    policy = np.zeros(rules.NUM_ACTIONS, np.float32)
-    policy[[5, 700, rules.ADVANCE]] = [0.5, 0.25, 0.25]
-    np.testing.assert_allclose(kind_target(policy), [0.5, 0.25, 0, 0, 0.25])
-    assert GROUP_OF_ACTION[700] == 1
 
 
 def test_the_fit_moves_the_prior_toward_the_search_and_keeps_held_out_games_apart(
