@@ -393,7 +393,8 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
     "pretrained": AgentSpec(
         "pretrained",
-        "a shipped network alone (trained by configs/dagger.yaml): its most probable legal move",
+        "a shipped network alone (the newest, v2: configs/dagger_az.yaml; v1: configs/dagger.yaml): "
+        "its most probable legal move",
         (
             Param(
                 "net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)
