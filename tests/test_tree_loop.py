@@ -19,6 +19,7 @@ from patchwork_env.players.value_model import ValueModel, load_value_model
 from tests.cli import error_lines
 from tools import render_results
 from train import tree_loop, tree_loop_results
+from train.run import claim_folder
 
 CONFIG = SearchConfig(sims=8, expand=1, leaves=1)
 
@@ -165,3 +166,39 @@ def test_results_over_seeds_give_the_curves_and_the_last_thirds_slope(
     with pytest.raises(SystemExit) as exc:
         tree_loop_results.main([str(folders[0]), str(folders[0])])
     assert exc.value.code == 2 and "the same seed" in capsys.readouterr().err
+    settings = json.loads((folders[1] / "settings.json").read_text())
+    del settings["seed"]
+    (folders[1] / "settings.json").write_text(json.dumps(settings))
+    with pytest.raises(SystemExit) as exc:
+        tree_loop_results.main([str(folders[0]), str(folders[1])])
+    assert exc.value.code == 2 and "settings.json lacks seed" in capsys.readouterr().err
+
+
+def test_a_run_folder_name_the_agent_spec_cannot_hold_is_refused_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The models are played as ``az:value=<run-dir>/model-k.npz``: a comma in the folder would break
+    the spec after the work; refused before anything is made."""
+    with pytest.raises(SystemExit) as exc:
+        run(tmp_path, "--run-dir", str(tmp_path / "a,b"))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(error_lines(err)) == 1 and "--run-dir may hold letters" in err, err
+    assert not (tmp_path / "a,b").exists()
+
+
+def test_a_resume_finds_a_corrupt_model_or_a_folder_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "run"
+    assert run(tmp_path, "--run-dir", str(folder), "--iterations", "1") == 0
+    capsys.readouterr()
+    lock = claim_folder(folder, resumed=True, overwrite=False)  # another run writing it now
+    with pytest.raises(SystemExit) as exc:
+        run(tmp_path, "--run-dir", str(folder), "--resume", "--iterations", "2")
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(error_lines(err)) == 1 and "another run is writing" in err, err
+    lock.close()
+    (folder / "model-1.npz").write_text("not a model")
+    with pytest.raises(SystemExit) as exc:
+        run(tmp_path, "--run-dir", str(folder), "--resume", "--iterations", "2")
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(error_lines(err)) == 1 and "--resume:" in err and "model-1.npz" in err, err
+    assert json.loads((folder / "history.json").read_text())[-1]["iteration"] == 1  # nothing written

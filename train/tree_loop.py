@@ -34,6 +34,7 @@ import json
 import math
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ from typing import Any, Literal
 from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, fail
 from patchwork_env.players.registry import MAX_SIMS
 from train.cli import parse_args
+from train.config import RUN_DIR
 
 HISTORY, SETTINGS = "history.json", "settings.json"
 
@@ -51,7 +53,7 @@ class TreeLoopArgs:
     """AlphaZero with the compiled search: az's own games teach its value model and move-kind prior."""
 
     run_dir: str
-    """the run's folder (refused if it holds another run, unless --resume)"""
+    """the run's folder (letters, digits, ._-/; refused if it holds another run, unless --resume)"""
     resume: bool = False
     """continue the run in --run-dir from its last finished iteration, with its own settings"""
     init: str = "v1"
@@ -96,6 +98,8 @@ class TreeLoopArgs:
 
 def parse(argv: Sequence[str] | None = None) -> TreeLoopArgs:
     args = parse_args(TreeLoopArgs, argv, __doc__.splitlines()[0])
+    if not args.run_dir or not RUN_DIR.match(args.run_dir) or ".." in args.run_dir.split("/"):
+        fail(f"--run-dir may hold letters, digits and ._-/ (no '..'), got {args.run_dir!r}")
     if not 0 <= args.seed <= MAX_SEED:
         fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
     if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
@@ -130,6 +134,8 @@ from patchwork_env.players.registry import make_agent
 from patchwork_env.players.search_config import SearchConfig
 from patchwork_env.players.shipped import value_model_path
 from patchwork_env.players.value_model import ValueModel, ValueModelError, load_value_model
+from train.config import ConfigError
+from train.run import LOCK, claim_folder
 
 CHUNK = 8  # self-play games per work item
 
@@ -142,8 +148,8 @@ def main(argv: Sequence[str] | None = None, args: TreeLoopArgs | None = None) ->
             make_agent(spec)
         except Exception as exc:
             fail(exc)
-    args, history = open_folder(folder, args)
-    model = load_value_model(folder / f"model-{len(history) - 1}.npz") if history else start_model(args)
+    args, history, lock = open_folder(folder, args)
+    model = saved_model(folder / f"model-{len(history) - 1}.npz") if history else start_model(args)
     torch.set_num_threads(args.threads)
     config = SearchConfig(sims=args.sims, expand=1, leaves=1)
     clock = time.perf_counter() - (history[-1]["minutes"] * 60 if history else 0.0)
@@ -162,7 +168,10 @@ def main(argv: Sequence[str] | None = None, args: TreeLoopArgs | None = None) ->
             new.save(str(folder / f"records-{k}.npz"))
             played = time.perf_counter() - started
             print(f"iteration {k}: {args.games} games, {len(new.states):,} decisions in {played:.0f} s", flush=True)
-            records, held_out = window(folder, k, args)
+            try:
+                records, held_out = window(folder, k, args)
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+                fail(f"{folder}: the decisions of iterations up to {k} do not load ({exc}); start a new run")
             model, stats = fit(
                 model, records, held_out, args.ptemp, args.q_weight, args.epochs, args.learning_rate,
                 seed=args.seed * 1000 + k, head_lr=args.head_learning_rate, log=show,
@@ -178,13 +187,15 @@ def main(argv: Sequence[str] | None = None, args: TreeLoopArgs | None = None) ->
             row["minutes"] = (time.perf_counter() - clock) / 60
             history.append(row)
             write_history(folder, history)
+    lock.close()  # the folder is this run's until here
     print(f"run folder: {folder} ({history[-1]['minutes']:.1f} minutes)")
     return 0
 
 
-def open_folder(folder: Path, args: TreeLoopArgs) -> tuple[TreeLoopArgs, list[dict[str, Any]]]:
-    """The run's settings and history so far: a fresh run claims an empty (or new) folder; a resumed
-    one reads its own settings (``--iterations`` may grow) and the iterations it finished."""
+def open_folder(folder: Path, args: TreeLoopArgs) -> tuple[TreeLoopArgs, list[dict[str, Any]], Any]:
+    """The run's settings, its history so far and the folder's lock (``train.run.claim_folder``: one
+    run writes a folder at a time): a fresh run claims an empty (or new) folder; a resumed one reads
+    its own settings (``--iterations`` may grow) and the iterations it finished."""
     settings, history_file = folder / SETTINGS, folder / HISTORY
     if args.resume:
         try:
@@ -197,17 +208,30 @@ def open_folder(folder: Path, args: TreeLoopArgs) -> tuple[TreeLoopArgs, list[di
         if not (folder / f"model-{done}.npz").is_file():
             fail(f"--resume: {folder} lacks model-{done}.npz, the model of its last finished iteration")
         print(f"resuming {folder} after iteration {done}")
-        return resumed, history
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        return resumed, history, claim(folder)
+    if folder.exists() and (not folder.is_dir() or any(p.name != LOCK for p in folder.iterdir())):
         fail(f"--run-dir {folder} holds another run (or is a file): a run folder belongs to one run; "
              "give a new folder, or --resume to continue that run")  # fmt: skip
     start_model(args)  # a model that does not load leaves no folder behind
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"--run-dir {folder} cannot be made: {exc.strerror or exc}")
+    lock = claim(folder)
     write_atomic(settings, json.dumps(dataclasses.asdict(args), indent=1))
-    return args, []
+    return args, [], lock
+
+
+def claim(folder: Path) -> Any:
+    """The folder's lock, held while this run writes it (made if need be), else one ``error:`` line."""
+    try:
+        return claim_folder(folder, resumed=True, overwrite=False)  # whose files: open_folder checked
+    except (ConfigError, OSError) as exc:
+        fail(f"--run-dir {folder}: {exc}")
+
+
+def saved_model(path: Path) -> ValueModel:
+    """A resumed run's newest model, else one ``error:`` line."""
+    try:
+        return load_value_model(path)
+    except (FileNotFoundError, ValueModelError) as exc:
+        fail(f"--resume: {exc}; start a new run")
 
 
 def start_model(args: TreeLoopArgs) -> ValueModel:

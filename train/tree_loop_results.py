@@ -39,6 +39,7 @@ class TreeLoopResultsArgs:
     """write the results file here"""
 
 
+SETTINGS_READ = ("seed", "iterations", "games", "sims", "init", "eval_pairs", "eval_seed")  # what the file reports
 Run = tuple[dict[str, Any], list[dict[str, Any]]]  # settings, history
 
 
@@ -49,6 +50,9 @@ def load(folder: Path) -> Run:
         history = json.loads((folder / "history.json").read_text())
         if len(history) < 2 or not all(row["eval"] for row in history):
             raise ValueError("it needs the start and one iteration, each evaluated")
+        missing = [key for key in SETTINGS_READ if key not in settings]
+        if missing:
+            raise ValueError(f"settings.json lacks {', '.join(missing)}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         fail(f"{folder} is not a run folder of train.tree_loop (settings.json, history.json: {exc})")
     return settings, history
