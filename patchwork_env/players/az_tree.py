@@ -103,7 +103,11 @@ class CompiledSearch:
         compile_notice("the compiled search tree", _simulate, "30 s")
         self.config = config
         self.model = value_model
-        self.head = value_model.head()  # the move-kind head (zeros without one: the greedy prior alone)
+        # the move-kind head; without one, empty arrays: the kernels skip it (the greedy prior alone)
+        h2 = value_model.hidden[1]
+        self.head = (
+            value_model.head() if value_model.has_head else (np.zeros((h2, 0), np.float32), np.zeros(0, np.float32))
+        )
         self.prior_temp = float(prior_temp)
         self.width = int(width)
         self.reuse = reuse
@@ -362,12 +366,13 @@ def _expand(
 ) -> float:  # fmt: skip
     """Give the unfinished ``node`` its edges (the greedy candidates, prior as ``az_search.Node.expand``
     makes it from ``candidate_prior``'s log-probabilities, each plus the model's move-kind logit of
-    its kind: zero without a head) and its value model's value; returns it."""
+    its kind: ``bp`` empty without a head) and its value model's value; returns it."""
     s = states[node]
     k = candidate_prior(s, weights, width, temp, acts, scores, logp)
     value = mlp_value(s, w1, b1, w2, b2, w3, b3, obs, h1, h2)  # h2: the last hidden layer, for the head
-    for j in range(k):
-        logp[j] += kind_logit(h2, wp, bp, action_group(acts[j]))
+    if bp.shape[0] > 0:  # a model with a move-kind head
+        for j in range(k):
+            logp[j] += kind_logit(h2, wp, bp, action_group(acts[j]))
     first = counts[1]
     counts[1] += k
     node_i[node, FIRST] = first
