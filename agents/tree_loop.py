@@ -39,8 +39,7 @@ from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
 from patchwork_env.players.az_search import final_value
 from patchwork_env.players.az_tree import CompiledSearch
-from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, candidate_policy_batch
-from patchwork_env.players.network import GROUP_OF_ACTION
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, GROUP_OF_ACTION, NUM_GROUPS, candidate_policy_batch
 from patchwork_env.players.search_config import SearchConfig
 from patchwork_env.players.value_model import ValueModel
 

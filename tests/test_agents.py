@@ -271,3 +271,10 @@ def test_heuristic_square_and_groups_follow_the_named_constants() -> None:
         assert out[4] == best
     assert H.NUM_GROUPS == len(GROUP_BOUNDS) - 1 == GROUP_OF_ACTION.max() + 1
     assert (GROUP_OF_ACTION[rules.LEATHER_BASE], GROUP_OF_ACTION[rules.ADVANCE]) == (H.LEATHER_GROUP, H.ADVANCE_GROUP)
+    from patchwork_env.core.actions import decode_action
+
+    kind = {"leather": H.LEATHER_GROUP, "advance": H.ADVANCE_GROUP}
+    for a in range(rules.NUM_ACTIONS):  # the groups are the engine's own reading of each action
+        action = decode_action(a)
+        want = kind.get(action.kind, action.slot)
+        assert GROUP_OF_ACTION[a] == H.action_group(a) == want, a

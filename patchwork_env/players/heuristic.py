@@ -63,6 +63,10 @@ MARKS = rules.INCOME_MARKS
 LEATHER_GROUP = rules.MARKET_SIZE
 ADVANCE_GROUP = rules.MARKET_SIZE + 1
 NUM_GROUPS = rules.MARKET_SIZE + 2
+# the groups' action ranges (group g: actions GROUP_BOUNDS[g] .. GROUP_BOUNDS[g + 1] - 1) and each
+# action's group: the one table of them (``action_group`` reads it; the network and trainers import it)
+GROUP_BOUNDS = (0, rules.SLOT_ACTIONS, 2 * rules.SLOT_ACTIONS, rules.LEATHER_BASE, rules.ADVANCE, rules.NUM_ACTIONS)
+GROUP_OF_ACTION: npt.NDArray[np.int64] = np.repeat(np.arange(NUM_GROUPS), np.diff(GROUP_BOUNDS))
 
 
 @jit
@@ -340,10 +344,8 @@ def rollout_results(
 @jit
 def action_group(a: int) -> int:
     """The kind of move ``a`` is (its decision group): buying from market slot 0, 1 or 2, placing the
-    leather patch, advancing (``network.GROUP_OF_ACTION`` as a compiled function)."""
-    if a < rules.LEATHER_BASE:
-        return a // rules.SLOT_ACTIONS
-    return LEATHER_GROUP if a < rules.ADVANCE else ADVANCE_GROUP
+    leather patch, advancing (``GROUP_OF_ACTION``, in compiled code)."""
+    return int(GROUP_OF_ACTION[a])
 
 
 @jit

@@ -57,16 +57,14 @@ from patchwork_env.core.jit import jit
 from patchwork_env.core.patches import NUM_PATCHES, PATCHES
 from patchwork_env.core.state import new_game
 from patchwork_env.envs import observation
-from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, NUM_GROUPS, feature_weights, greedy_prior
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior
+from patchwork_env.players.heuristic import GROUP_BOUNDS as GROUP_BOUNDS  # re-exported: the network's groups
+from patchwork_env.players.heuristic import GROUP_OF_ACTION as GROUP_OF_ACTION
 from patchwork_env.players.net_config import NetConfig
 
 NUM_ACTIONS = rules.NUM_ACTIONS
 NUM_BUY = rules.LEATHER_BASE  # 1944 buy actions = 24 planes of 81
 MASK_VALUE = -1e8
-# the decision groups (``patchwork_env.players.heuristic.NUM_GROUPS``): buy from market slot 0, 1, 2; place the
-# leather patch; advance
-GROUP_BOUNDS = (0, rules.SLOT_ACTIONS, 2 * rules.SLOT_ACTIONS, rules.LEATHER_BASE, rules.ADVANCE, rules.NUM_ACTIONS)
-GROUP_OF_ACTION: np.ndarray[Any, np.dtype[np.int64]] = np.repeat(np.arange(NUM_GROUPS), np.diff(GROUP_BOUNDS))
 MAX_COVER = MAX_CELLS  # cells of the largest patch
 MAX_BORDER = 12  # most 4-neighbours outside any oriented patch
 _ZERO_ROW = CELLS  # gather index of a zero feature row (padding)
