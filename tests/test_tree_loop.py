@@ -196,6 +196,10 @@ def test_a_resume_finds_a_corrupt_model_or_a_folder_in_use(tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert exc.value.code == 2 and len(error_lines(err)) == 1 and "another run is writing" in err, err
     lock.close()
+    with pytest.raises(SystemExit) as exc:  # the recipe is the run's own: a changed one is refused
+        tree_loop.main(["--run-dir", str(folder), "--resume", "--iterations", "2", "--sims", "16", "--window", "5"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and len(error_lines(err)) == 1 and "--sims, --window cannot change" in err, err
     (folder / "model-1.npz").write_text("not a model")
     with pytest.raises(SystemExit) as exc:
         run(tmp_path, "--run-dir", str(folder), "--resume", "--iterations", "2")

@@ -21,7 +21,9 @@ Steps, in order (``main`` reads the same way):
    the curve.
 4. Each iteration's row goes to ``history.json`` (written whole each time): minutes, decisions,
    held-out statistics before and after the fit, win rates with raw counts. ``--resume`` continues a
-   run folder from its last finished iteration (its own settings; ``--iterations`` may extend it).
+   run folder from its last finished iteration with its own recipe (``--iterations`` may extend it,
+   ``--workers``, ``--threads``, ``--backend``, ``--address`` say where it runs; another changed
+   setting is refused).
 
 Many seeds into one results file: ``python -m train.tree_loop_results RUN...``.
 """
@@ -55,7 +57,7 @@ class TreeLoopArgs:
     run_dir: str
     """the run's folder (letters, digits, ._-/; refused if it holds another run, unless --resume)"""
     resume: bool = False
-    """continue the run in --run-dir from its last finished iteration, with its own settings"""
+    """continue the run in --run-dir from its last finished iteration, with its own recipe"""
     init: str = "v1"
     """the value model to start from: a shipped version or a .npz file"""
     iterations: int = 8
@@ -94,6 +96,14 @@ class TreeLoopArgs:
     """self-play games, the held-out games and the fit"""
     threads: int = 1
     """torch threads of the fit"""
+
+
+#: what a resume may set anew (where the run runs), besides --iterations; the rest is the recipe
+MACHINE = ("workers", "threads", "backend", "address")
+RECIPE = tuple(
+    f.name for f in dataclasses.fields(TreeLoopArgs) if f.name not in (*MACHINE, "run_dir", "resume", "iterations")
+)
+DEFAULTS = TreeLoopArgs(run_dir="")
 
 
 def parse(argv: Sequence[str] | None = None) -> TreeLoopArgs:
@@ -203,7 +213,15 @@ def open_folder(folder: Path, args: TreeLoopArgs) -> tuple[TreeLoopArgs, list[di
             history = json.loads(history_file.read_text())
         except (OSError, ValueError, TypeError) as exc:
             fail(f"--resume: {folder} is not a run folder of train.tree_loop ({exc})")
-        resumed = dataclasses.replace(saved, resume=True, iterations=max(saved.iterations, args.iterations))
+        given = [
+            name for name in RECIPE
+            if getattr(args, name) != getattr(DEFAULTS, name) and getattr(args, name) != getattr(saved, name)
+        ]  # fmt: skip
+        if given:
+            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            fail(f"--resume continues the run with its own settings; {options} cannot change (start a new run)")
+        machine = {name: getattr(args, name) for name in MACHINE}  # where it runs may change on a resume
+        resumed = dataclasses.replace(saved, resume=True, iterations=max(saved.iterations, args.iterations), **machine)
         done = len(history) - 1
         if not (folder / f"model-{done}.npz").is_file():
             fail(f"--resume: {folder} lacks model-{done}.npz, the model of its last finished iteration")
