@@ -1,179 +1,195 @@
-"""AlphaZero-style training: batched search self-play -> replay buffer -> learner.
+"""Gumbel AlphaZero with the compiled search: the search's own games teach the model at its leaves
+and its prior over whole moves, iteration after iteration (``agents.alphazero``).
 
-    python -m train.alphazero --config configs/alphazero.yaml
-    python -m train.alphazero --config configs/alphazero_smoke.yaml      # seconds (tests)
-    python -m train.alphazero --config configs/alphazero.yaml --seed 1 --search.sims 32
-    python -m train.alphazero --help
+    python -m train.alphazero --config configs/alphazero.yaml --seed 0 --run-dir runs/az-s0
+    python -m train.alphazero --resume runs/az-s0/checkpoints/latest.pt          # continue
+    python -m train.alphazero --config configs/alphazero_smoke.yaml             # seconds (tests)
+    patchwork evaluate --agents az:value=runs/az-s0/checkpoints/final.npz,width=2,sims=128 az:sims=128
 
-Steps, in order (``train`` reads the same way):
+Steps, in order (``AlphaZero`` reads the same way):
 
-1. **Start**: a fresh network (with ``prior_scale > 0`` a softened greedy) or ``init_checkpoint``.
-2. **Value warm-up**: the greedy prior gives the policy a head start, the value head has none, and
-   the search needs both; ``warmup_games`` greedy self-play games train the value head alone.
-3. **Iterations**: self-play ``games_per_iteration`` games with the search
-   (``agents.az_selfplay.play_games``: one forward pass per simulation step over all games; with
-   ``selfplay_chunk`` in chunks of games, and with ``backend=ray`` [``address``] each
-   chunk a Ray task: ``agents.az_backend``), add
-   the samples to the replay buffer, then ``updates_per_iteration`` learner steps on uniform
-   minibatches (policy cross-entropy to the search's targets + value MSE to the game results,
-   with ``root_value_weight`` > 0 mixed with the search's root values).
-4. **Evaluate and checkpoint** (``train.loop``): every ``eval_every`` iterations the network alone
-   (its most probable legal move, as the ``pretrained`` agent plays) against ``eval_opponents`` on
-   paired deals, with ``iter_<k>.pt``; ``checkpoints/latest.pt`` every ``checkpoint_every``
-   iterations (``--resume`` continues from it: network, optimizer, replay buffer, generators); the
-   project's checkpoint format: ``network:PATH`` / ``az:path=PATH`` load them.
-5. **Finish**: the final evaluation on fresh deals, ``final.pt``, the learning curve, a summary.
+1. **Start**: the model ``init_model`` makes: the greedy prior exactly, and a value of 0 everywhere
+   (``init: scratch``) or a value model's (``init: v1``).
+2. **Self-play**: ``games_per_iteration`` games of the search with the newest model against itself
+   (``agents.alphazero.self_play``): a share ``full_share`` of the decisions searched in full
+   (``search.sims``; Gumbel root, its move sampled, its policy target recorded), the rest fast
+   (``fast_sims``; values only). Chunks of ``chunk`` games on ``workers`` processes or Ray tasks,
+   each game seeded by its index: the same games wherever they run.
+3. **Learn**: the new decisions join the window (the newest ``window`` decisions, whole
+   iterations; ``data/records-<k>.npz``) after the model is measured on them (games it never
+   trained on: ``heldout/``); ``reuse * new / batch_size`` Adam steps on minibatches drawn from the
+   window (value: mean squared error; prior: cross-entropy against the full searches' targets).
+4. **Evaluate and checkpoint** (``train.loop``): every ``eval_every`` iterations the search with
+   the model (``eval_sims`` simulations, ``width``) against ``eval_opponents`` and the prior alone
+   against ``policy_eval_opponents``, on the same deals each time; ``checkpoints/model-<k>.npz``
+   (``az:value=PATH``); ``checkpoints/latest.pt`` every ``checkpoint_every`` iterations, on Ctrl-C
+   and at the time limit: ``--resume`` continues from it (model, optimizer, window, counters).
+5. **Finish**: the final evaluation on fresh deals (the end and the start), the learning curve, a
+   summary.
 
-The run folder is ``train.run``'s (TensorBoard: ``selfplay/``, ``losses/``, ``eval/``).
+The run folder is ``train.run``'s (TensorBoard: ``selfplay/``, ``losses/``, ``heldout/``, ``eval/``).
 """
 
 from __future__ import annotations
 
 import sys
 
-from train.cli import parse_or_exit, run_trainer, train_or_report
+from train.cli import parse_or_exit, train_or_report
 from train.config import AlphaZeroConfig
 
 if __name__ == "__main__":
     COMMAND_LINE = parse_or_exit(AlphaZeroConfig, __doc__)
 
+import math
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from agents.az_backend import play_chunked
-from agents.az_selfplay import ReplayBuffer, Samples, greedy_value_samples, learn_step
-from agents.distill import group_parameters
-from patchwork_env.core import rules
+from agents.alphazero import Learner, Records, SelfPlay, init_model, self_play
+from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.backend import Backend, open_backend
-from patchwork_env.players.az import NetEvaluator
-from patchwork_env.players.az_search import BatchedSearch
-from patchwork_env.players.network import PatchworkNet, count_parameters
-from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
-from train.run import Run, frozen_copy, preflight
+from patchwork_env.players.search_config import SearchConfig
+from patchwork_env.players.shipped import value_model_path
+from patchwork_env.players.value_model import ValueModel, load_value_model
+from train.artefact import SearchModel
+from train.config import ConfigError
+from train.loop import Resumed, Trainer, open_run, run_loop
+from train.run import Run, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
 
 def main(cfg: AlphaZeroConfig, name: str = "alphazero") -> dict[str, Any]:
-    """Train; returns the summary (``train.run.Run.finish``). With ``backend=ray`` the
-    self-play runs on Ray (``address``: a cluster; empty: a local runtime), joined before anything
-    is written."""
+    """Train; returns the summary (``train.run.Run.finish``)."""
     cfg.validate()
     preflight(cfg)
-    net = initial_network(cfg)
-    with open_backend(cfg.backend, cfg.address or None) as backend:
+    value = starting_value(cfg.init) if not cfg.resume else None
+    with open_backend(cfg.backend, cfg.address or None, cfg.workers) as backend:
         run, resumed = open_run(cfg, name, "iteration")
-        return run_loop(run, AlphaZero(run, net, backend, resumed), cfg.iterations, resumed)
+        return run_loop(run, AlphaZero(run, value, backend, resumed), cfg.iterations, resumed)
+
+
+def starting_value(init: str) -> ValueModel | None:
+    """The value model ``init`` names (None for ``scratch``), read before the run folder is made."""
+    if init == "scratch":
+        return None
+    try:
+        path = value_model_path(init)
+        if path is None:
+            raise ValueError("it names no value model")
+        return load_value_model(path)
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"init: {init!r} is not scratch or a value model: {exc}") from None
 
 
 class AlphaZero(Trainer):
-    """The loop's step: one iteration of search self-play into the replay buffer, then learner steps."""
+    """The loop's step: one iteration of self-play into the window, then learner steps."""
 
-    def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:
+    def __init__(self, run: Run, value: ValueModel | None, backend: Backend, resumed: Resumed | None) -> None:
         super().__init__(run)
         cfg = run.cfg
         assert isinstance(cfg, AlphaZeroConfig)
-        self.cfg = cfg
-        self.backend = backend
-        # 1. start: a fresh network (seeded), init_checkpoint's, or the resumed one ----------------------
+        self.cfg, self.backend = cfg, backend
+        self.played = SearchConfig(**{**vars(cfg.search), "sims": cfg.eval_sims})  # how evaluations play it
+        # 1. start: the greedy prior with a value of 0 (or init's), or the resumed model
         torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-        self.rng = stream_rng(cfg.seed, Stream.TRAIN)
-        self.net = resumed.net if resumed else net if net is not None else PatchworkNet(cfg.net)
-        trained = list(self.net.parameters()) if cfg.train_placements else group_parameters(self.net)
-        self.optimizer = torch.optim.AdamW(trained, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-        self.buffer = ReplayBuffer(cfg.buffer_size)
-        self.games = 0
-        run.log(f"network: {count_parameters(self.net):,} parameters; run folder {run.folder}")
-        if resumed is None:
-            self.value_warmup()
-        self.start = frozen_copy(self.net)  # the policy as it starts (the warm-up trains the value head alone)
+        first = init_model((cfg.hidden[0], cfg.hidden[1]), cfg.prior_temp, stream_seed(cfg.seed, Stream.TRAIN), value)
+        model = resumed.net.model if resumed and isinstance(resumed.net, SearchModel) else first
+        self.learner = Learner(model, cfg.prior_temp, cfg.learning_rate, cfg.weight_decay, cfg.q_weight)
+        self.net = SearchModel(model, self.played, cfg.width)
+        self.start = SearchModel(first, self.played, cfg.width)
+        self.window: list[tuple[int, Records]] = []
+        self.decisions = 0
         self.resume(resumed)
-        self.search = BatchedSearch(NetEvaluator(self.net), cfg.search)
 
-    def value_warmup(self) -> None:
-        """2. ``warmup_games`` greedy self-play games train the value head alone."""
+    # 2. self-play -------------------------------------------------------------------------------
+    def play(self, step: int) -> Records:
         cfg = self.cfg
-        if not (cfg.warmup_games and cfg.warmup_steps):
-            return
-        states, values = greedy_value_samples(
-            cfg.warmup_games, stream_seed(cfg.seed, Stream.WARMUP), cfg.warmup_temp, cfg.search.margin_weight
-        )
-        no_policy = np.zeros((cfg.batch_size, rules.NUM_ACTIONS), dtype=np.float32)
-        for step in range(cfg.warmup_steps):
-            idx = self.rng.integers(len(states), size=cfg.batch_size)
-            batch = Samples(states[idx], no_policy, values[idx])
-            warm = learn_step(self.net, self.optimizer, batch, cfg.vf_coef, cfg.max_grad_norm, policy=False)
-            self.run.writer.add_scalar("warmup/value_loss", warm["value_loss"], step)
-        self.run.log(
-            f"value warm-up: {len(states)} positions, {cfg.warmup_steps} steps, value loss {warm['value_loss']:.3f}"
-        )
+        shared = SelfPlay(self.net.model, cfg.search, cfg.fast_sims, cfg.full_share, cfg.opening, cfg.width,
+                          stream_seed(cfg.seed, Stream.SELFPLAY, step))  # fmt: skip
+        items = [(g, min(cfg.chunk, cfg.games_per_iteration - g)) for g in range(0, cfg.games_per_iteration, cfg.chunk)]
+        return Records.concat(list(self.backend.map(self_play, shared, items)), cfg.width)
 
+    # 3. learn ----------------------------------------------------------------------------------
     def step(self, step: int) -> None:
-        """3. self-play -> buffer -> learner."""
         cfg, writer = self.cfg, self.run.writer
-        t0 = time.time()
-        seed = stream_seed(cfg.seed, Stream.SELFPLAY, step)
-        samples, stats = play_chunked(
-            self.search,
-            cfg.games_per_iteration,
-            seed,
-            cfg.temp_plies,
-            cfg.selfplay_chunk,
-            self.backend,
-            cfg.root_value_weight,
-        )
-        selfplay_seconds = time.time() - t0
-        evaluations = stats["leaf_evaluations"]
-        self.buffer.add(samples)
-        self.games += cfg.games_per_iteration
-        t1 = time.time()
-        losses: dict[str, Any] = {}
-        for _ in range(cfg.updates_per_iteration):
-            batch = self.buffer.sample(cfg.batch_size, self.rng)
-            losses = learn_step(self.net, self.optimizer, batch, cfg.vf_coef, cfg.max_grad_norm)
-        learn_seconds = time.time() - t1
-        writer.add_scalar("selfplay/games", self.games, step)
-        writer.add_scalar("selfplay/decisions_per_game", stats["decisions_per_game"], step)
-        writer.add_scalar("selfplay/leaf_evaluations_per_second", evaluations / selfplay_seconds, step)
-        writer.add_scalar("selfplay/seconds", selfplay_seconds, step)
-        writer.add_scalar("losses/seconds", learn_seconds, step)
-        for key, value in losses.items():
-            writer.add_scalar(f"losses/{key}", value, step)
+        started = time.perf_counter()
+        records = self.play(step)
+        seconds = time.perf_counter() - started
+        held = self.learner.measure(records)  # games the model never trained on
+        held_ev = explained_variance(self.learner, records)
+        self.add(step, records)
+        data = Records.concat([r for _, r in self.window], cfg.width)
+        rng = stream_rng(cfg.seed, Stream.TRAIN, step)
+        steps = max(1, math.ceil(cfg.reuse * len(records) / cfg.batch_size))
+        totals = np.zeros(3)
+        for _ in range(steps):
+            losses = self.learner.step(data.take(rng.integers(len(data), size=cfg.batch_size)), cfg.max_grad_norm)
+            totals += [losses.value, losses.policy, losses.agreement]
+        self.net = SearchModel(self.learner.model(), self.played, cfg.width)
+        self.decisions += len(records)
+        value, policy, agreement = totals / steps
+        for tag, x in {
+            "selfplay/decisions": len(records), "selfplay/full_searches": int(records.full.sum()),
+            "selfplay/decisions_per_second": len(records) / seconds, "selfplay/window": len(data),
+            "losses/value": value, "losses/policy": policy, "losses/agreement": agreement,
+            "heldout/value_mse": held.value, "heldout/policy": held.policy, "heldout/agreement": held.agreement,
+            "heldout/explained_variance": held_ev,
+        }.items():  # fmt: skip
+            writer.add_scalar(tag, x, step)
         self.run.log(
-            f"iteration {step}: {len(samples)} positions in {selfplay_seconds:.0f} s "
-            f"({evaluations / selfplay_seconds:.0f} leaf evals/s), learner {learn_seconds:.0f} s, "
-            + ", ".join(f"{k} {v:.3f}" for k, v in losses.items())
+            f"iteration {step}: {len(records)} decisions ({len(records) / seconds:.0f}/s), {steps} steps; "
+            f"held out: value EV {held_ev:.3f}, policy {held.policy:.3f}, agreement {held.agreement:.2f}"
         )
 
+    def add(self, step: int, records: Records) -> None:
+        """``records`` join the window (and ``data/``); the oldest iterations beyond ``window`` leave."""
+        folder = self.run.folder / "data"
+        folder.mkdir(exist_ok=True)
+        records.save(str(folder / f"records-{step}.npz"))
+        self.window.append((step, records))
+        while len(self.window) > 1 and sum(len(r) for _, r in self.window[1:]) >= self.cfg.window:
+            old, _ = self.window.pop(0)
+            (folder / f"records-{old}.npz").unlink(missing_ok=True)
+
+    # 4. evaluate and checkpoint ----------------------------------------------------------------
     def evaluate(self, step: int) -> None:
-        """4. the network alone (its most probable legal move); ``iter_<k>.pt`` beside each evaluation."""
-        if step:
-            self.run.checkpoint(self.net, f"iter_{step}.pt")
+        self.net.model.save(self.run.folder / "checkpoints" / f"model-{step}.npz")
         self.run.evaluate(self.net, step)
+        if self.cfg.policy_eval_opponents:
+            policy = self.net.policy_agent("learner-policy")
+            self.run.evaluate(policy, step, opponents=self.cfg.policy_eval_opponents, player="policy")
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "optimizer": self.optimizer.state_dict(),
-            "buffer": self.buffer.state_dict(),
-            "numpy_rng": self.rng.bit_generator.state,
-            "games": self.games,
+            "optimizer": self.learner.optimizer.state_dict(),
+            "window": [step for step, _ in self.window],
+            "decisions": self.decisions,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.buffer.load_state_dict(state["buffer"])
-        self.rng.bit_generator.state = state["numpy_rng"]
-        self.games = int(state["games"])
+        self.learner.optimizer.load_state_dict(state["optimizer"])
+        self.decisions = int(state["decisions"])
+        folder = self.run.folder / "data"
+        for step in state["window"]:
+            path = folder / f"records-{step}.npz"
+            if not path.is_file():
+                raise ConfigError(f"cannot resume: {path} (a decision file of the window) is missing")
+            self.window.append((int(step), Records.load(str(path))))
 
-    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
-        """5. the final evaluation of the network and its start, on fresh deals (``Run.finish``)."""
-        return None, {"games": self.games}
+    def finish(self) -> tuple[SearchModel | None, dict[str, Any]]:
+        self.net.model.save(Path(self.run.folder) / "checkpoints" / "final.npz")
+        return None, {"decisions": self.decisions}
 
 
-def cli(argv: list[str] | None = None) -> int:
-    return run_trainer(AlphaZeroConfig, main, argv, __doc__)
+def explained_variance(learner: Learner, records: Records) -> float:
+    """1 - MSE / variance of the model's values against the records' game results."""
+    with torch.no_grad():
+        value = learner.net(torch.from_numpy(observe_movers(records.states)))[0].numpy()
+    var = float(np.var(records.results)) or 1.0
+    return 1.0 - float(np.mean((value - records.results) ** 2)) / var
 
 
 if __name__ == "__main__":

@@ -177,9 +177,9 @@ def _no_bools_for_numbers(cls: type, data: dict[str, Any], source: str) -> None:
 
 def resumed_config(path: str) -> dict[str, Any]:
     """The config stored in a checkpoint's trainer state (torch loads only when a run resumes)."""
-    from patchwork_env.players.checkpoint import read_checkpoint
+    from train.artefact import read_artefact
 
-    trainer = read_checkpoint(path).get("trainer", {})
+    trainer = read_artefact(path)[1].get("trainer", {})
     if "config" not in trainer:
         raise ConfigError(f"{path} holds a network but no trainer state: it cannot be resumed")
     return {**trainer["config"], "resume": path}

@@ -347,56 +347,70 @@ class ExItConfig(ParallelConfig):
 
 @dataclass
 class AlphaZeroConfig(ParallelConfig):
-    """AlphaZero-style training (``train.alphazero``): batched search self-play, a replay buffer, a
-    learner. Its step is one iteration (self-play games, then learner steps)."""
+    """Gumbel AlphaZero with the compiled search (``train.alphazero``): the search's own games teach
+    the compiled model at its leaves and its prior over whole moves. Its step is one iteration
+    (self-play games, then learner steps on a window of the newest decisions)."""
 
-    iterations: int = bounded(100, 1, 10**7)
+    eval_opponents: dict[str, int] = field(default_factory=lambda: {"az:value=v1,sims=128": 50})
+    """Periodic evaluation of the search with the model (``eval_sims``): agent spec -> paired deals."""
+    final_eval_opponents: list[str] = field(default_factory=lambda: ["greedy", "az:value=v1,sims=128"])
+    """Agent specs of the final evaluation (the search with the model, ``eval_sims``)."""
+    iterations: int = bounded(200, 1, 10**7)
     """Iterations of self-play + learning."""
-    games_per_iteration: int = bounded(64, 1, 65_536)
-    """Self-play games per iteration, searched together (one forward pass per simulation step)."""
-    search: SearchConfig = field(default_factory=lambda: SearchConfig(sims=16, considered=8, margin_weight=0.0))
-    """The self-play search (``search.sims`` simulations per decision); its ``margin_weight`` also
-    weighs the score margin in the value target."""
-    train_placements: bool = True
-    """Train every parameter; False: the placement-only parameters stay as they start."""
-    temp_plies: int = bounded(8, 0, 1000)
-    """Decisions from the start of a game whose move is sampled from the policy target."""
-    root_value_weight: float = bounded(0.0, 0.0, 1.0)
-    """Value target: ``(1 - w) * game result + w * the search's root value`` (0: the result alone)."""
-    selfplay_chunk: int = bounded(0, 0, 65_536)
-    """Games per self-play chunk (with ``backend=ray``, each chunk a Ray task: needs > 0); 0: all
-    ``games_per_iteration`` in one."""
+    games_per_iteration: int = bounded(384, 1, 65_536)
+    """Self-play games per iteration."""
+    search: SearchConfig = field(default_factory=lambda: SearchConfig(sims=256, considered=16, margin_weight=0.2))
+    """The full search of self-play (``search.sims`` simulations; its policy target is recorded);
+    ``margin_weight`` also weighs the score margin in the value target."""
+    fast_sims: int = bounded(64, 1, 100_000)
+    """Simulations of the fast searches (the decisions that are not full searches: values only)."""
+    full_share: float = bounded(0.25, 0.0, 1.0)
+    """Share of the decisions searched in full (playout-cap randomisation)."""
+    opening: int = bounded(8, 0, 1000)
+    """Decisions from the start of a game whose move is sampled (Gumbel) in a fast search too."""
+    width: int = bounded(2, 1, 64)
+    """Candidates of each kind of move at a node of the search (the prior's best of each kind)."""
+    prior_temp: float = above(20.0, 0.0)
+    """Temperature (score points) of the greedy prior the model starts from."""
+    init: str = "scratch"
+    """The value the model starts from: ``scratch`` (fresh layers, value 0 everywhere) or a value
+    model (a shipped version such as ``v1``, or a file); the prior starts as greedy's either way."""
+    hidden: list[int] = field(default_factory=lambda: [128, 64])
+    """Hidden sizes of a model started from scratch."""
+    q_weight: float = bounded(0.25, 0.0, 1.0)
+    """Value target: ``(1 - q_weight) * game result + q_weight * the search's root value``."""
     weight_decay: float = bounded(1e-4, 0.0, INF)
     """AdamW weight decay."""
     max_grad_norm: float = above(1.0, 0.0)
     """Gradient norm clip."""
-    vf_coef: float = bounded(1.0, 0.0, INF)
-    """Weight of the value loss."""
-    buffer_size: int = bounded(60_000, 1, 10**7)
-    """Replay buffer capacity (positions; the newest are kept)."""
-    batch_size: int = bounded(256, 1, 1_048_576)
-    """Learner minibatch size."""
-    updates_per_iteration: int = bounded(40, 0, 10**6)
-    """Learner steps after each iteration's self-play."""
-    warmup_games: int = bounded(256, 0, 10**6)
-    """Greedy self-play games whose outcomes train the value head before the first iteration."""
-    warmup_steps: int = bounded(300, 0, 10**7)
-    """Value-only learner steps on the warm-up games."""
-    warmup_temp: float = bounded(0.5, 0.0, INF)
-    """Softmax temperature (score points) of the warm-up games' greedy play."""
+    batch_size: int = bounded(512, 1, 1_048_576)
+    """Learner minibatch (decisions, sampled uniformly from the window)."""
+    window: int = bounded(400_000, 1, MAX_POSITIONS)
+    """Decisions of the newest iterations the learner samples from (whole iterations, at least the newest)."""
+    reuse: float = above(4.0, 0.0, 1000.0)
+    """Learner steps per iteration: ``reuse * new decisions / batch_size`` (each decision seen about
+    ``reuse`` times)."""
+    eval_sims: int = bounded(128, 1, 100_000)
+    """Simulations per move of the search with the model in the evaluations."""
+    policy_eval_opponents: dict[str, int] = field(default_factory=lambda: {"greedy": 50})
+    """Periodic evaluation of the model's prior alone (no search): agent spec -> paired deals."""
+    workers: int = bounded(1, 1, 256)
+    """Processes of the self-play (with ``backend=ray``: CPUs of a local Ray runtime)."""
+    chunk: int = bounded(16, 1, 65_536)
+    """Games per self-play work item (a process's task or a Ray task)."""
 
     def memory_bytes(self) -> int:
-        """The replay buffer (state, policy target, value per position) and the search trees."""
-        trees = self.games_per_iteration * self.search.sims * 20_000
-        return self.buffer_size * (8 * STATE_LEN + 4 * NUM_ACTIONS + 4) + trees
+        """The window's decisions: state, candidates, targets, terms (float32), values."""
+        k = 5 * self.width
+        return self.window * (8 * STATE_LEN + 8 * k + 4 * k + 4 * k * PRIOR_FEATURES + 16)
 
     def validate(self) -> None:
         super().validate()
-        if self.backend == "ray" and not self.selfplay_chunk:
-            raise ConfigError(
-                "backend=ray plays chunks of selfplay_chunk games as Ray tasks: "
-                f"set selfplay_chunk > 0 (at most games_per_iteration = {self.games_per_iteration})"
-            )
+        if len(self.hidden) != 2 or not all(1 <= h <= 4096 for h in self.hidden):
+            raise ConfigError(f"hidden must be two sizes in 1..4096, got {self.hidden!r}")
+        if not self.init.strip():
+            raise ConfigError("init must be scratch or a value model (v1, or a file)")
+        check_opponents(self, "policy_eval_opponents")
 
 
 @dataclass

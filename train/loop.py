@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoint
 from patchwork_env.players.network import PatchworkNet
+from train.artefact import Artefact, NetworkArtefact, as_artefact, read_artefact
 from train.config import CommonConfig, ConfigError
 from train.run import Run, load_network
 
@@ -36,11 +36,12 @@ FORMAT = 1  # of the loop's part of latest.pt; checkpoints without it hold a net
 
 
 class Trainer:
-    """What a trainer gives the loop. ``net`` is the network being trained; ``start`` a frozen
-    copy of the one training started from (the final evaluation also plays it)."""
+    """What a trainer gives the loop. ``net`` is what is being trained (a network, or another
+    ``train.artefact.Artefact``); ``start`` a frozen copy of what training started from (the final
+    evaluation also plays it)."""
 
-    net: PatchworkNet
-    start: PatchworkNet
+    net: PatchworkNet | Artefact
+    start: PatchworkNet | Artefact
 
     def __init__(self, run: Run) -> None:
         self.run = run
@@ -74,7 +75,7 @@ class Trainer:
     def close(self) -> None:
         """After the last step or an interruption: release what the steps hold (progress bars)."""
 
-    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+    def finish(self) -> tuple[PatchworkNet | Artefact | None, dict[str, Any]]:
         """After the last step: the network the final evaluation plays (None: ``net``) and the
         trainer's entries of the summary."""
         return None, {}
@@ -84,7 +85,7 @@ class Trainer:
 class Resumed:
     """The checkpoint a run continues from: its network, the trainer's state and the loop's."""
 
-    net: PatchworkNet
+    net: PatchworkNet | Artefact
     trainer: dict[str, Any]
     step: int
     history: list[dict[str, Any]]
@@ -98,18 +99,19 @@ def read_resume(cfg: CommonConfig) -> Resumed | None:
     must hold the loop's state, and a network of the config's sizes."""
     if not cfg.resume:
         return None
-    checkpoint = read_checkpoint(cfg.resume)
+    artefact, checkpoint = read_artefact(cfg.resume)
     saved = checkpoint.get("trainer") or {}
     loop = saved.get("loop")
     if not isinstance(loop, dict) or loop.get("format") != FORMAT:
         raise ConfigError(f"{cfg.resume} holds a network but no trainer state this version can resume")
-    stored, wanted = dict(checkpoint.get("net_config", {})), cfg.net.to_dict()
+    stored, wanted = dict(checkpoint.get("net_config") or {}), cfg.net.to_dict()
     changed = sorted(k for k in wanted if k in stored and stored[k] != wanted[k])
     if changed:
         detail = ", ".join(f"net.{k}: checkpoint {stored[k]!r}, config {wanted[k]!r}" for k in changed)
         raise ConfigError(f"cannot resume {cfg.resume} with another network ({detail}); start a new run to change it")
+    net = artefact.net if isinstance(artefact, NetworkArtefact) else artefact
     return Resumed(
-        net=net_from_checkpoint(checkpoint, cfg.resume),
+        net=net,
         trainer=saved["state"],
         step=int(loop["step"]),
         history=list(loop["history"]),
@@ -199,7 +201,7 @@ def save_latest(run: Run, trainer: Trainer, step: int) -> Path:
             "torch_rng": torch.get_rng_state(),  # torch's global generator (network copies draw from it)
         },
         "state": trainer.state_dict(),
-        "start": trainer.start.state_dict(),
+        "start": as_artefact(trainer.start).state_dict(),
     }
     return run.checkpoint(trainer.net, "latest.pt", state)
 

@@ -36,16 +36,16 @@ from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players import checkpoint
-from patchwork_env.players.checkpoint import save_checkpoint
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.network import PatchworkNet
-from patchwork_env.players.policy import NetworkAgent
 from patchwork_env.players.registry import make_agent
+from train.artefact import Artefact, as_artefact
 from train.config import CommonConfig, ConfigError
 from train.seeds import Stream, stream_seed
 
 RECORDED_GAMES = 2  # per opponent and evaluation: one deal, the learner in either seat
 Results = dict[str, dict[str, Any]]
+Agent = Any  # an agent of the arena (``act(state, rng)``)
 
 
 class Run:
@@ -80,11 +80,11 @@ class Run:
         if self.cfg.progress:
             print(f"[{self.minutes():6.1f} min] {text}", flush=True)
 
-    def checkpoint(self, net: PatchworkNet, name: str, trainer: dict[str, Any] | None = None) -> Path:
-        """``checkpoints/<name>`` (the format of ``patchwork_env.players.checkpoint``)."""
-        return save_checkpoint(self.folder / "checkpoints" / name, net, trainer)
+    def checkpoint(self, net: Artefact | PatchworkNet, name: str, trainer: dict[str, Any] | None = None) -> Path:
+        """``checkpoints/<name>`` (the artefact's format: ``train.artefact``)."""
+        return as_artefact(net).save(self.folder / "checkpoints" / name, trainer)
 
-    def minute_checkpoints(self, net: PatchworkNet, marks: list[float]) -> None:
+    def minute_checkpoints(self, net: Artefact | PatchworkNet, marks: list[float]) -> None:
         """``checkpoints/minute-<m>.pt`` for each mark ``m`` passed since the last call (once each)."""
         for m in marks:
             path = self.folder / "checkpoints" / f"minute-{m:g}.pt"
@@ -94,16 +94,18 @@ class Run:
 
     def evaluate(
         self,
-        net: PatchworkNet,
+        net: Artefact | PatchworkNet | Agent,
         step: int,
         *,
         final: bool = False,
         start: bool = False,
         deterministic: bool = True,
         opponents: dict[str, int] | None = None,
+        player: str = "",
     ) -> Results:
-        """Paired games of ``net`` against the periodic opponents (the final ones with ``final``, on
-        deals no periodic evaluation played); logged, kept in the history and drawn."""
+        """Paired games of ``net`` (an artefact's agent, or an agent) against the periodic opponents
+        (the final ones with ``final``, on deals no periodic evaluation played); logged, kept in the
+        history (with ``player``, a name for another agent of the artefact than its own) and drawn."""
         if opponents is None:
             opponents = (
                 dict.fromkeys(self.cfg.final_eval_opponents, self.cfg.final_eval_pairs)
@@ -111,19 +113,22 @@ class Run:
                 else (self.cfg.eval_opponents)
             )
         seed = stream_seed(self.cfg.seed, Stream.FINAL_EVAL if final else Stream.EVAL)
-        tag = f"eval-{'start' if start else f'{step:05d}'}{'-final' if final else ''}.jsonl"
+        suffix = ("-final" if final else "") + (f"-{player}" if player else "")
+        tag = f"eval-{'start' if start else f'{step:05d}'}{suffix}.jsonl"
         records = self.folder / "games" / tag if deterministic else None
         results = evaluate(
             net, opponents, seed, self.cfg.eval_workers, final and self.cfg.progress, records, deterministic
         )
-        kind = "" if deterministic else "_sampled"
+        kind = ("" if deterministic else "_sampled") + (f"_{player}" if player else "")
         for spec, r in results.items():
             self.writer.add_scalar(
                 f"{'eval_final' if final else 'eval'}/win_rate{kind}_vs_{eval_tag(spec)}", r["win_rate"], step
             )
             if deterministic and not start:
-                self.history.append({"minutes": self.minutes(), self.unit: step, "opponent": spec, "final": final, **r})
-                self.log(f"{self.unit} {step}: vs {spec} {format_win_rate(r['win_rate'], (r['ci_low'], r['ci_high']))}")
+                row = {"minutes": self.minutes(), self.unit: step, "opponent": spec, "final": final, **r}
+                self.history.append({**row, "player": player} if player else row)
+                rate = format_win_rate(r["win_rate"], (r["ci_low"], r["ci_high"]))
+                self.log(f"{self.unit} {step}: {player + ' ' if player else ''}vs {spec} {rate}")
         if deterministic and not start:
             self.latest = results
             write_atomic(self.folder / "eval_history.json", json.dumps(self.history, indent=1))
@@ -132,11 +137,11 @@ class Run:
 
     def finish(
         self,
-        net: PatchworkNet,
-        start: PatchworkNet | None,
+        net: Artefact | PatchworkNet,
+        start: Artefact | PatchworkNet | None,
         step: int,
         summary: dict[str, Any],
-        evaluated: PatchworkNet | None = None,
+        evaluated: Artefact | PatchworkNet | None = None,
     ) -> dict[str, Any]:
         """``final.pt`` (``net``), the final evaluation of ``evaluated`` (default ``net``; e.g. the
         best periodic network) and of ``start`` on the same deals, and the summary
@@ -284,7 +289,7 @@ def frozen_copy(net: PatchworkNet) -> PatchworkNet:
 
 
 def evaluate(
-    net: PatchworkNet,
+    net: Artefact | PatchworkNet | Agent,
     opponents: dict[str, int],
     seed: int,
     workers: int,
@@ -292,10 +297,11 @@ def evaluate(
     records: Path | None = None,
     deterministic: bool = True,
 ) -> Results:
-    """Paired arena games of a frozen copy of ``net`` (its most probable moves, or samples from its
-    policy) against each opponent spec; per spec: games, win_rate, ci_low, ci_high, mean_margin,
-    seconds. With ``records``, the first deal's two games against each opponent go to that file."""
-    agent = NetworkAgent(frozen_copy(net), deterministic=deterministic, name="learner")
+    """Paired arena games of a frozen copy of ``net``'s agent (a network's most probable moves, or
+    samples from its policy; an agent as it is) against each opponent spec; per spec: games,
+    win_rate, ci_low, ci_high, mean_margin, seconds. With ``records``, the first deal's two games
+    against each opponent go to that file."""
+    agent = net if hasattr(net, "act") else as_artefact(net).agent("learner", deterministic)  # type: ignore[arg-type]
     out: Results = {}
     for spec, pairs in opponents.items():
         started = time.perf_counter()

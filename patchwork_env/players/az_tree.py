@@ -48,10 +48,10 @@ from patchwork_env.players.az_search import (
     root_choice,
     root_outcome,
 )
-from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, action_group, candidate_prior
+from patchwork_env.players.heuristic import NUM_FEATURES, NUM_GROUPS, model_candidates
 from patchwork_env.players.shipped import value_model_path
 from patchwork_env.players.tree import find_below
-from patchwork_env.players.value_model import ValueModel, kind_logit, load_value_model, mlp_value
+from patchwork_env.players.value_model import ValueModel, kind_logit, load_value_model, mlp_value, term_weights
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -103,15 +103,11 @@ class CompiledSearch:
         compile_notice("the compiled search tree", _simulate, "30 s")
         self.config = config
         self.model = value_model
-        # the move-kind head; without one, empty arrays: the kernels skip it (the greedy prior alone)
-        h2 = value_model.hidden[1]
-        self.head = (
-            value_model.head() if value_model.has_head else (np.zeros((h2, 0), np.float32), np.zeros(0, np.float32))
-        )
         self.prior_temp = float(prior_temp)
+        # the prior's heads: a model without them gives zero kind logits and greedy's weights over prior_temp
+        self.heads = (*value_model.head(), *value_model.placement(self.prior_temp))
         self.width = int(width)
         self.reuse = reuse
-        self.weights = DEFAULT_WEIGHTS.copy()
         self.max_edges = NUM_GROUPS * self.width  # a node's edges at most (candidate_actions' groups)
         self._alloc(1024)
         self._kept = -1  # the played move's child after the last search, or -1
@@ -121,6 +117,7 @@ class CompiledSearch:
         self._scratch = (
             np.empty(rules.NUM_ACTIONS, np.int64), np.empty(rules.NUM_ACTIONS), np.empty(rules.NUM_ACTIONS),
             np.zeros(OBS_DIM, np.float32), np.empty(h1, np.float32), np.empty(h2, np.float32),
+            np.empty(NUM_FEATURES), np.empty(NUM_GROUPS),
         )  # fmt: skip
         self._warm()
 
@@ -207,12 +204,10 @@ class CompiledSearch:
         sims = cfg.sims if sims is None else int(sims)
         root = self._root(row)
         m = self.model
-        s_acts, s_scores, s_logp, obs, h1, h2 = self._scratch
         if self.node_i[root, COUNT] < 0:
             _expand(
-                self.states, self.node_i, self.node_v, self.edge_i, self.edge_f, self.counts, root, self.weights,
-                self.width, self.prior_temp, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, *self.head, s_acts, s_scores, s_logp,
-                obs, h1, h2,
+                self.states, self.node_i, self.node_v, self.edge_i, self.edge_f, self.counts, root, self.width,
+                m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, *self.heads, *self._scratch,
             )  # fmt: skip
         first, k = int(self.node_i[root, FIRST]), int(self.node_i[root, COUNT])
         edges = slice(first, first + k)
@@ -232,8 +227,8 @@ class CompiledSearch:
             _simulate(
                 self.states, self.node_i, self.node_v, self.edge_i, self.edge_f, self.counts, root, self.last_sims,
                 chunk, gumbel, considered, schedule, cfg.root == "gumbel", cfg.c_puct, cfg.c_visit, cfg.c_scale,
-                cfg.rescale_values, cfg.margin_weight, self.weights, self.width, self.prior_temp,
-                m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, *self.head, s_acts, s_scores, s_logp, obs, h1, h2,
+                cfg.rescale_values, cfg.margin_weight, self.width, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3,
+                *self.heads, *self._scratch,
             )  # fmt: skip
             self.last_sims += chunk
         self.last_sim_seconds = time.perf_counter() - started
@@ -263,6 +258,7 @@ class TreeAgent:
         time: float | None = None,
         reuse: bool = True,
         name: str = "az",
+        width: int = 1,
     ) -> None:
         self.config = config
         self.value_model = value_model
@@ -270,8 +266,9 @@ class TreeAgent:
         self.time = time
         self.reuse = reuse
         self.name = name
+        self.width = width
         self.budget = TimeBudget(config.sims, time)
-        self.search = CompiledSearch(config, value_model, prior_temp, reuse=reuse)
+        self.search = CompiledSearch(config, value_model, prior_temp, width=width, reuse=reuse)
         self.last_visits: list[tuple[int, int]] = []
         self.last_policy: npt.NDArray[np.float32] | None = None
 
@@ -292,7 +289,7 @@ class TreeAgent:
 
     # pickled for the arena's worker processes: the settings, not the tree
     def __getstate__(self) -> dict[str, Any]:
-        keys = ("config", "value_model", "prior_temp", "time", "reuse", "name")
+        keys = ("config", "value_model", "prior_temp", "time", "reuse", "name", "width")
         return {key: getattr(self, key) for key in keys}
 
     def __setstate__(self, data: dict[str, Any]) -> None:
@@ -361,37 +358,30 @@ def _new_node(states: IntArray, node_i: IntArray, node_v: FloatArray, counts: In
 @jit
 def _expand(
     states: IntArray, node_i: IntArray, node_v: FloatArray, edge_i: IntArray, edge_f: FloatArray, counts: IntArray,
-    node: int, weights: FloatArray, width: int, temp: float, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32,
-    wp: F32, bp: F32, acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32,
+    node: int, width: int, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, wp: F32, bp: F32, wf: F32, bf: F32,
+    acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32, tw: FloatArray, kind: FloatArray,
 ) -> float:  # fmt: skip
-    """Give the unfinished ``node`` its edges (the greedy candidates, prior as ``az_search.Node.expand``
-    makes it from ``candidate_prior``'s log-probabilities, each plus the model's move-kind logit of
-    its kind: ``bp`` empty without a head) and its value model's value; returns it."""
+    """Give the unfinished ``node`` its edges (``heuristic.model_candidates`` of the model's move-kind
+    logits and placement weights from its last hidden layer: the greedy prior for a model without
+    those heads, see ``ValueModel.placement``) and its value model's value; returns it."""
     s = states[node]
-    k = candidate_prior(s, weights, width, temp, acts, scores, logp)
-    value = mlp_value(s, w1, b1, w2, b2, w3, b3, obs, h1, h2)  # h2: the last hidden layer, for the head
-    if bp.shape[0] > 0:  # a model with a move-kind head
-        for j in range(k):
-            logp[j] += kind_logit(h2, wp, bp, action_group(acts[j]))
+    value = mlp_value(s, w1, b1, w2, b2, w3, b3, obs, h1, h2)  # h2: the last hidden layer, for the heads
+    for g in range(kind.shape[0]):
+        kind[g] = kind_logit(h2, wp, bp, g)
+    term_weights(h2, wf, bf, tw)
+    k = model_candidates(s, tw, kind, width, acts, scores, logp)
     first = counts[1]
     counts[1] += k
     node_i[node, FIRST] = first
     node_i[node, COUNT] = k
-    top = logp[0]
-    for j in range(1, k):
-        top = max(top, logp[j])
-    total = 0.0
     for j in range(k):
         e = first + j
         edge_i[e, ACTION] = acts[j]
         edge_i[e, CHILD] = -1
         edge_i[e, VISITS] = 0
-        edge_f[e, LOGIT] = logp[j] - top
-        edge_f[e, PRIOR] = np.exp(edge_f[e, LOGIT])
+        edge_f[e, LOGIT] = logp[j]
+        edge_f[e, PRIOR] = np.exp(logp[j])
         edge_f[e, W] = 0.0
-        total += edge_f[e, PRIOR]
-    for j in range(k):
-        edge_f[first + j, PRIOR] /= total
     node_v[node] = value
     return value
 
@@ -401,8 +391,8 @@ def _simulate(
     states: IntArray, node_i: IntArray, node_v: FloatArray, edge_i: IntArray, edge_f: FloatArray, counts: IntArray,
     root: int, index: int, sims: int, gumbel: FloatArray, considered: IntArray, schedule: IntArray,
     gumbel_root: bool, c_puct: float, c_visit: float, c_scale: float, rescale: bool, margin_weight: float,
-    weights: FloatArray, width: int, temp: float, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32,
-    wp: F32, bp: F32, acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32,
+    width: int, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, wp: F32, bp: F32, wf: F32, bf: F32,
+    acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32, tw: FloatArray, kind: FloatArray,
 ) -> None:  # fmt: skip
     """Simulations ``index`` to ``index + sims - 1`` from ``root``: descend (the root's choice, then
     PUCT) to an edge never taken or a finished game, make and expand the new node, back its value up.
@@ -435,8 +425,8 @@ def _simulate(
         if node_i[node, PLAYER] < 0:
             value0 = node_v[node]
         else:
-            v = _expand(states, node_i, node_v, edge_i, edge_f, counts, node, weights, width, temp,
-                        w1, b1, w2, b2, w3, b3, wp, bp, acts, scores, logp, obs, h1, h2)  # fmt: skip
+            v = _expand(states, node_i, node_v, edge_i, edge_f, counts, node, width, w1, b1, w2, b2, w3, b3,
+                        wp, bp, wf, bf, acts, scores, logp, obs, h1, h2, tw, kind)  # fmt: skip
             value0 = v if node_i[node, PLAYER] == 0 else -v
         # back up: every edge from its node's mover's side (the path's nodes are the edges' parents)
         parent = root

@@ -179,12 +179,24 @@ def position_value(s: IntArray, p: int, w: FloatArray, feat: FloatArray) -> floa
 @jit
 def score_actions(s: IntArray, actions: IntArray, n: int, w: FloatArray, out: FloatArray) -> None:
     """``out[i]`` = value for the player to move of the position after the legal ``actions[i]``
-    (i < n), each position produced by ``rules.step_into`` on a copy of ``s``; a purchase from the
-    same market slot as the action before it changes that position's placement alone
-    (``rules.replace_purchase``: the same values, a fraction of the cost)."""
+    (i < n): ``score_actions_terms`` with greedy's weights ``feature_weights(w)`` and no kind logits."""
+    score_actions_terms(s, actions, n, feature_weights(w), np.zeros(NUM_GROUPS), out)
+
+
+@jit
+def score_actions_terms(
+    s: IntArray, actions: IntArray, n: int, term_w: FloatArray, kind: FloatArray, out: FloatArray
+) -> None:
+    """``out[i]`` = ``kind[action_group(a)]`` plus the terms of the mover's position after the legal
+    ``a = actions[i]`` (i < n; ``position_features``) weighted by ``term_w`` (9 entries): greedy's
+    value with ``feature_weights``, a learned prior's logit with a model's (``value_model``). Each
+    position comes from ``rules.step_into`` on a copy of ``s``; a purchase from the same market slot
+    as the action before it changes that position's placement alone (``rules.replace_purchase``: the
+    same values, a fraction of the cost)."""
     p = rules.current_player(s)
     tmp = np.empty_like(s)
     feat = np.empty(SCRATCH, dtype=np.float64)
+    terms = feat[QUILT_FEATURES:SCRATCH]
     slot = -1  # the market slot of the purchase ``tmp`` holds, if any
     for i in range(n):
         a = actions[i]
@@ -195,7 +207,24 @@ def score_actions(s: IntArray, actions: IntArray, n: int, w: FloatArray, out: Fl
             tmp[:] = s
             rules.step_into(tmp, a)
         slot = bought
-        out[i] = position_value(tmp, p, w, feat)
+        position_features(tmp, p, feat[:QUILT_FEATURES], terms)
+        v = kind[GROUP_OF_ACTION[a]]
+        for k in range(NUM_FEATURES):
+            v += terms[k] * term_w[k]
+        out[i] = v
+
+
+@jit
+def action_terms(s: IntArray, actions: IntArray, n: int, out: FloatArray) -> None:
+    """``out[i, :]`` = the terms (``position_features``) of the mover's position after the legal
+    ``actions[i]`` (i < n): what a learned prior weighs (``score_actions_terms``), for its training."""
+    p = rules.current_player(s)
+    tmp = np.empty_like(s)
+    feat = np.empty(QUILT_FEATURES, dtype=np.float64)
+    for i in range(n):
+        tmp[:] = s
+        rules.step_into(tmp, actions[i])
+        position_features(tmp, p, feat, out[i])
 
 
 @jit
@@ -358,6 +387,17 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
     scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)
     n = legal_list(s, mask, acts)
     score_actions(s, acts, n, w, scores)
+    k = best_per_group(acts, scores, n, width, out, out_scores)
+    sort_together(out_scores, out, k, True)  # best first
+    return k
+
+
+@jit
+def best_per_group(
+    acts: IntArray, scores: FloatArray, n: int, width: int, out: IntArray, out_scores: FloatArray
+) -> int:
+    """The ``width`` best-scored of ``acts[:n]`` in each kind of move (``action_group``; the first of
+    equals), group by group, into ``out`` with their scores; returns how many."""
     taken = np.zeros(n, dtype=np.bool_)
     k = 0
     for group in range(NUM_GROUPS):
@@ -373,7 +413,6 @@ def candidate_actions(s: IntArray, w: FloatArray, width: int, out: IntArray, out
             out[k] = acts[best]
             out_scores[k] = scores[best]
             k += 1
-    sort_together(out_scores, out, k, True)  # best first
     return k
 
 
@@ -398,21 +437,39 @@ def candidate_prior(
 ) -> int:
     """``s``'s ``candidate_actions`` in ascending order in ``acts`` and, in ``logp``, their
     log-probabilities under a softmax of their greedy values at temperature ``temp`` score points;
-    returns how many (0 if the game is over). ``scores`` is scratch (2026 entries): the search
-    prior from the heuristic alone (``az:prior=greedy``), for a batch (``candidate_policy_batch``)
-    and for the compiled tree (``patchwork_env.players.az_tree``)."""
-    n = candidate_actions(s, w, width, acts, scores)
+    returns how many (0 if the game is over): the search prior from the heuristic alone
+    (``az:prior=greedy``), ``model_candidates`` with greedy's weights over ``temp``. ``scores`` is
+    scratch (2026 entries)."""
+    return model_candidates(s, feature_weights(w) / temp, np.zeros(NUM_GROUPS), width, acts, scores, logp)
+
+
+@jit
+def model_candidates(
+    s: IntArray, term_w: FloatArray, kind: FloatArray, width: int, acts: IntArray, scores: FloatArray,
+    logp: FloatArray,
+) -> int:  # fmt: skip
+    """A prior's candidates in ``s`` and their log-probabilities: every legal action's logit is
+    ``score_actions_terms`` (``kind`` per kind of move plus the terms after it weighted by ``term_w``);
+    the ``width`` best of each kind are the candidates, in ascending order in ``acts``, with the
+    log-softmax of their logits in ``logp``; returns how many (0 if the game is over). ``scores`` is
+    scratch (2026 entries). The greedy prior (``candidate_prior``) and a learned one (a value model's
+    placement head, ``patchwork_env.players.value_model``) alike."""
+    mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
+    legal = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
+    n = legal_list(s, mask, legal)
     if n == 0:
         return 0
-    top = scores[:n].max()
+    score_actions_terms(s, legal, n, term_w, kind, scores)
+    k = best_per_group(legal, scores, n, width, acts, logp)
+    top = logp[:k].max()
     total = 0.0
-    for j in range(n):
-        total += np.exp((scores[j] - top) / temp)
+    for j in range(k):
+        total += np.exp(logp[j] - top)
     log_total = np.log(total)
-    for j in range(n):
-        logp[j] = (scores[j] - top) / temp - log_total
-    sort_together(acts, logp, n, False)  # ascending actions
-    return n
+    for j in range(k):
+        logp[j] = logp[j] - top - log_total
+    sort_together(acts, logp, k, False)  # ascending actions
+    return k
 
 
 @jit

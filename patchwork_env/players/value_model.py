@@ -13,11 +13,22 @@ A model may also carry a **move-kind head** (``wp``, ``bp``): from the same last
 logit per kind of move (``heuristic.action_group``: buy from market slot 0, 1 or 2, place the
 leather patch, advance), which the compiled search adds to the greedy prior's log-probability of
 each candidate of that kind (``patchwork_env.players.az_tree``): a learned correction of the
-heuristic prior, trained by ``train.tree_loop``. A model without one is a model whose head is zero.
+heuristic prior. A model without one is a model whose head is zero.
+
+A model may also carry a **placement head** (``wf``, ``bf``): from the last hidden layer, nine
+weights ``bf + ReLU(h2) @ wf``, one per term of greedy's evaluation of the position after a move
+(``heuristic.position_features``: economy, time, empty cells, ...). A move's logit is then its
+kind's logit plus those terms weighted by them (``heuristic.score_actions_terms``), for every legal
+move, placements included: a policy over the whole move whose weighting of a placement's terms
+depends on the position, which ``train.alphazero`` trains from the search's targets. The compiled
+search takes its candidates (the best ``width`` of each kind) and prior from these logits, and
+``ModelPolicy`` plays their maximum. Without this head the weights are greedy's over the prior's
+temperature (``placement``): the greedy prior, exactly.
 
 The file format is numpy's ``.npz`` (no pickles): arrays ``w1`` (1452, H1), ``b1`` (H1,), ``w2``
 (H1, H2), ``b2`` (H2,), ``w3`` (H2, 1), ``b3`` (1,), float32, and ``format`` = ``FORMAT``; with a
-move-kind head also ``wp`` (H2, 5) and ``bp`` (5,), and ``format`` = ``FORMAT_HEAD``.
+move-kind head also ``wp`` (H2, 5) and ``bp`` (5,), and ``format`` = ``FORMAT_HEAD``; with both
+heads also ``wf`` (H2, 9) and ``bf`` (9,), and ``format`` = ``FORMAT_POLICY``.
 """
 
 from __future__ import annotations
@@ -35,7 +46,7 @@ from patchwork_env.core.files import write_atomic
 from patchwork_env.core.jit import jit
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import OBS_DIM, observe_into
-from patchwork_env.players.heuristic import NUM_GROUPS
+from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, NUM_GROUPS, feature_weights, model_candidates
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -43,8 +54,10 @@ I64 = npt.NDArray[np.int64]
 
 FORMAT = "patchwork-value-model/1"
 FORMAT_HEAD = "patchwork-value-model/2"  # with a move-kind head (wp, bp)
+FORMAT_POLICY = "patchwork-value-model/3"  # with a move-kind head and a placement head (wf, bf)
 NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
 HEAD_NAMES = ("wp", "bp")
+PLACEMENT_NAMES = ("wf", "bf")
 MAX_HIDDEN = 4096  # per layer: a larger model would no longer be cheap
 
 
@@ -65,9 +78,11 @@ class ValueModel:
     b3: F32
     wp: F32 | None = None
     bp: F32 | None = None
+    wf: F32 | None = None
+    bf: F32 | None = None
 
     def __post_init__(self) -> None:
-        problem = _shape_problem({name: getattr(self, name) for name in NAMES + HEAD_NAMES})
+        problem = _shape_problem({name: getattr(self, name) for name in NAMES + HEAD_NAMES + PLACEMENT_NAMES})
         if problem:
             raise ValueModelError(problem)
 
@@ -78,6 +93,19 @@ class ValueModel:
     @property
     def has_head(self) -> bool:
         return self.wp is not None
+
+    @property
+    def has_placement(self) -> bool:
+        return self.wf is not None
+
+    def placement(self, prior_temp: float) -> tuple[F32, F64]:
+        """(``wf``, ``bf`` as float64: the compiled search's arguments); for a model without a
+        placement head, zeros and greedy's term weights over ``prior_temp`` (the greedy prior at that
+        temperature, as ``heuristic.candidate_prior`` computes it)."""
+        if self.wf is None or self.bf is None:
+            fw: F64 = feature_weights(DEFAULT_WEIGHTS) / prior_temp
+            return np.zeros((self.hidden[1], NUM_FEATURES), np.float32), fw
+        return self.wf, self.bf.astype(np.float64)
 
     def head(self) -> tuple[F32, F32]:
         """(``wp``, ``bp``), zeros for a model without a move-kind head (the compiled search's
@@ -106,10 +134,16 @@ class ValueModel:
 
     def save(self, path: str | Path) -> None:
         """Write the model to ``path`` (``.npz``), atomically."""
-        names = NAMES + HEAD_NAMES if self.has_head else NAMES
+        arrays = {name: getattr(self, name) for name in NAMES}
+        stamp = FORMAT
+        if self.has_head or self.has_placement:
+            arrays["wp"], arrays["bp"] = self.head()
+            stamp = FORMAT_HEAD
+        if self.has_placement:
+            arrays["wf"], arrays["bf"] = self.wf, self.bf
+            stamp = FORMAT_POLICY
         buffer = io.BytesIO()
-        stamp = FORMAT_HEAD if self.has_head else FORMAT
-        np.savez(buffer, format=np.array(stamp), **{name: getattr(self, name) for name in names})
+        np.savez(buffer, format=np.array(stamp), **arrays)
         write_atomic(path, buffer.getvalue())
 
 
@@ -117,7 +151,9 @@ def _shape_problem(arrays: dict[str, np.ndarray | None]) -> str:
     """Why ``arrays`` are not a value model's weights ("" if they are)."""
     if (arrays.get("wp") is None) != (arrays.get("bp") is None):
         return "a move-kind head needs both wp and bp"
-    for name in NAMES + HEAD_NAMES:
+    if (arrays.get("wf") is None) != (arrays.get("bf") is None):
+        return "a placement head needs both wf and bf"
+    for name in NAMES + HEAD_NAMES + PLACEMENT_NAMES:
         a = arrays.get(name)
         if a is None:
             continue
@@ -130,7 +166,7 @@ def _shape_problem(arrays: dict[str, np.ndarray | None]) -> str:
         return "w1 and w2 are needed"
     h1, h2 = w1.shape[-1], w2.shape[-1]
     want = {"w1": (OBS_DIM, h1), "b1": (h1,), "w2": (h1, h2), "b2": (h2,), "w3": (h2, 1), "b3": (1,),
-            "wp": (h2, NUM_GROUPS), "bp": (NUM_GROUPS,)}  # fmt: skip
+            "wp": (h2, NUM_GROUPS), "bp": (NUM_GROUPS,), "wf": (h2, NUM_FEATURES), "bf": (NUM_FEATURES,)}  # fmt: skip
     for name, shape in want.items():
         a = arrays.get(name)
         if a is not None and a.shape != shape:
@@ -155,9 +191,10 @@ def load_value_model(path: str | Path) -> ValueModel:
         raise ValueModelError(f"{source} is not a value-model file (.npz): {exc}") from None
     stamp = arrays.get("format", np.array(""))
     stamp_text = str(stamp.reshape(-1)[0]) if stamp.dtype.kind == "U" and stamp.size == 1 else ""
-    if stamp_text not in (FORMAT, FORMAT_HEAD):
-        raise ValueModelError(f"{source} is not a value-model file: its format is not {FORMAT!r} or {FORMAT_HEAD!r}")
-    names = NAMES + HEAD_NAMES if stamp_text == FORMAT_HEAD else NAMES
+    formats = {FORMAT: NAMES, FORMAT_HEAD: NAMES + HEAD_NAMES, FORMAT_POLICY: NAMES + HEAD_NAMES + PLACEMENT_NAMES}
+    if stamp_text not in formats:
+        raise ValueModelError(f"{source} is not a value-model file: its format is not one of {', '.join(formats)}")
+    names = formats[stamp_text]
     missing = [name for name in names if name not in arrays]
     if missing:
         raise ValueModelError(f"{source} lacks the arrays {', '.join(missing)}")
@@ -225,3 +262,35 @@ def kind_logit(h2: F32, wp: F32, bp: F32, group: int) -> float:
         if h2[j] > 0.0:  # ReLU
             z += h2[j] * wp[j, group]
     return float(z)
+
+
+@jit
+def term_weights(h2: F32, wf: F32, bf: F64, out: F64) -> None:
+    """The placement head's weights of greedy's terms, ``bf + ReLU(h2) @ wf``, into ``out`` (9)."""
+    for k in range(out.shape[0]):
+        out[k] = bf[k]
+    for j in range(h2.shape[0]):
+        if h2[j] > 0.0:  # ReLU
+            for k in range(out.shape[0]):
+                out[k] += h2[j] * wf[j, k]
+
+
+@jit
+def prior_move(
+    s: I64, w1: F32, b1: F32, w2: F32, b2: F32, wp: F32, bp: F32, wf: F32, bf: F64, obs: F32, h1: F32, h2: F32,
+    acts: I64, scores: F64, logp: F64,
+) -> int:  # fmt: skip
+    """The move of highest prior logit in the unfinished ``s`` (the first of equals): the best of
+    ``heuristic.model_candidates`` with one candidate of each kind. The rest are scratch."""
+    mlp_hidden(s, w1, b1, w2, b2, obs, h1, h2)
+    kind = np.empty(wp.shape[1])
+    for g in range(kind.shape[0]):
+        kind[g] = kind_logit(h2, wp, bp, g)
+    tw = np.empty(wf.shape[1])
+    term_weights(h2, wf, bf, tw)
+    k = model_candidates(s, tw, kind, 1, acts, scores, logp)
+    best = 0
+    for j in range(1, k):
+        if logp[j] > logp[best]:
+            best = j
+    return int(acts[best])
