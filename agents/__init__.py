@@ -1,9 +1,9 @@
 """The learning algorithms (research code, run from a checkout; torch): what a trainer's step calls.
 
 What belongs here: losses, updates and the data they learn from, importable without a command
-line: PPO's rollout storage, per-seat GAE and update (``ppo``), AlphaZero's self-play actors,
-replay buffer and learner (``az_selfplay``, ``az_backend`` for Ray), distillation and expert
-iteration (``distill``, ``exit``), the self-play opponent pool, value-head fitting, and the adapters
+line: PPO's rollout storage, per-seat GAE and update (``ppo``), Gumbel AlphaZero's self-play and
+learner (``alphazero``), distillation and expert iteration (``distill``, ``exit``), the self-play
+opponent pool, value fitting (``value_head``, ``value_model``, ``az_selfplay``'s games), and the adapters
 to SB3 and RLlib. What does not: a trainer's command line, config, run folder and loop
 (``train/``), and anything needed to play or rate an agent (the library, ``patchwork_env``; the
 network these algorithms train and its player are ``patchwork_env.players``).

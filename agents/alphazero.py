@@ -165,7 +165,7 @@ def self_play(shared: SelfPlay, item: tuple[int, int]) -> Records:
                 np.array(values, np.float32),
                 np.array([outcome[p] for p in movers], np.float32),
                 np.full(n, game, np.int64),
-            )  # fmt: skip
+            )
         )
     return Records.concat(parts, shared.width)
 
@@ -177,13 +177,11 @@ class PolicyValueNet(nn.Module):
     def __init__(self, model: ValueModel, prior_temp: float) -> None:
         super().__init__()
         h1, h2 = model.hidden
-        self.trunk = nn.Sequential(nn.Linear(OBS_DIM, h1), nn.ReLU(), nn.Linear(h1, h2), nn.ReLU())
-        self.value = nn.Linear(h2, 1)
-        self.kind = nn.Linear(h2, NUM_GROUPS)
-        self.terms = nn.Linear(h2, NUM_FEATURES)
+        self.first, self.second = nn.Linear(OBS_DIM, h1), nn.Linear(h1, h2)
+        self.value, self.kind, self.terms = nn.Linear(h2, 1), nn.Linear(h2, NUM_GROUPS), nn.Linear(h2, NUM_FEATURES)
         wp, bp = model.head()
         wf, bf = model.placement(prior_temp)
-        weights = [(self.trunk[0], model.w1, model.b1), (self.trunk[2], model.w2, model.b2),
+        weights = [(self.first, model.w1, model.b1), (self.second, model.w2, model.b2),
                    (self.value, model.w3, model.b3), (self.kind, wp, bp), (self.terms, wf, bf)]  # fmt: skip
         with torch.no_grad():
             for layer, w, b in weights:
@@ -192,11 +190,11 @@ class PolicyValueNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(B,) values, (B, 5) move-kind logits, (B, 9) term weights."""
-        hidden = self.trunk(x)
+        hidden = torch.relu(self.second(torch.relu(self.first(x))))
         return torch.tanh(self.value(hidden)).squeeze(-1), self.kind(hidden), self.terms(hidden)
 
     def to_value_model(self) -> ValueModel:
-        layers = (self.trunk[0], self.trunk[2], self.value, self.kind, self.terms)
+        layers = (self.first, self.second, self.value, self.kind, self.terms)
         arrays = []
         for m in layers:
             arrays += [m.weight.detach().t().contiguous().numpy().copy(), m.bias.detach().numpy().copy()]
@@ -282,7 +280,7 @@ def init_model(hidden: tuple[int, int], prior_temp: float, seed: int, value: Val
         w1, b1, w2, b2 = (np.ascontiguousarray(a.numpy(), dtype=np.float32) for a in arrays)
         value = ValueModel(w1, b1, w2, b2, np.zeros((h2, 1), np.float32), np.zeros(1, np.float32))
     h2 = value.hidden[1]
-    wf, bf = value.placement(prior_temp)  # without a placement head: zeros and greedy's weights
+    _, bf = value.placement(prior_temp)  # without a placement head: greedy's weights
     return ValueModel(
         value.w1, value.b1, value.w2, value.b2, value.w3, value.b3,
         np.zeros((h2, NUM_GROUPS), np.float32), np.zeros(NUM_GROUPS, np.float32),

@@ -2,15 +2,15 @@
 starts ``unshare -n sh -c 'ip link set lo up && python tests/ray_trainer_checks.py OUT_DIR'``), with
 token authentication on:
 
-* ``python -m train.alphazero --config configs/alphazero_smoke.yaml --backend ray
-  --selfplay-chunk 1`` as a user runs it (the command starts its own local Ray runtime),
+* ``python -m train.alphazero --config configs/alphazero_smoke.yaml --backend ray --chunk 1`` as
+  a user runs it (the command starts its own local Ray runtime),
 * on one local Ray runtime started here (``ray.init``, 2 CPUs): ``train.distill`` with
   ``--backend ray`` (``DISTILL_ARGS``), ``train.exit`` with ``--backend ray``
-  (``EXIT_ARGS``), and one round of AlphaZero self-play
-  (``agents.az_backend.play_chunked``, chunks of ``AZ_CHUNK`` games) on the Ray backend,
+  (``EXIT_ARGS``), and one round of AlphaZero self-play (``agents.alphazero.self_play``, chunks of
+  ``AZ_CHUNK`` games) on the Ray backend,
 * ``ss -tn``: every TCP peer.
 
-It writes ``OUT_DIR/report.json`` (and the runs, and the self-play samples as ``samples.npz``);
+It writes ``OUT_DIR/report.json`` (and the runs, and the self-play records as ``records.npz``);
 the test compares them with the local backend. Not a test module (pytest does not collect it).
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 AZ_SMOKE = ROOT / "configs" / "alphazero_smoke.yaml"
-AZ_CHUNK = 1  # alphazero_smoke plays 2 games per iteration: 2 tasks each
+AZ_CHUNK = 1  # one game per task
 AZ_GAMES, AZ_SEED = 3, 21  # the direct self-play round: 3 chunks of 1 game
 DISTILL_ARGS = [
     "--net.channels", "8", "--net.blocks", "1", "--net.hidden", "32", "--net.head-features", "4",
@@ -45,19 +45,18 @@ EXIT_ARGS = [
 ]  # fmt: skip
 
 
-def smoke_search(seed: int = 0) -> Any:
-    """The search of alphazero_smoke.yaml's network (seeded), the same in every process."""
-    import torch
-
-    from patchwork_env.players.az import NetEvaluator
-    from patchwork_env.players.az_search import BatchedSearch
-    from patchwork_env.players.network import PatchworkNet
+def smoke_selfplay(seed: int = AZ_SEED) -> Any:
+    """The self-play settings of alphazero_smoke.yaml's starting model, the same in every process."""
+    from agents.alphazero import SelfPlay, init_model
     from train.cli import load_yaml
     from train.config import AlphaZeroConfig
 
     cfg = load_yaml(AlphaZeroConfig, AZ_SMOKE)
-    torch.manual_seed(seed)
-    return BatchedSearch(NetEvaluator(PatchworkNet(cfg.net)), cfg.search), cfg.temp_plies
+    model = init_model((cfg.hidden[0], cfg.hidden[1]), cfg.prior_temp, seed)
+    return SelfPlay(model, cfg.search, cfg.fast_sims, cfg.full_share, cfg.opening, cfg.width, seed)
+
+
+RECORD_FIELDS = ("states", "full", "actions", "targets", "terms", "values", "results", "games")
 
 
 def peers() -> list[str]:
@@ -76,7 +75,7 @@ def main(out_dir: str) -> None:
     # the AlphaZero trainer's command line, as a user runs it (its own local Ray runtime)
     command = [sys.executable, "-m", "train.alphazero", "--config", str(AZ_SMOKE), "--run-dir", str(out / "az_ray")]
     proc = subprocess.run(
-        [*command, "--backend", "ray", "--selfplay-chunk", str(AZ_CHUNK)],
+        [*command, "--backend", "ray", "--chunk", str(AZ_CHUNK)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -87,7 +86,7 @@ def main(out_dir: str) -> None:
 
     import ray
 
-    from agents.az_backend import play_chunked
+    from agents.alphazero import self_play
     from patchwork_env.evaluation.backend import RayBackend
     from train import distill
     from train import exit as exit_trainer
@@ -115,10 +114,8 @@ def main(out_dir: str) -> None:
         report["exit_mapped"] = mapped[len(report["distill_mapped"]) :]
         report["peers"] = peers()
 
-        search, temp_plies = smoke_search()
-        samples, stats = play_chunked(search, AZ_GAMES, AZ_SEED, temp_plies, chunk=AZ_CHUNK, backend=backend)
-        np.savez(out / "samples.npz", states=samples.states, policies=samples.policies, values=samples.values)
-        report["selfplay_stats"] = stats
+        parts = list(backend.map(self_play, smoke_selfplay(), [(g, AZ_CHUNK) for g in range(AZ_GAMES)]))
+        np.savez(out / "records.npz", **{k: np.concatenate([getattr(p, k) for p in parts]) for k in RECORD_FIELDS})
         report["selfplay_mapped"] = mapped[len(report["distill_mapped"]) + len(report["exit_mapped"]) :]
         report["peers"] = sorted(set(report["peers"]) | set(peers()))
     finally:

@@ -9,7 +9,7 @@ import numpy.typing as npt
 import pytest
 import torch
 
-from agents.az_selfplay import deal_states, play_games
+from agents.az_selfplay import deal_states
 from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.players.az import NetEvaluator
@@ -194,36 +194,6 @@ def test_batched_search_equals_one_game_at_a_time(root: str) -> None:
         assert together.actions[g] == alone[g].actions[0]
         np.testing.assert_allclose(together.policies[g], alone[g].policies[0], atol=1e-5)
         assert together.root_values[g] == pytest.approx(alone[g].root_values[0], abs=1e-5)
-
-
-@pytest.mark.parametrize("root", ["puct", "gumbel"])
-def test_policy_targets_are_distributions_over_legal_actions(root: str) -> None:
-    search = BatchedSearch(NetEvaluator(_tiny_net()), SearchConfig(sims=4, root=root, considered=4))
-    samples, stats = play_games(search, num_games=2, seed=1, temp_plies=4)
-    assert stats["decisions"] == len(samples) > 40
-    masks = np.zeros((len(samples), rules.NUM_ACTIONS), dtype=np.bool_)
-    rules.legal_mask_batch(samples.states, masks, np.zeros(len(samples), dtype=np.int64))
-    assert (samples.policies >= 0).all()
-    assert not samples.policies[~masks].any()
-    np.testing.assert_allclose(samples.policies.sum(1), 1.0, atol=1e-5)
-    assert ((samples.values >= -1) & (samples.values <= 1)).all()
-    # both seats' values of one game: a win for one is a loss for the other
-    assert set(np.sign(samples.values).tolist()) == {-1.0, 1.0}
-
-
-def test_root_value_weight_mixes_the_search_value_into_the_value_target() -> None:
-    """Same games whatever the weight; the targets move linearly from the results (w=0) to the
-    search's root values (w=1), which are not the results."""
-    search = BatchedSearch(NetEvaluator(_tiny_net()), SearchConfig(sims=4, considered=4))
-    results, _ = play_games(search, num_games=2, seed=3, temp_plies=4)
-    roots, _ = play_games(search, num_games=2, seed=3, temp_plies=4, root_value_weight=1.0)
-    half, _ = play_games(search, num_games=2, seed=3, temp_plies=4, root_value_weight=0.25)
-    np.testing.assert_array_equal(results.states, roots.states)
-    np.testing.assert_array_equal(results.policies, roots.policies)
-    assert not np.allclose(results.values, roots.values)
-    np.testing.assert_allclose(half.values, 0.75 * results.values + 0.25 * roots.values, atol=1e-6)
-    with pytest.raises(ValueError, match="root_value_weight must be in"):
-        play_games(search, num_games=1, seed=3, temp_plies=4, root_value_weight=1.5)
 
 
 def test_a_deterministic_evaluator_values_each_leaf_once() -> None:

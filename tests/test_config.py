@@ -213,7 +213,7 @@ def test_search_settings_are_one_nested_group_with_the_searchs_bounds() -> None:
     ``SearchConfig`` (bounds and all); the old top-level names are refused with the new one, and a
     name that was never a field of the trainer stays an unknown key."""
     cfg = from_dict(AlphaZeroConfig, {"search": {"sims": 8, "root": "puct", "margin_weight": 0.5}}, "c.yaml")
-    assert (cfg.search.sims, cfg.search.root, cfg.search.considered, cfg.search.margin_weight) == (8, "puct", 8, 0.5)
+    assert (cfg.search.sims, cfg.search.root, cfg.search.considered, cfg.search.margin_weight) == (8, "puct", 16, 0.5)
     for cls, bad, message in [
         (AlphaZeroConfig, {"search": {"root": "best"}}, r"search\.root must be one of gumbel, puct, got 'best'"),
         (ExItConfig, {"search": {"c_puct": -1.0}}, r"search\.c_puct must be in \[0, 100\], got -1\.0"),

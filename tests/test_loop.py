@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from patchwork_env.players.checkpoint import read_checkpoint
+from train.artefact import read_artefact
 from train.cli import from_dict
 from train.config import AlphaZeroConfig, CommonConfig, DistillConfig, ExItConfig, SB3Config, SelfPlayConfig
 from train.loop import Trainer
@@ -28,10 +28,9 @@ TRAINERS: dict[str, tuple[str, str, type[CommonConfig], dict[str, Any], bool]] =
         "net": TINY, "num_games": 8, "rollout_steps": 24, "total_updates": 3, "num_minibatches": 2,
         "epochs": 1, "snapshot_every": 1, "pool_size": 1, "greedy_weight": 0.5, "latest_prob": 0.3}, True),
     "alphazero": ("train.alphazero", "AlphaZero", AlphaZeroConfig, {
-        "net": PRIOR, "iterations": 3, "games_per_iteration": 2, "search": {"sims": 4, "considered": 4},
-        "train_placements": False, "temp_plies": 4, "buffer_size": 1000, "batch_size": 16,
-        "updates_per_iteration": 2, "warmup_games": 2, "warmup_steps": 2,
-        "max_grad_norm": 0.01}, True),  # always clipped: the clip must see only what it trains
+        "iterations": 3, "games_per_iteration": 2, "search": {"sims": 4, "considered": 4}, "fast_sims": 2,
+        "hidden": [8, 4], "batch_size": 16, "window": 100, "eval_sims": 2, "policy_eval_opponents": {},
+        "chunk": 1}, True),
     "exit": ("train.exit", "ExIt", ExItConfig, {
         "net": PRIOR, "iterations": 3, "positions_per_iteration": 24, "position_stride": 1,
         "search": {"sims": 4, "expand": 4}, "search_batch": 8, "window": 2, "epochs": 1, "batch_size": 16,
@@ -89,10 +88,15 @@ def test_a_trainer_stopped_by_ctrl_c_resumes_to_the_end_of_an_uninterrupted_run(
     if exact:
         a = read_checkpoint(tmp_path / "whole" / "checkpoints" / "final.pt")["model"]
         b = read_checkpoint(tmp_path / "stopped" / "checkpoints" / "final.pt")["model"]
-        assert all(torch.equal(a[k], b[k]) for k in a)
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
         assert _without_seconds(resumed["final_eval"]) == _without_seconds(whole["final_eval"])
     else:
         assert resumed["timesteps"] == whole["timesteps"] == 192
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """A checkpoint of any trainer (a network's or a search model's), checked."""
+    return read_artefact(str(path))[1]
 
 
 def tmp_unit(row: dict[str, Any]) -> str:

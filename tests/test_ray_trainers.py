@@ -1,6 +1,6 @@
 """The trainers' Ray switch, the config field ``backend``: ``train.distill``'s teacher labelling,
-``train.exit``'s search labelling and ``train.alphazero``'s self-play (with ``selfplay_chunk``,
-``agents.az_backend``).
+``train.exit``'s search labelling and ``train.alphazero``'s self-play (chunks of ``chunk`` games,
+``agents.alphazero.self_play``).
 
 The Ray runs happen once, in ``tests/ray_trainer_checks.py`` inside a network namespace made here
 (``unshare -n`` + ``ip link set lo up``, as ``tests/test_ray_scale.py`` does: loopback only, token
@@ -23,13 +23,10 @@ import torch
 
 pytest.importorskip("ray", reason="the scale extra (ray[rllib]) is not installed")
 
-from agents.az_backend import chunks_of, play_chunked
-from agents.az_selfplay import Samples, play_games
-from patchwork_env.core import rules
-from patchwork_env.players.az_search import BatchedSearch, SearchConfig
-from patchwork_env.players.checkpoint import read_checkpoint
+from agents.alphazero import Records, self_play
 from tests import ray_trainer_checks as checks
 from tests.cli import error_lines
+from tests.test_loop import read_checkpoint
 from tests.test_ray_scale import LOOPBACK, SequentialBackend, _namespace_available
 from train import alphazero, distill
 from train import exit as exit_trainer
@@ -65,8 +62,8 @@ def _same_weights(a: Path, b: Path) -> bool:
     return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
-def _same_samples(a: Samples, b: Samples) -> bool:
-    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("states", "policies", "values"))
+def _same_records(a: Records, b: Records) -> bool:
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in checks.RECORD_FIELDS)
 
 
 # --- Ray in a namespace against the local backend -------------------------------------------------
@@ -98,22 +95,20 @@ def test_distillation_labels_on_ray_equal_local_labels(ray_runs: dict[str, Any],
     assert _same_weights(ray_net, tmp_path / "distill_local" / "checkpoints" / "final.pt")
 
 
-def test_alphazero_selfplay_samples_on_ray_equal_local(ray_runs: dict[str, Any]) -> None:
-    search, temp_plies = checks.smoke_search()
-    local, stats = play_chunked(search, checks.AZ_GAMES, checks.AZ_SEED, temp_plies, chunk=checks.AZ_CHUNK)
-    with np.load(ray_runs["dir"] / "samples.npz") as data:
-        remote = Samples(data["states"], data["policies"], data["values"])
-    assert ray_runs["selfplay_mapped"] == ["_play_chunk"]  # the games ran as Ray tasks
+def test_alphazero_selfplay_records_on_ray_equal_local(ray_runs: dict[str, Any]) -> None:
+    local = self_play(checks.smoke_selfplay(), (0, checks.AZ_GAMES))
+    with np.load(ray_runs["dir"] / "records.npz") as data:
+        remote = Records(*(data[k] for k in checks.RECORD_FIELDS))
+    assert ray_runs["selfplay_mapped"] == ["self_play"]  # the games ran as Ray tasks
     assert len(local) > 3 * 10  # whole games
-    assert _same_samples(remote, local)
-    assert ray_runs["selfplay_stats"] == stats
+    assert _same_records(remote, local)
 
 
-def test_alphazero_command_on_ray_trains_the_network_local_training_does(
+def test_alphazero_command_on_ray_trains_the_model_local_training_does(
     ray_runs: dict[str, Any], tmp_path: Path
 ) -> None:
     assert ray_runs["az_cli"]["returncode"] == 0, ray_runs["az_cli"]["stderr_tail"]
-    argv = ["--config", str(checks.AZ_SMOKE), "--selfplay-chunk", str(checks.AZ_CHUNK)]
+    argv = ["--config", str(checks.AZ_SMOKE), "--chunk", str(checks.AZ_CHUNK)]
     cfg, _ = parse_config(AlphaZeroConfig, [*argv, "--run-dir", str(tmp_path / "az_local")])
     alphazero.main(cfg)
     remote = ray_runs["dir"] / "az_ray" / "checkpoints"
@@ -127,65 +122,12 @@ def test_trainer_ray_traffic_stays_on_loopback(ray_runs: dict[str, Any]) -> None
 
 
 # --- chunks and the backend protocol, without Ray --------------------------------------------------
-def test_chunks_cover_the_games_in_order() -> None:
-    assert chunks_of(5, 0) == [(0, 5)]
-    assert chunks_of(5, 2) == [(0, 2), (2, 2), (4, 1)]
-    assert chunks_of(2, 8) == [(0, 2)]
-    with pytest.raises(ValueError, match="chunk >= 0"):
-        chunks_of(5, -1)
-
-
-def test_one_chunk_is_exactly_todays_self_play() -> None:
-    search, temp_plies = checks.smoke_search()
-    chunked, stats = play_chunked(search, 2, 5, temp_plies)
-    direct, direct_stats = play_games(search, 2, 5, temp_plies)
-    assert _same_samples(chunked, direct) and stats == direct_stats
-
-
-def test_chunks_play_the_same_deals_and_a_backend_the_same_games() -> None:
-    search, temp_plies = checks.smoke_search()
-    whole, _ = play_chunked(search, 3, 9, temp_plies)
-    chunked, stats = play_chunked(search, 3, 9, temp_plies, chunk=2)
-    assert stats["games"] == 3 and stats["decisions"] == len(chunked)
-    # every game's first position (its deal) is the same whatever the chunking
-    assert np.array_equal(_deals(whole), _deals(chunked)) and len(_deals(whole)) == 3
-    # the same chunking through a backend (job and samples pickled, as to a Ray worker)
-    via_backend, backend_stats = play_chunked(search, 3, 9, temp_plies, chunk=2, backend=SequentialBackend())
-    assert _same_samples(via_backend, chunked) and backend_stats == stats
-
-
-class RowWiseEvaluator:
-    """Uniform prior over the legal moves, value 0: each row's result is independent of the batch,
-    so any chunking must play exactly the same games (the per-game seeds are all that differs)."""
-
-    def __call__(self, states: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        masks = np.zeros((len(states), rules.NUM_ACTIONS), dtype=np.bool_)
-        rules.legal_mask_batch(states, masks, np.zeros(len(states), dtype=np.int64))
-        return masks, np.where(masks, 0.0, -1e9), np.zeros(len(states))
-
-
-def test_chunking_does_not_change_the_games_when_the_evaluator_is_row_wise() -> None:
-    search = BatchedSearch(RowWiseEvaluator(), SearchConfig(sims=4, considered=4))  # type: ignore[arg-type]
-    whole, _ = play_chunked(search, 3, 17, temp_plies=6)
-    for chunk in (1, 2):
-        assert _same_samples(play_chunked(search, 3, 17, temp_plies=6, chunk=chunk)[0], whole), chunk
-
-
-def _deals(samples: Samples) -> np.ndarray[Any, Any]:
-    """The first position of every game in ``samples`` (ply 0)."""
-    return samples.states[samples.states[:, rules.PLY] == 0]
-
-
-def test_a_worker_rebuilds_its_search_when_the_weights_change() -> None:
-    search, temp_plies = checks.smoke_search()
-    play_chunked(search, 2, 3, temp_plies, chunk=1, backend=SequentialBackend())  # the worker caches this net
-    net = search.evaluator.net  # type: ignore[attr-defined]
-    with torch.no_grad():
-        for p in net.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    local, _ = play_chunked(search, 2, 3, temp_plies, chunk=1)
-    remote, _ = play_chunked(search, 2, 3, temp_plies, chunk=1, backend=SequentialBackend())
-    assert _same_samples(remote, local)
+def test_chunks_play_the_same_games_whoever_plays_them() -> None:
+    shared = checks.smoke_selfplay()
+    whole = self_play(shared, (0, 3))
+    parts = list(SequentialBackend().map(self_play, shared, [(0, 2), (2, 1)]))  # pickled, as to a Ray worker
+    assert _same_records(Records.concat(parts, shared.width), whole)
+    assert sorted(set(whole.games.tolist())) == [0, 1, 2]
 
 
 # --- configs and command lines ---------------------------------------------------------------------
@@ -194,8 +136,7 @@ def test_a_worker_rebuilds_its_search_when_the_weights_change() -> None:
     [
         (AlphaZeroConfig, ["--backend", "cloud"], "backend must be one of local, ray, got 'cloud'"),
         (DistillConfig, ["--backend", "Ray"], "backend must be one of local, ray, got 'Ray'"),
-        (AlphaZeroConfig, ["--selfplay-chunk", "-2"], r"selfplay_chunk must be in \[0, "),
-        (AlphaZeroConfig, ["--backend", "ray"], "backend=ray plays chunks of selfplay_chunk games"),
+        (AlphaZeroConfig, ["--chunk", "0"], r"chunk must be in \[1, "),
         (AlphaZeroConfig, ["--address", "auto"], "address needs backend=ray"),
         (DistillConfig, ["--address", "auto"], "address needs backend=ray"),
     ],
@@ -220,7 +161,7 @@ def test_the_ray_backend_without_ray_says_how_to_install_it(
 def test_shipped_configs_keep_the_local_backend() -> None:
     assert load_yaml(DistillConfig, ROOT / "configs" / "dagger.yaml").backend == "local"
     az = load_yaml(AlphaZeroConfig, ROOT / "configs" / "alphazero.yaml")
-    assert (az.backend, az.selfplay_chunk) == ("local", 0)
+    assert az.backend == "local"
 
 
 def _error_lines(err: str) -> list[str]:
@@ -231,7 +172,7 @@ def test_an_unreachable_cluster_fails_before_the_run_folder_is_written(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     argv = ["--config", str(checks.AZ_SMOKE), "--run-dir", str(tmp_path / "az"), "--address", "127.0.0.1:1"]
-    assert alphazero.cli([*argv, "--backend", "ray", "--selfplay-chunk", "1"]) == 2
+    assert alphazero.cli([*argv, "--backend", "ray", "--chunk", "1"]) == 2
     lines = _error_lines(capsys.readouterr().err)
     assert len(lines) == 1 and lines[0].startswith("error: nothing answers at 127.0.0.1:1"), lines
     assert not (tmp_path / "az").exists()

@@ -4,9 +4,9 @@ readable top to bottom.
 What belongs here: a trainer's step around the algorithms of ``agents/``, its config
 (``train.config``, one dataclass per trainer), its command line (``train.cli``) and the pieces every
 trainer shares (``train.loop``, ``train.run``: the run folder, time limit, evaluations,
-checkpoints, resume, report; ``train.tree_loop``, whose artefact is a value model and not a
-network, keeps its own folder, history and resume), plus the scripts that run trainers over seeds
-and measure them (``train.demo``, ``train.baselines``, ``train.exit_results``,
-``train.tree_loop_results``). What does not: learning code a trainer's step calls (``agents/``) and
-anything needed to play or rate an agent (``patchwork_env``).
+checkpoints, resume, report, on what a trainer learns behind ``train.artefact``: a network or
+``train.alphazero``'s search model), plus the scripts that run trainers over seeds and measure them
+(``train.demo``, ``train.baselines``, ``train.exit_results``, ``train.alphazero_results``). What
+does not: learning code a trainer's step calls (``agents/``) and anything needed to play or rate an
+agent (``patchwork_env``).
 """

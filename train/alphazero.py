@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import sys
 
-from train.cli import parse_or_exit, train_or_report
+from train.cli import parse_or_exit, run_trainer, train_or_report
 from train.config import AlphaZeroConfig
 
 if __name__ == "__main__":
@@ -84,7 +84,7 @@ def starting_value(init: str) -> ValueModel | None:
         raise ConfigError(f"init: {init!r} is not scratch or a value model: {exc}") from None
 
 
-class AlphaZero(Trainer):
+class AlphaZero(Trainer[SearchModel]):
     """The loop's step: one iteration of self-play into the window, then learner steps."""
 
     def __init__(self, run: Run, value: ValueModel | None, backend: Backend, resumed: Resumed | None) -> None:
@@ -190,6 +190,10 @@ def explained_variance(learner: Learner, records: Records) -> float:
         value = learner.net(torch.from_numpy(observe_movers(records.states)))[0].numpy()
     var = float(np.var(records.results)) or 1.0
     return 1.0 - float(np.mean((value - records.results) ** 2)) / var
+
+
+def cli(argv: list[str] | None = None) -> int:
+    return run_trainer(AlphaZeroConfig, main, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def main(cfg: DistillConfig, name: str = "distill") -> dict[str, Any]:
         return run_loop(run, Distill(run, net, backend, resumed), cfg.rounds + 1, resumed)
 
 
-class Distill(Trainer):
+class Distill(Trainer[PatchworkNet]):
     """The loop's step ``k``: round ``k - 1`` (new labels, then ``epochs`` passes on every label so far)."""
 
     def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:

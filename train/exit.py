@@ -102,7 +102,7 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
         return run_loop(run, ExIt(run, net, backend, resumed), cfg.iterations, resumed)
 
 
-class ExIt(Trainer):
+class ExIt(Trainer[PatchworkNet]):
     """The loop's step: one iteration (``iterate``); ``exit_history.json`` gets its row."""
 
     def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:

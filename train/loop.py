@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import torch
 
@@ -35,13 +35,16 @@ from train.run import Run, load_network
 FORMAT = 1  # of the loop's part of latest.pt; checkpoints without it hold a network only
 
 
-class Trainer:
+A = TypeVar("A", bound="PatchworkNet | Artefact")
+
+
+class Trainer(Generic[A]):
     """What a trainer gives the loop. ``net`` is what is being trained (a network, or another
     ``train.artefact.Artefact``); ``start`` a frozen copy of what training started from (the final
     evaluation also plays it)."""
 
-    net: PatchworkNet | Artefact
-    start: PatchworkNet | Artefact
+    net: A
+    start: A
 
     def __init__(self, run: Run) -> None:
         self.run = run
@@ -75,7 +78,7 @@ class Trainer:
     def close(self) -> None:
         """After the last step or an interruption: release what the steps hold (progress bars)."""
 
-    def finish(self) -> tuple[PatchworkNet | Artefact | None, dict[str, Any]]:
+    def finish(self) -> tuple[A | None, dict[str, Any]]:
         """After the last step: the network the final evaluation plays (None: ``net``) and the
         trainer's entries of the summary."""
         return None, {}
@@ -85,7 +88,8 @@ class Trainer:
 class Resumed:
     """The checkpoint a run continues from: its network, the trainer's state and the loop's."""
 
-    net: PatchworkNet | Artefact
+    net: Any
+    """The checkpoint's network (``PatchworkNet``) or search model (``train.artefact.SearchModel``)."""
     trainer: dict[str, Any]
     step: int
     history: list[dict[str, Any]]
@@ -145,7 +149,7 @@ def open_run(cfg: CommonConfig, name: str, unit: str) -> tuple[Run, Resumed | No
     return Run(cfg, name, unit, resumed.history, resumed.minutes), resumed
 
 
-def run_loop(run: Run, trainer: Trainer, total: int, resumed: Resumed | None) -> dict[str, Any]:
+def run_loop(run: Run, trainer: Trainer[Any], total: int, resumed: Resumed | None) -> dict[str, Any]:
     """Steps ``trainer`` up to ``total`` (or the time limit); returns the summary of ``Run.finish``."""
     cfg = run.cfg
     step = 0
@@ -189,7 +193,7 @@ def run_loop(run: Run, trainer: Trainer, total: int, resumed: Resumed | None) ->
     return run.finish(trainer.net, trainer.start, step, summary, evaluated)
 
 
-def save_latest(run: Run, trainer: Trainer, step: int) -> Path:
+def save_latest(run: Run, trainer: Trainer[Any], step: int) -> Path:
     """``checkpoints/latest.pt``: what ``--resume`` restores (written whole or not at all)."""
     state = {
         "config": dataclasses.asdict(run.cfg),

@@ -198,7 +198,7 @@ def main(cfg: RLlibConfig, name: str = "rllib") -> dict[str, Any]:
             import_ray().shutdown()
 
 
-class RLlibSelfPlay(Trainer):
+class RLlibSelfPlay(Trainer[PatchworkNet]):
     """The loop's step: one ``algo.train()`` (sampling on the EnvRunners, one PPO update), then the
     pool's round-robin refresh. ``--resume`` restores RLlib's own checkpoint of the algorithm
     (``checkpoints/rllib-latest``, written with every ``latest.pt``); its games are dealt anew."""

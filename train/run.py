@@ -301,7 +301,7 @@ def evaluate(
     samples from its policy; an agent as it is) against each opponent spec; per spec: games,
     win_rate, ci_low, ci_high, mean_margin, seconds. With ``records``, the first deal's two games
     against each opponent go to that file."""
-    agent = net if hasattr(net, "act") else as_artefact(net).agent("learner", deterministic)  # type: ignore[arg-type]
+    agent: Agent = net if hasattr(net, "act") else as_artefact(net).agent("learner", deterministic)
     out: Results = {}
     for spec, pairs in opponents.items():
         started = time.perf_counter()

@@ -110,7 +110,7 @@ def main(cfg: SB3Config, name: str = "sb3") -> dict[str, Any]:
     return run_loop(run, MaskablePPOTrainer(run, net, resumed), updates, resumed)
 
 
-class MaskablePPOTrainer(Trainer):
+class MaskablePPOTrainer(Trainer[PatchworkNet]):
     """The loop's step: one ``MaskablePPO.learn`` call of one rollout (``n_envs * n_steps`` learner
     decisions) and its update. On ``--resume`` the games in progress are dealt anew."""
 

@@ -61,7 +61,7 @@ def main(cfg: SelfPlayConfig, name: str = "selfplay") -> dict[str, Any]:
     return run_loop(run, SelfPlay(run, net, resumed), cfg.total_updates, resumed)
 
 
-class SelfPlay(Trainer):
+class SelfPlay(Trainer[PatchworkNet]):
     """The loop's step: one rollout over the games in progress, one PPO update on it."""
 
     def __init__(self, run: Run, net: PatchworkNet | None, resumed: Resumed | None) -> None:

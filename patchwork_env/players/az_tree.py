@@ -100,12 +100,12 @@ class CompiledSearch:
             )
         if not prior_temp > 0 or width < 1:
             raise ValueError(f"need prior_temp > 0 and width >= 1; got {prior_temp} and {width}")
-        compile_notice("the compiled search tree", _simulate, "30 s")
+        compile_notice("the compiled search tree", _simulate, "10-45 s")
         self.config = config
         self.model = value_model
         self.prior_temp = float(prior_temp)
         # the prior's heads: a model without them gives zero kind logits and greedy's weights over prior_temp
-        self.heads = (*value_model.head(), *value_model.placement(self.prior_temp))
+        self.heads: tuple[F32, F32, F32, FloatArray] = (*value_model.head(), *value_model.placement(self.prior_temp))
         self.width = int(width)
         self.reuse = reuse
         self.max_edges = NUM_GROUPS * self.width  # a node's edges at most (candidate_actions' groups)
@@ -114,7 +114,7 @@ class CompiledSearch:
         self.last_sims = 0
         self.last_sim_seconds = 0.0
         h1, h2 = value_model.hidden
-        self._scratch = (
+        self._scratch: tuple[IntArray, FloatArray, FloatArray, F32, F32, F32, FloatArray, FloatArray] = (
             np.empty(rules.NUM_ACTIONS, np.int64), np.empty(rules.NUM_ACTIONS), np.empty(rules.NUM_ACTIONS),
             np.zeros(OBS_DIM, np.float32), np.empty(h1, np.float32), np.empty(h2, np.float32),
             np.empty(NUM_FEATURES), np.empty(NUM_GROUPS),
@@ -204,10 +204,12 @@ class CompiledSearch:
         sims = cfg.sims if sims is None else int(sims)
         root = self._root(row)
         m = self.model
+        wp, bp, wf, bf = self.heads
+        acts, scores, logp, obs, h1, h2, tw, kind = self._scratch
         if self.node_i[root, COUNT] < 0:
             _expand(
                 self.states, self.node_i, self.node_v, self.edge_i, self.edge_f, self.counts, root, self.width,
-                m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, *self.heads, *self._scratch,
+                m.w1, m.b1, m.w2, m.b2, m.w3, m.b3, wp, bp, wf, bf, acts, scores, logp, obs, h1, h2, tw, kind,
             )  # fmt: skip
         first, k = int(self.node_i[root, FIRST]), int(self.node_i[root, COUNT])
         edges = slice(first, first + k)
@@ -228,7 +230,7 @@ class CompiledSearch:
                 self.states, self.node_i, self.node_v, self.edge_i, self.edge_f, self.counts, root, self.last_sims,
                 chunk, gumbel, considered, schedule, cfg.root == "gumbel", cfg.c_puct, cfg.c_visit, cfg.c_scale,
                 cfg.rescale_values, cfg.margin_weight, self.width, m.w1, m.b1, m.w2, m.b2, m.w3, m.b3,
-                *self.heads, *self._scratch,
+                wp, bp, wf, bf, acts, scores, logp, obs, h1, h2, tw, kind,
             )  # fmt: skip
             self.last_sims += chunk
         self.last_sim_seconds = time.perf_counter() - started
@@ -271,6 +273,11 @@ class TreeAgent:
         self.search = CompiledSearch(config, value_model, prior_temp, width=width, reuse=reuse)
         self.last_visits: list[tuple[int, int]] = []
         self.last_policy: npt.NDArray[np.float32] | None = None
+
+    @property
+    def last_sims(self) -> int:
+        """Simulations run for the last decision, as ``mcts``'s (``search_stats.search_stats``)."""
+        return self.search.last_sims
 
     def reset(self) -> None:
         """Forget the kept subtree (the arena calls this before each game)."""
@@ -358,7 +365,8 @@ def _new_node(states: IntArray, node_i: IntArray, node_v: FloatArray, counts: In
 @jit
 def _expand(
     states: IntArray, node_i: IntArray, node_v: FloatArray, edge_i: IntArray, edge_f: FloatArray, counts: IntArray,
-    node: int, width: int, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, wp: F32, bp: F32, wf: F32, bf: F32,
+    node: int, width: int, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, wp: F32, bp: F32, wf: F32,
+    bf: FloatArray,
     acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32, tw: FloatArray, kind: FloatArray,
 ) -> float:  # fmt: skip
     """Give the unfinished ``node`` its edges (``heuristic.model_candidates`` of the model's move-kind
@@ -391,7 +399,7 @@ def _simulate(
     states: IntArray, node_i: IntArray, node_v: FloatArray, edge_i: IntArray, edge_f: FloatArray, counts: IntArray,
     root: int, index: int, sims: int, gumbel: FloatArray, considered: IntArray, schedule: IntArray,
     gumbel_root: bool, c_puct: float, c_visit: float, c_scale: float, rescale: bool, margin_weight: float,
-    width: int, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, wp: F32, bp: F32, wf: F32, bf: F32,
+    width: int, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, wp: F32, bp: F32, wf: F32, bf: FloatArray,
     acts: IntArray, scores: FloatArray, logp: FloatArray, obs: F32, h1: F32, h2: F32, tw: FloatArray, kind: FloatArray,
 ) -> None:  # fmt: skip
     """Simulations ``index`` to ``index + sims - 1`` from ``root``: descend (the root's choice, then

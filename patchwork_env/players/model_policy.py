@@ -25,19 +25,23 @@ class ModelPolicy:
         self.model = model
         self.name = name
         self.prior_temp = prior_temp
-        compile_notice("the model's prior", prior_move, "10 s")
+        compile_notice("the model's prior", prior_move, "5-20 s")
         h1, h2 = model.hidden
-        self._args = (*model.head(), *model.placement(prior_temp))
-        self._scratch = (
-            np.zeros(OBS_DIM, np.float32), np.empty(h1, np.float32), np.empty(h2, np.float32),
-            np.empty(rules.NUM_ACTIONS, np.int64), np.empty(rules.NUM_ACTIONS), np.empty(rules.NUM_ACTIONS),
-        )  # fmt: skip
+        self._wp, self._bp = model.head()
+        self._wf, self._bf = model.placement(prior_temp)
+        self._obs = np.zeros(OBS_DIM, np.float32)
+        self._h1, self._h2 = np.empty(h1, np.float32), np.empty(h2, np.float32)
+        self._acts = np.empty(rules.NUM_ACTIONS, np.int64)
+        self._scores, self._logp = np.empty(rules.NUM_ACTIONS), np.empty(rules.NUM_ACTIONS)
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if state.is_terminal:
             raise ValueError(f"{self.name}: the game is over, there is no action to take")
         m = self.model
-        return prior_move(state.array(), m.w1, m.b1, m.w2, m.b2, *self._args, *self._scratch)
+        return prior_move(
+            state.array(), m.w1, m.b1, m.w2, m.b2, self._wp, self._bp, self._wf, self._bf, self._obs, self._h1,
+            self._h2, self._acts, self._scores, self._logp,
+        )  # fmt: skip
 
     def __getstate__(self) -> dict[str, Any]:
         return {"model": self.model, "name": self.name, "prior_temp": self.prior_temp}

@@ -1,0 +1,270 @@
+"""Runs of ``train.alphazero`` over seeds as one results file: the curves measured during the runs,
+and what each run's final model does on games none of it trained on.
+
+    python -m train.alphazero_results runs/az-s0 runs/az-s1 runs/az-s2 --results results/alphazero.json
+
+Per run (one seed):
+
+* **The curve**: the search with each evaluated iteration's model against the run's fixed opponent
+  (``eval_opponents``, the same paired deals every time) and the prior alone against greedy; the
+  start's and last's win rates, and the least-squares slope of the search's win rate over the last
+  third of the evaluations (points per iteration: still rising at the end?).
+* **Final against its third**: the search with the final model against the search with the model
+  of the evaluation nearest one third of the iterations, ``--pairs`` paired deals (the run's
+  ``eval_sims`` and ``width``; deals from ``--seed``, never played in training).
+* **The prior alone against greedy** on ``--pairs`` fresh paired deals.
+* **Its value**: the explained variance of game results (+1 won, -1 lost, from the mover's side) by
+  the final model's value on the positions of ``--games`` fresh self-play games of its own search,
+  and on the same positions by value model v1 and by network v2's value head (``pretrained:net=v2``,
+  with torch).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tyro
+import yaml
+
+from patchwork_env.cli.common import fail
+from patchwork_env.evaluation import results_file
+from train.cli import checked_results_path, parse_args, write_results
+
+
+@dataclass
+class AlphaZeroResultsArgs:
+    """Runs of train.alphazero over seeds as one results file (curves, final against a third, value)."""
+
+    runs: tyro.conf.Positional[tuple[Path, ...]]
+    """run folders of train.alphazero (one per seed)"""
+    results: Path | None = None
+    """write the results file here"""
+    pairs: int = 100
+    """paired deals of each match (final against its third; the prior against greedy)"""
+    games: int = 100
+    """fresh self-play games of the final model whose positions measure the value"""
+    seed: int = 777
+    """seed of the matches' deals and of the value games (never a training or evaluation seed of a run)"""
+    workers: int = 1
+    """processes playing the matches"""
+
+
+@dataclass
+class Run:
+    folder: Path
+    config: dict[str, Any]
+    history: list[dict[str, Any]]
+
+    @property
+    def seed(self) -> int:
+        return int(self.config["seed"])
+
+    def curve(self, player: str) -> list[dict[str, Any]]:
+        """The periodic evaluations of ``player`` ("" the search, "policy" the prior), in order."""
+        return [h for h in self.history if not h["final"] and h.get("player", "") == player]
+
+    def model_path(self, iteration: int) -> Path:
+        return self.folder / "checkpoints" / f"model-{iteration}.npz"
+
+
+def load(folder: Path) -> Run:
+    """A run's config and history (the start and at least one evaluation after it), else one ``error:`` line."""
+    try:
+        config = yaml.safe_load((folder / "config.yaml").read_text())
+        history = json.loads((folder / "eval_history.json").read_text())
+        run = Run(folder, config, history)
+        if not isinstance(config, dict) or "eval_sims" not in config:
+            raise ValueError("its config.yaml is not train.alphazero's")
+        iterations = [h["iteration"] for h in run.curve("")]
+        if len(iterations) < 2 or iterations[0] != 0:
+            raise ValueError("it needs the start and one evaluated iteration")
+        missing = [k for k in iterations if not run.model_path(k).is_file()]
+        if missing:
+            raise ValueError(f"checkpoints/model-{missing[0]}.npz is missing")
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        fail(f"{folder} is not a run folder of train.alphazero (config.yaml, eval_history.json: {exc})")
+    return run
+
+
+def last_third_slope(rates: list[float]) -> float:
+    """Least-squares slope (win rate per evaluation) over the last third of the points (at least 3)."""
+    tail = rates[-max(3, len(rates) // 3) :]
+    return statistics.linear_regression(range(len(tail)), tail).slope if len(tail) > 1 else 0.0
+
+
+def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
+    """The run's matches and value statistics (``--pairs``, ``--games``)."""
+    import numpy as np
+
+    from agents.alphazero import Records, SelfPlay, self_play
+    from patchwork_env.evaluation.arena import play_pairs
+    from patchwork_env.players.az_tree import TreeAgent
+    from patchwork_env.players.model_policy import ModelPolicy
+    from patchwork_env.players.search_config import SearchConfig
+    from patchwork_env.players.value_model import load_value_model
+
+    cfg = run.config
+    search = SearchConfig(**{**cfg["search"], "sims": cfg["eval_sims"]})
+    iterations = [h["iteration"] for h in run.curve("")]
+    last = iterations[-1]
+    third = min(iterations, key=lambda k: abs(k - last / 3))
+    final = load_value_model(run.model_path(last))
+    earlier = load_value_model(run.model_path(third))
+    width = int(cfg["width"])
+    versus = play_pairs(
+        TreeAgent(search, final, name=f"final-{last}", width=width),
+        TreeAgent(search, earlier, name=f"third-{third}", width=width),
+        args.pairs, seed=args.seed, workers=args.workers,
+    )  # fmt: skip
+    greedy = play_pairs(ModelPolicy(final, name="prior"), "greedy", args.pairs, seed=args.seed, workers=args.workers)
+    shared = SelfPlay(final, SearchConfig(**cfg["search"]), cfg["fast_sims"], cfg["full_share"], cfg["opening"],
+                      width, args.seed)  # fmt: skip
+    records = Records.concat([self_play(shared, (0, args.games))], width)
+    results = np.sign(records.results).astype(np.float64)
+    values = {"final model": final.values(records.states), "value model v1": v1_values(records.states)}
+    v2 = v2_values(records.states)
+    if v2 is not None:
+        values["network v2"] = v2
+    var = float(np.var(results))
+    explained = {name: 1.0 - float(np.mean((v - results) ** 2)) / var for name, v in values.items()}
+    return {
+        "third": third,
+        "last": last,
+        "final_vs_third": counts(versus),
+        "prior_vs_greedy": counts(greedy),
+        "value_positions": len(records),
+        "value_games": args.games,
+        "explained_variance": explained,
+    }
+
+
+def counts(result: Any) -> dict[str, Any]:
+    """A match's counts (``arena.PairResult``) as a results file holds them."""
+    return {"games": result.games, "wins": result.wins_a, "win_rate": result.win_rate_a,
+            "ci95": list(result.ci95_a), "mean_margin": result.mean_margin_a}  # fmt: skip
+
+
+def v1_values(states: Any) -> Any:
+    from patchwork_env.players.shipped import value_model_path
+    from patchwork_env.players.value_model import load_value_model
+
+    path = value_model_path("v1")
+    assert path is not None
+    return load_value_model(path).values(states)
+
+
+def v2_values(states: Any) -> Any:
+    """Network v2's value head on ``states`` (clipped to [-1, 1]), None without torch."""
+    try:
+        from agents.value_head import network_values
+        from patchwork_env.players.checkpoint import load_network
+        from patchwork_env.players.shipped import network_path
+    except ImportError:
+        return None
+    import numpy as np
+
+    net = load_network(network_path(net="v2"))
+    values = np.concatenate([network_values(net, states[i : i + 2048]).numpy() for i in range(0, len(states), 2048)])
+    return np.clip(values, -1.0, 1.0)
+
+
+def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> dict[str, Any]:
+    from patchwork_env.evaluation.provenance import provenance
+    from patchwork_env.evaluation.stats import format_win_rate
+
+    opponent = runs[0].curve("")[0]["opponent"]
+    columns = [f"start vs {opponent}", f"last vs {opponent}", "slope of the last third", "final vs its third",
+               "prior alone vs greedy", "value EV (final / v1 / v2)", "iterations", "CPU minutes"]  # fmt: skip
+    rows, raw = [], {}
+    numbers: dict[str, list[float]] = {c: [] for c in columns}
+    for run, m in zip(runs, measured, strict=True):
+        curve = run.curve("")
+        rates = [h["win_rate"] for h in curve]
+        slope = last_third_slope(rates)
+        ev = m["explained_variance"]
+        cells = {
+            f"start vs {opponent}": format_win_rate(rates[0], (curve[0]["ci_low"], curve[0]["ci_high"])),
+            f"last vs {opponent}": format_win_rate(rates[-1], (curve[-1]["ci_low"], curve[-1]["ci_high"])),
+            "slope of the last third": f"{100 * slope:+.2f} points per evaluation",
+            "final vs its third": f"{format_win_rate(m['final_vs_third']['win_rate'], m['final_vs_third']['ci95'])}"
+            f" ({m['last']} vs {m['third']})",
+            "prior alone vs greedy": format_win_rate(m["prior_vs_greedy"]["win_rate"], m["prior_vs_greedy"]["ci95"]),
+            "value EV (final / v1 / v2)": " / ".join(f"{v:.2f}" for v in ev.values()),
+            "iterations": str(m["last"]),
+            "CPU minutes": f"{curve[-1]['minutes']:.0f}",
+        }
+        numbers[f"last vs {opponent}"].append(100 * rates[-1])
+        numbers["slope of the last third"].append(100 * slope)
+        numbers["final vs its third"].append(100 * m["final_vs_third"]["win_rate"])
+        numbers["prior alone vs greedy"].append(100 * m["prior_vs_greedy"]["win_rate"])
+        numbers["value EV (final / v1 / v2)"].append(ev["final model"])
+        rows.append({"seed": run.seed, "cells": cells})
+        raw[f"seed {run.seed}"] = {"config": run.config, "history": run.history, **m}
+    mean = []
+    for c in columns:
+        xs = numbers[c]
+        if not xs:
+            mean.append("")
+        elif c.startswith("value"):
+            mean.append(f"{statistics.mean(xs):.2f} (final)")
+        elif c.startswith("slope"):
+            mean.append(f"{statistics.mean(xs):+.2f}")
+        else:
+            spread = f", sd {statistics.stdev(xs):.1f}" if len(xs) > 1 else ""
+            mean.append(f"{statistics.mean(xs):.1f}%{spread}")
+    cfg = runs[0].config
+    return {
+        **provenance(command, [run.seed for run in runs]),
+        "kind": results_file.TRAINING,
+        "title": "Gumbel AlphaZero with the compiled search (train.alphazero): a prior over whole moves",
+        "description": f"Each seed one run of `python -m train.alphazero` ({cfg['games_per_iteration']} self-play "
+        f"games an iteration, {100 * cfg['full_share']:.0f}% of the decisions searched in full at "
+        f"{cfg['search']['sims']} simulations and the rest at {cfg['fast_sims']}, from `init: {cfg['init']}`); "
+        f"every {cfg['eval_every']} iterations its search ({cfg['eval_sims']} simulations, width {cfg['width']}) "
+        f"against `{opponent}` on the same paired deals. The slope: a least-squares line through the last third "
+        "of those win rates. Final vs its third, the prior alone vs greedy: paired games on fresh deals. Value EV: "
+        "explained variance of game results (+1/-1 for the mover) on the positions of fresh self-play games of the "
+        "final model. CPU minutes: the run's process clock (self-play, learner and evaluations in one process).",
+        "columns": columns,
+        "runs": rows,
+        "summary": {"mean": mean},
+        "raw": raw,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(AlphaZeroResultsArgs, argv, __doc__.splitlines()[0])
+    if not args.runs:
+        fail("give the run folders of train.alphazero to summarize (one per seed)")
+    if not (1 <= args.pairs <= 100_000 and 1 <= args.games <= 100_000 and 1 <= args.workers <= 256):
+        fail("--pairs and --games must be in 1..100000, --workers in 1..256")
+    checked_results_path(args.results)
+    runs = [load(folder) for folder in args.runs]
+    seeds = [run.seed for run in runs]
+    if len(set(seeds)) != len(seeds):
+        fail(f"two runs have the same seed ({seeds}): each folder is one seed")
+    if len({run.curve("")[0]["opponent"] for run in runs}) > 1:
+        fail("the runs were evaluated against different opponents: give runs of one recipe")
+    measured = []
+    for run in runs:
+        rates = " ".join(f"{100 * h['win_rate']:.0f}" for h in run.curve(""))
+        print(f"{run.folder}: vs {run.curve('')[0]['opponent']}: {rates}", flush=True)
+        measured.append(measure(run, args))
+        m = measured[-1]
+        print(f"  final vs its third {m['final_vs_third']['win_rate']:.1%}, prior vs greedy "
+              f"{m['prior_vs_greedy']['win_rate']:.1%}, value EV {m['explained_variance']}", flush=True)  # fmt: skip
+    if args.results is not None:
+        command = shlex.join(["python", "-m", "train.alphazero_results", *argv])
+        write_results(args.results, summarize(runs, measured, command))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
