@@ -26,16 +26,12 @@ from patchwork_env.players.az import (
 from patchwork_env.players.az_search import BatchedSearch, SearchConfig
 from patchwork_env.players.az_tree import GREEDY_PRIOR_TEMP, TREE_SIMS, TreeAgent
 from patchwork_env.players.checkpoint import load_network
-from patchwork_env.players.errors import AgentSpecError, CheckpointError
+from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
 from patchwork_env.players.policy import PPOAgent
 from patchwork_env.players.registry import describe_agents, make_agent
 from patchwork_env.players.shipped import NEWEST_VALUE_MODEL, SHIPPED_VALUE_MODELS
 from patchwork_env.players.value_model import load_value_model
-from tests.cli import error_lines
-from train import alphazero
-from train.cli import parse_config
-from train.config import AlphaZeroConfig, ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -191,36 +187,6 @@ def test_pretrained_is_a_single_agent_env_opponent() -> None:
         _, reward, terminated, truncated, info = env.step(action)
         done = terminated or truncated
     assert reward in (-1.0, 1.0)
-
-
-def test_trainer_smoke_run_writes_loadable_checkpoints(tmp_path: Path) -> None:
-    cfg, _ = parse_config(AlphaZeroConfig, ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"),
-                                            "--run-dir", str(tmp_path / "run")])  # fmt: skip
-    summary = alphazero.main(cfg)
-    assert summary["iterations"] == cfg.iterations
-    assert summary["games"] == cfg.iterations * cfg.games_per_iteration
-    final = tmp_path / "run" / "checkpoints" / "final.pt"
-    for spec in (f"ppo:{final}", f"az:sims=2,path={final}"):
-        agent = make_agent(spec)
-        assert agent.act(deal(0, 0), np.random.default_rng(0)) in deal(0, 0).legal_actions()
-    assert (tmp_path / "run" / "final_eval.json").is_file()
-
-
-def test_config_rejects_impossible_values(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="root"):
-        parse_config(AlphaZeroConfig, ["--search.root", "best"])
-    with pytest.raises(ConfigError, match=r"search\.sims must be in \[1, 100000\], got 0"):
-        parse_config(AlphaZeroConfig, ["--search.sims", "0"])
-    cfg, _ = parse_config(AlphaZeroConfig, ["--init-checkpoint", "/nonexistent.pt", "--run-dir", str(tmp_path / "r")])
-    with pytest.raises(CheckpointError, match=r"init_checkpoint: .*not found"):  # the run reads it, before writing
-        alphazero.main(cfg)
-    assert not (tmp_path / "r").exists()
-
-
-def test_cli_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert alphazero.cli(["--search.sims", "0"]) == 2
-    lines = error_lines(capsys.readouterr().err)
-    assert len(lines) == 1 and lines[0].startswith("error: ")
 
 
 def _greedy_game_positions(seed: int) -> npt.NDArray[np.int64]:

@@ -410,6 +410,10 @@ class AlphaZeroConfig(ParallelConfig):
             raise ConfigError(f"hidden must be two sizes in 1..4096, got {self.hidden!r}")
         if not self.init.strip():
             raise ConfigError("init must be scratch or a value model (v1, or a file)")
+        if self.init_checkpoint:
+            raise ConfigError(
+                "init_checkpoint names a network; train.alphazero starts from init (scratch or a value model)"
+            )
         check_opponents(self, "policy_eval_opponents")
 
 
