@@ -66,7 +66,7 @@ def random_heads(model: ValueModel, seed: int) -> ValueModel:
 
 def test_a_model_without_prior_heads_is_the_greedy_prior_exactly(positions: np.ndarray) -> None:
     model = init_model((16, 8), 20.0, seed=0)
-    wf, bf = model.placement(20.0)
+    _, bf = model.placement(20.0)
     acts, logp = np.empty(rules.NUM_ACTIONS, np.int64), np.empty(rules.NUM_ACTIONS)
     acts_g, logp_g = np.empty(rules.NUM_ACTIONS, np.int64), np.empty(rules.NUM_ACTIONS)
     scratch = np.empty(rules.NUM_ACTIONS)
@@ -172,6 +172,7 @@ def test_a_smoke_run_writes_models_the_agents_play(tmp_path: Path) -> None:
     history = json.loads((folder / "eval_history.json").read_text())
     assert {h.get("player", "") for h in history} == {"", "policy"}
     artefact, data = read_artefact(str(folder / "checkpoints" / "final.pt"))
+    assert artefact.agent("a").act(deal(0, 0), np.random.default_rng(0)) in deal(0, 0).legal_actions()
     assert data["format"] == "patchwork-search-model"
     spec = f"az:value={folder / 'checkpoints' / 'final.npz'},sims=4"
     assert make_agent(spec).act(deal(0, 0), np.random.default_rng(0)) in deal(0, 0).legal_actions()
