@@ -14,7 +14,17 @@ The rows:
 * ``az evaluator``: ``patchwork_env.players.az.NetEvaluator`` on the shipped network (masks,
   observations, greedy prior and the forward pass, kind policy) at batch 1 (one position after
   another) and 256, through ``NetInference`` (the default) and through the reference path
-  (``fast=False``).
+  (``fast=False``);
+* ``AlphaZero learner update``: one ``agents.alphazero.Learner.step`` (``configs/alphazero.yaml``'s
+  model sizes, a minibatch of 512 self-play decisions: observations, value and prior losses,
+  backward, AdamW), per decision trained on;
+* ``compiled model, one position``: the value and prior heads of the same model in the compiled
+  kernel (``ValueModel.values`` on one position after another: what ``train.alphazero``'s search
+  computes at every leaf besides scoring the moves), its FLOPs counted by hand (the first layer
+  over the observation's nonzero entries);
+* ``AlphaZero self-play``: ``agents.alphazero.self_play`` of the config's searches (a quarter full
+  at 256 simulations, the rest at 64) from the starting model, decisions per second: the loop's
+  rate (no FLOP share).
 
 FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one pass of each case
 (forward and backward for the update; the evaluators' forward on the reference path, which does
@@ -157,11 +167,58 @@ def _eval_case(
     return Case(key, lambda s: timed(body, s))
 
 
+def alphazero_cases(quick: bool) -> list[tuple[Case, float, str]]:
+    """The AlphaZero loop's learner step, its compiled model on one position, and its self-play:
+    (case, FLOPs per decision or evaluation, label; 0 FLOPs: no share)."""
+    from agents.alphazero import Learner, Records, SelfPlay, init_model, self_play
+    from patchwork_env.envs.observation import observe_movers
+    from patchwork_env.players.search_config import SearchConfig
+    from train.cli import load_yaml
+    from train.config import AlphaZeroConfig
+
+    cfg = load_yaml(AlphaZeroConfig, ROOT / "configs" / "alphazero.yaml")
+    model = init_model((cfg.hidden[0], cfg.hidden[1]), cfg.prior_temp, seed=0)
+    fast, full = (4, SearchConfig(sims=8)) if quick else (cfg.fast_sims, cfg.search)
+    shared = SelfPlay(model, full, fast, cfg.full_share, cfg.opening, cfg.width, seed=0)
+    records = self_play(shared, (0, 2))
+    batch = records.take(np.arange(min(len(records), 64 if quick else cfg.batch_size)))
+    learner = Learner(model, cfg.prior_temp, cfg.learning_rate, cfg.weight_decay, cfg.q_weight)
+    update_flops = _flops(lambda: learner.step(batch, cfg.max_grad_norm))  # also the warm-up
+
+    def update() -> Counts:
+        learner.step(batch, cfg.max_grad_norm)
+        return {"decisions": float(len(batch))}
+
+    rows = [records.states[i : i + 1] for i in range(len(records))]
+    cycle = itertools.cycle(rows)
+    nonzero = float(np.count_nonzero(observe_movers(records.states)) / len(records))
+    h1, h2 = model.hidden
+    model_flops = 2.0 * (nonzero * h1 + h1 * h2 + h2 * 15)  # value (1), kinds (5), term weights (9)
+
+    def one() -> Counts:
+        model.values(next(cycle))
+        return {"evals": 1.0}
+
+    def games() -> Counts:
+        played: Records = self_play(shared, (1, 1))
+        return {"decisions": float(len(played))}
+
+    one()
+    return [
+        (Case("az update", lambda s: timed(update, s)), update_flops / len(batch), f"batch {len(batch)}"),
+        (Case("az model 1", lambda s: timed(one, s)), model_flops, f"{nonzero:.0f} nonzero inputs"),
+        (Case("az selfplay", lambda s: timed(games, s)), 0.0, f"{cfg.full_share:.0%} full searches"),
+    ]
+
+
 LABELS = {
     "update": ("PPO learner update (quick.yaml, 2 epochs)", "decisions/s"),
     "rollout": ("PPO rollout forward (quick.yaml, no grad)", "decisions/s"),
     "az fast": ("az evaluator (NetInference)", "evals/s"),
     "az reference": ("az evaluator (reference forward)", "evals/s"),
+    "az update": ("AlphaZero learner update (alphazero.yaml)", "decisions/s"),
+    "az model": ("compiled model (value and prior heads)", "evals/s"),
+    "az selfplay": ("AlphaZero self-play (alphazero.yaml)", "decisions/s"),
 }
 
 
@@ -175,7 +232,7 @@ def network_rows(seconds: float, repeats: int, quick: bool = False, threads: int
     torch.set_num_threads(threads)
     try:
         matmul, matmul_flops = matmul_case()
-        measured = [*learner_cases(quick), *evaluator_cases(quick)]
+        measured = [*learner_cases(quick), *evaluator_cases(quick), *alphazero_cases(quick)]
         runs = run_cases([matmul, *(c for c, _, _ in measured)], seconds, repeats)
     finally:
         torch.set_num_threads(before)
@@ -190,13 +247,15 @@ def network_rows(seconds: float, repeats: int, quick: bool = False, threads: int
         )
     ]
     for case, flops, label in measured:
-        key = case.key.rsplit(" ", 1)[0] if case.key.startswith("az") else case.key
+        numbered = case.key.rsplit(" ", 1)[-1].isdigit()
+        key = case.key.rsplit(" ", 1)[0] if numbered else case.key
         name, unit = LABELS[key]
-        count = "evals" if case.key.startswith("az") else "decisions"
+        count = unit.split("/")[0]
         per_s = rate(runs[case.key], count)
-        n = int(case.key.rsplit(" ", 1)[1]) if case.key.startswith("az") else None
-        share = per_s * flops / matmul_rate
+        n = int(case.key.rsplit(" ", 1)[1]) if numbered else None
+        share = per_s * flops / matmul_rate if flops else float("nan")
         note = f"{flops / 1e6:.2f} MFLOP each, {per_s * flops / 1e9:.1f} GFLOP/s = {share:.1%} of matmul"
+        note = note if flops else ""
         out.append(
             row(
                 name,
