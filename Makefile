@@ -2,25 +2,34 @@
 PYTHON ?= python3
 VENV ?= .venv
 DOCS_VENV ?= .venv-docs
-# where torch==2.13.0 comes from: empty = the default index (PyPI, or this machine's local build);
-# elsewhere, for the CPU build instead of CUDA: make setup TORCH_INDEX=https://download.pytorch.org/whl/cpu
-TORCH_INDEX ?=
+# where torch==2.13.0 comes from (tools/torch_index.py): auto = a local build if pip has one (find-links),
+# else on Linux PyTorch's CPU index (PyPI's Linux torch is the CUDA build: gigabytes), else PyPI;
+# pypi = the default index whatever it gives; or an index URL, e.g. for CUDA 12.8:
+#   make setup TORCH_INDEX=https://download.pytorch.org/whl/cu128
+TORCH_INDEX ?= auto
 PY := $(VENV)/bin/python
+DEMO_STAMP := $(VENV)/.demo-stamp
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: setup test lint docs site demo bench browser clean
 
-$(STAMP): pyproject.toml constraints.txt
+# make demo: torch, the project and what train.demo needs (the demo extra) and nothing else
+$(DEMO_STAMP): pyproject.toml constraints.txt tools/torch_index.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# the pinned CPU build of torch must come first: anything else downloads gigabytes
-	$(PY) -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	from=$$($(PY) tools/torch_index.py $(TORCH_INDEX)) && $(PY) -m pip install --quiet torch==2.13.0 $$from
 	# constraints.txt keeps that torch while the extras install (torchrl, tianshou ask for torch too)
-	$(PY) -m pip install --quiet -e ".[train,dev,interop,scale]" -c constraints.txt
+	$(PY) -m pip install --quiet -e ".[demo]" -c constraints.txt
 	# the research code (agents/, train/, benchmarks/) is not installed: a path entry for this
 	# checkout makes it importable from anywhere in this venv (notebooks, Ray workers)
 	$(PY) -c 'import pathlib, site; pathlib.Path(site.getsitepackages()[0], "patchwork-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
-	touch $(STAMP)
+	touch $@
+
+# make test and the rest: everything else on top
+$(STAMP): $(DEMO_STAMP)
+	$(PY) -m pip install --quiet -e ".[train,dev,interop,scale,openspiel]" -c constraints.txt
+	touch $@
 
 setup: $(STAMP)
 
@@ -48,7 +57,7 @@ test: lint
 	$(MAKE) site
 	$(VENV)/bin/pytest --nbmake
 
-demo: setup
+demo: $(DEMO_STAMP)
 	$(PY) -m train.demo
 
 bench: setup

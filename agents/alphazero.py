@@ -15,7 +15,7 @@ prior, so placements greedy ranks low can be searched, chosen and learned.
   decision with a choice records its position, the search's root value and, once the game is over,
   its result for the mover (``final_value``). Work items are chunks of games, each dealt and seeded
   from its own index, for any ``patchwork_env.evaluation.backend``: the same games wherever they run.
-* **Learner** (``Learner``): the model's layers in torch (``PolicyValueNet``); Adam on mean squared
+* **Learner** (``Learner``): the model's layers in torch (``agents.value_model.ValueNet``); AdamW on mean squared
   value error (targets ``(1 - q_weight) * result + q_weight * root value``) plus the prior's
   cross-entropy against the full searches' targets, over minibatches sampled from a window of the
   newest decisions; the compiled model is read back from it (``to_value_model``) for the next games.
@@ -35,9 +35,10 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from agents.value_model import ValueNet, perceptron
 from patchwork_env.core import rules
 from patchwork_env.core.files import write_atomic
-from patchwork_env.envs.observation import OBS_DIM, observe_movers
+from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
 from patchwork_env.players.az_search import final_value
 from patchwork_env.players.az_tree import CompiledSearch
@@ -170,37 +171,6 @@ def self_play(shared: SelfPlay, item: tuple[int, int]) -> Records:
     return Records.concat(parts, shared.width)
 
 
-class PolicyValueNet(nn.Module):
-    """A value model's layers in torch: observation -> ReLU(H1) -> ReLU(H2) -> the value (tanh), the
-    move-kind logits and the placement head's term weights (``patchwork_env.players.value_model``)."""
-
-    def __init__(self, model: ValueModel, prior_temp: float) -> None:
-        super().__init__()
-        h1, h2 = model.hidden
-        self.first, self.second = nn.Linear(OBS_DIM, h1), nn.Linear(h1, h2)
-        self.value, self.kind, self.terms = nn.Linear(h2, 1), nn.Linear(h2, NUM_GROUPS), nn.Linear(h2, NUM_FEATURES)
-        wp, bp = model.head()
-        wf, bf = model.placement(prior_temp)
-        weights = [(self.first, model.w1, model.b1), (self.second, model.w2, model.b2),
-                   (self.value, model.w3, model.b3), (self.kind, wp, bp), (self.terms, wf, bf)]  # fmt: skip
-        with torch.no_grad():
-            for layer, w, b in weights:
-                layer.weight.copy_(torch.from_numpy(np.asarray(w, np.float32)).t())
-                layer.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(B,) values, (B, 5) move-kind logits, (B, 9) term weights."""
-        hidden = torch.relu(self.second(torch.relu(self.first(x))))
-        return torch.tanh(self.value(hidden)).squeeze(-1), self.kind(hidden), self.terms(hidden)
-
-    def to_value_model(self) -> ValueModel:
-        layers = (self.first, self.second, self.value, self.kind, self.terms)
-        arrays = []
-        for m in layers:
-            arrays += [m.weight.detach().t().contiguous().numpy().copy(), m.bias.detach().numpy().copy()]
-        return ValueModel(*(np.ascontiguousarray(a, dtype=np.float32) for a in arrays))
-
-
 def prior_logits(kind: torch.Tensor, weights: torch.Tensor, actions: torch.Tensor, terms: torch.Tensor) -> torch.Tensor:
     """(B, K) the prior's logits of the candidates ``actions`` (-1: none, -inf there): their kind's
     logit plus their ``terms`` weighted by ``weights`` (``heuristic.score_actions_terms``)."""
@@ -223,7 +193,7 @@ class Learner:
     """The model being trained: its torch layers, their optimizer, the value target's mix."""
 
     def __init__(self, model: ValueModel, prior_temp: float, lr: float, weight_decay: float, q_weight: float) -> None:
-        self.net = PolicyValueNet(model, prior_temp)
+        self.net = ValueNet.of(model, prior_temp)
         self.optimizer = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=weight_decay)
         self.q_weight = q_weight
 
@@ -265,7 +235,7 @@ class Learner:
         return Losses(*(sums / np.maximum(weights, 1)))
 
     def model(self) -> ValueModel:
-        return self.net.to_value_model()
+        return self.net.to_value_model(heads=True)
 
 
 def init_model(hidden: tuple[int, int], prior_temp: float, seed: int, value: ValueModel | None = None) -> ValueModel:
@@ -273,12 +243,11 @@ def init_model(hidden: tuple[int, int], prior_temp: float, seed: int, value: Val
     weights from the hidden layer, greedy's term weights as the bias), with ``value``'s layers, or
     (None) fresh layers of sizes ``hidden`` whose value is 0 everywhere (a zero output layer)."""
     if value is None:
-        torch.manual_seed(seed)
-        h1, h2 = hidden
-        first, second = nn.Linear(OBS_DIM, h1), nn.Linear(h1, h2)
-        arrays = [first.weight.detach().t(), first.bias.detach(), second.weight.detach().t(), second.bias.detach()]
-        w1, b1, w2, b2 = (np.ascontiguousarray(a.numpy(), dtype=np.float32) for a in arrays)
-        value = ValueModel(w1, b1, w2, b2, np.zeros((h2, 1), np.float32), np.zeros(1, np.float32))
+        fresh = perceptron(hidden, seed).to_value_model()
+        h2 = hidden[1]
+        value = ValueModel(
+            fresh.w1, fresh.b1, fresh.w2, fresh.b2, np.zeros((h2, 1), np.float32), np.zeros(1, np.float32)
+        )
     h2 = value.hidden[1]
     _, bf = value.placement(prior_temp)  # without a placement head: greedy's weights
     return ValueModel(

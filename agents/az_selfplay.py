@@ -68,5 +68,3 @@ def greedy_value_samples(num_games: int, seed: int, temp: float, margin_weight: 
 
     rows, values, _ = decisions_to_end(deal_states(num_games, seed), greedy, margin_weight)
     return rows, values
-
-

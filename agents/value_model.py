@@ -25,6 +25,8 @@ from torch import nn
 
 from agents.value_head import held_out_split
 from patchwork_env.envs.observation import OBS_DIM, observe_movers
+from patchwork_env.players.heuristic import NUM_FEATURES, NUM_GROUPS
+from patchwork_env.players.search_config import GREEDY_PRIOR_TEMP
 from patchwork_env.players.value_model import ValueModel
 
 IntArray = npt.NDArray[np.int64]
@@ -45,30 +47,56 @@ class ModelStats:
     """The model's mean squared error against the held-out positions' game results."""
 
 
-def perceptron(hidden: tuple[int, int], seed: int) -> nn.Sequential:
-    """The model's layers in torch (``to_value_model`` reads them)."""
+class ValueNet(nn.Module):
+    """A compiled value model's layers in torch, the one mirror of ``ValueModel`` (this module's
+    value distillation and ``agents.alphazero``'s learner train it): observation -> ReLU(H1) ->
+    ReLU(H2) -> the value (tanh), the move-kind logits and the placement head's term weights.
+    Fresh layers take torch's default initialisation (``perceptron``); ``of`` copies a model's."""
+
+    def __init__(self, hidden: tuple[int, int]) -> None:
+        super().__init__()
+        h1, h2 = hidden
+        self.first, self.second, self.value = nn.Linear(OBS_DIM, h1), nn.Linear(h1, h2), nn.Linear(h2, 1)
+        self.kind, self.terms = nn.Linear(h2, NUM_GROUPS), nn.Linear(h2, NUM_FEATURES)
+
+    @classmethod
+    def of(cls, model: ValueModel, prior_temp: float = GREEDY_PRIOR_TEMP) -> ValueNet:
+        """The layers of ``model`` (a model without prior heads: zero kind logits and greedy's term
+        weights over ``prior_temp``, ``ValueModel.placement``)."""
+        net = cls(model.hidden)
+        wp, bp = model.head()
+        wf, bf = model.placement(prior_temp)
+        weights = [(net.first, model.w1, model.b1), (net.second, model.w2, model.b2), (net.value, model.w3, model.b3),
+                   (net.kind, wp, bp), (net.terms, wf, bf)]  # fmt: skip
+        with torch.no_grad():
+            for layer, w, b in weights:
+                layer.weight.copy_(torch.from_numpy(np.asarray(w, np.float32)).t())
+                layer.bias.copy_(torch.from_numpy(np.asarray(b, np.float32)))
+        return net
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(B,) values, (B, 5) move-kind logits, (B, 9) term weights."""
+        hidden = torch.relu(self.second(torch.relu(self.first(x))))
+        return torch.tanh(self.value(hidden)).squeeze(-1), self.kind(hidden), self.terms(hidden)
+
+    def to_value_model(self, heads: bool = False) -> ValueModel:
+        """The compiled model (weights transposed to (in, out)); ``heads``: with the prior's heads."""
+        layers = (self.first, self.second, self.value, *((self.kind, self.terms) if heads else ()))
+        arrays = []
+        for m in layers:
+            arrays += [m.weight.detach().t().contiguous().numpy().copy(), m.bias.detach().numpy().copy()]
+        return ValueModel(*(np.ascontiguousarray(a, dtype=np.float32) for a in arrays))
+
+
+def perceptron(hidden: tuple[int, int], seed: int) -> ValueNet:
+    """Fresh layers of sizes ``hidden``, seeded."""
     torch.manual_seed(seed)
-    h1, h2 = hidden
-    return nn.Sequential(nn.Linear(OBS_DIM, h1), nn.ReLU(), nn.Linear(h1, h2), nn.ReLU(), nn.Linear(h2, 1))
+    return ValueNet(hidden)
 
 
-def to_value_model(layers: nn.Sequential) -> ValueModel:
-    """The compiled model of ``perceptron``'s layers (weights transposed to (in, out))."""
-    linear = [m for m in layers if isinstance(m, nn.Linear)]
-    arrays = []
-    for m in linear:
-        arrays += [m.weight.detach().t().contiguous().numpy().copy(), m.bias.detach().numpy().copy()]
-    return ValueModel(*(np.ascontiguousarray(a, dtype=np.float32) for a in arrays))
-
-
-def from_value_model(layers: nn.Sequential, model: ValueModel) -> None:
-    """Put ``model``'s weights into ``perceptron`` layers of its sizes (``to_value_model``'s inverse)."""
-    linear = [m for m in layers if isinstance(m, nn.Linear)]
-    arrays = [getattr(model, name) for name in ("w1", "b1", "w2", "b2", "w3", "b3")]
-    with torch.no_grad():
-        for k, m in enumerate(linear):
-            m.weight.copy_(torch.from_numpy(arrays[2 * k]).t())
-            m.bias.copy_(torch.from_numpy(arrays[2 * k + 1]))
+def to_value_model(net: ValueNet) -> ValueModel:
+    """The compiled value model of ``net`` (no prior heads)."""
+    return net.to_value_model()
 
 
 def observations(states: IntArray) -> torch.Tensor:
@@ -100,14 +128,12 @@ def fit_value_model(
     train_rows, val_rows = held_out_split(games, val_share, seed)
     x = observations(states)
     y, r = torch.from_numpy(targets), torch.from_numpy(results)
-    layers = perceptron(init.hidden if init is not None else hidden, seed)
-    if init is not None:
-        from_value_model(layers, init)
+    layers = perceptron(hidden, seed) if init is None else ValueNet.of(init)
     variance = float(y[val_rows].var(unbiased=False)) or 1.0
 
     def predict(rows: IntArray) -> torch.Tensor:
         with torch.no_grad():
-            return torch.cat([torch.tanh(layers(x[rows[i : i + 8192]])).squeeze(-1) for i in range(0, len(rows), 8192)])
+            return torch.cat([layers(x[rows[i : i + 8192]])[0] for i in range(0, len(rows), 8192)])
 
     def stats(epoch: int) -> ModelStats:
         p = predict(val_rows)
@@ -129,7 +155,7 @@ def fit_value_model(
         order = train_t[torch.randperm(len(train_t), generator=gen)]
         for k in range(steps_per_epoch):
             rows = order[k * batch_size : (k + 1) * batch_size]
-            loss = ((torch.tanh(layers(x[rows])).squeeze(-1) - y[rows]) ** 2).mean()
+            loss = ((layers(x[rows])[0] - y[rows]) ** 2).mean()
             optimizer.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward untyped
             optimizer.step()

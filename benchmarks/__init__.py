@@ -189,6 +189,8 @@ def format_table(rows: list[Row]) -> str:
             return "-"
         if unit == "us":
             return f"{x:.2f}"
+        if unit == "s":
+            return f"{x:.1f}"
         return f"{x:,.0f}"
 
     header = f"{'measure':44s} {'N':>5s} {'value':>11s} {'unit':8s} {'per CPU-s':>10s} " + (

@@ -19,7 +19,8 @@ contract):
 
 The names below load on first use, so that ``import patchwork_env`` stays cheap (the compiled
 kernels load with the engine). Importing the package registers ``ENV_ID`` with PettingZoo and
-``SINGLE_AGENT_ENV_ID`` with Gymnasium.
+``SINGLE_AGENT_ENV_ID`` with Gymnasium; ``import patchwork_env.openspiel`` (the ``openspiel`` extra,
+never imported by the package) registers the game with OpenSpiel.
 """
 
 from __future__ import annotations
@@ -47,13 +48,17 @@ if TYPE_CHECKING:
     from patchwork_env.core.patches import PATCHES, Patch
     from patchwork_env.core.state import GameState, new_game
     from patchwork_env.envs.aec import env, raw_env
+    from patchwork_env.envs.game_info import GAME_INFO, GameInfo
     from patchwork_env.envs.observation import observation_and_mask
     from patchwork_env.envs.single_agent import SingleAgentEnv
     from patchwork_env.envs.vector import VectorGames
     from patchwork_env.envs.vector_env import PatchworkVectorEnv
+    from patchwork_env.evaluation.compare import compare
     from patchwork_env.evaluation.ladder import rate
+    from patchwork_env.players.registry import make_agent
+    from patchwork_env.players.search_stats import SearchStats, search_stats
 
-__version__ = "0.3.0"
+__version__ = "0.4.0.dev0"
 
 ENV_ID = "patchwork/Patchwork-v0"
 SINGLE_AGENT_ENV_ID = "patchwork/PatchworkSingleAgent-v0"
@@ -67,37 +72,47 @@ _EXPORTS = {
     "patchwork_env.core.state": ("GameState", "new_game"),
     "patchwork_env.envs.aec": ("env", "raw_env"),
     "patchwork_env.envs.observation": ("observation_and_mask",),
+    "patchwork_env.evaluation.compare": ("compare",),
     "patchwork_env.evaluation.ladder": ("rate",),
     "patchwork_env.envs.single_agent": ("SingleAgentEnv",),
     "patchwork_env.envs.vector": ("VectorGames",),
     "patchwork_env.envs.vector_env": ("PatchworkVectorEnv",),
+    "patchwork_env.envs.game_info": ("GAME_INFO", "GameInfo"),
+    "patchwork_env.players.registry": ("make_agent",),
+    "patchwork_env.players.search_stats": ("SearchStats", "search_stats"),
 }  # fmt: skip
 
 __all__ = [
     "ADVANCE",
     "ENV_ID",
+    "GAME_INFO",
     "NUM_ACTIONS",
     "PATCHES",
     "SINGLE_AGENT_ENV_ID",
     "Action",
+    "GameInfo",
     "GameOverError",
     "GameState",
     "IllegalActionError",
     "Patch",
     "PatchworkVectorEnv",
+    "SearchStats",
     "SingleAgentEnv",
     "VectorGames",
     "__version__",
     "action_to_str",
+    "compare",
     "decode_action",
     "encode_buy",
     "encode_leather",
     "env",
+    "make_agent",
     "new_game",
     "observation_and_mask",
     "parse_action",
     "rate",
     "raw_env",
+    "search_stats",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())  # the names above, on first use

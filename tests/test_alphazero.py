@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero import Learner, PolicyValueNet, Records, SelfPlay, init_model, prior_logits, self_play
+from agents.alphazero import Learner, Records, SelfPlay, init_model, prior_logits, self_play
+from agents.value_model import ValueNet
 from patchwork_env.core import rules
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
@@ -89,7 +90,7 @@ def test_the_learners_prior_is_the_compiled_searchs_prior(positions: np.ndarray)
     the placement head) give the same log-probabilities as the compiled ``model_candidates`` with
     the same weights: what the learner trains is what the search uses."""
     model = random_heads(init_model((16, 8), 20.0, seed=1), seed=2)
-    net = PolicyValueNet(model, 20.0)
+    net = ValueNet.of(model, 20.0)
     search = CompiledSearch(SearchConfig(sims=2), model, width=3, reuse=False)
     for row in positions[::4]:
         if rules.is_terminal(row):
@@ -110,7 +111,7 @@ def test_the_learners_prior_is_the_compiled_searchs_prior(positions: np.ndarray)
 
 def test_the_torch_mirror_reads_back_the_same_model(positions: np.ndarray) -> None:
     model = random_heads(init_model((16, 8), 20.0, seed=3), seed=4)
-    back = PolicyValueNet(model, 20.0).to_value_model()
+    back = ValueNet.of(model, 20.0).to_value_model(heads=True)
     for name in ("w1", "b1", "w2", "b2", "w3", "b3", "wp", "bp", "wf", "bf"):
         assert np.array_equal(getattr(back, name), getattr(model, name)), name
     np.testing.assert_allclose(back.values(positions), model.values(positions))
@@ -210,12 +211,12 @@ def test_results_over_runs_and_their_errors(tmp_path: Path, capsys: pytest.Captu
     raw = data["raw"]["seed 0"]
     assert raw["last"] == 2 and raw["third"] == 1 and raw["final_vs_third"]["games"] == 2
     assert set(raw["explained_variance"]) >= {"final model", "value model v1"}
-    with pytest.raises(SystemExit) as stop:
-        alphazero_results.main([runs[0], runs[0]])
-    assert stop.value.code == 2 and "same seed" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        alphazero_results.main([str(tmp_path)])
-    assert "not a run folder of train.alphazero" in capsys.readouterr().err
+    for argv, message in [([runs[0], runs[0]], "same seed"), ([str(tmp_path)], "not a run folder of train.alphazero"),
+                          ([], "give the run folders"), ([runs[0], "--pairs", "0"], "pairs must be in")]:  # fmt: skip
+        with pytest.raises(SystemExit) as stop:
+            alphazero_results.main(argv)
+        lines = error_lines(capsys.readouterr().err)
+        assert stop.value.code == 2 and len(lines) == 1 and message in lines[0], (argv, lines)
 
 
 def test_greedy_places_every_patch_at_its_own_best_and_others_do_not(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from patchwork_env.players.az_tree import GREEDY_PRIOR_TEMP, TREE_SIMS, TreeAgen
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
-from patchwork_env.players.policy import PPOAgent
+from patchwork_env.players.policy import NetworkAgent
 from patchwork_env.players.registry import describe_agents, make_agent
 from patchwork_env.players.shipped import NEWEST_VALUE_MODEL, SHIPPED_VALUE_MODELS
 from patchwork_env.players.value_model import load_value_model
@@ -62,7 +62,7 @@ def test_specs_load_and_play_legal_moves_to_the_end(spec: str) -> None:
 
 
 def test_pretrained_is_the_network_alone_and_az_searches_with_it() -> None:
-    assert isinstance(make_agent("pretrained"), PPOAgent)
+    assert isinstance(make_agent("pretrained"), NetworkAgent)
     az = make_agent(net_az("az:sims=8,considered=4"))
     assert isinstance(az, AZAgent)
     assert az.config.sims == 8 and az.config.considered == 4

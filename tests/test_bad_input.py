@@ -169,7 +169,7 @@ def test_trainer_sizes_and_names_are_bounded(argv: list[str], message: str) -> N
 
 @pytest.mark.parametrize(
     "argv",
-    [["--games-per-iteration", "2147483647"], ["--buffer-size", "2147483647"], ["--batch-size", "2147483647"],
+    [["--games-per-iteration", "2147483647"], ["--window", "2147483647"], ["--batch-size", "2147483647"],
      ["--search.sims", "2147483647"]],
 )  # fmt: skip
 def test_alphazero_sizes_are_bounded(argv: list[str]) -> None:

@@ -238,8 +238,8 @@ def test_a_run_dir_that_is_a_file_is_one_error_line(
 def test_an_unreadable_init_checkpoint_fails_at_load(empty_checkpoint: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     run_dir = tmp_path / "run"
-    argv = ["--config", str(ROOT / "configs" / "alphazero_smoke.yaml"), "--init-checkpoint", str(empty_checkpoint)]
-    code = _exit_code(alphazero.cli, [*argv, "--run-dir", str(run_dir)])
+    argv = ["--config", str(ROOT / "configs" / "quick.yaml"), "--init-checkpoint", str(empty_checkpoint)]
+    code = _exit_code(selfplay.cli, [*argv, "--run-dir", str(run_dir)])
     _assert_one_error_line(capsys, code, "init_checkpoint", "not a network checkpoint")
     assert not run_dir.exists()
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from patchwork_env.core.bounds import above, bounded
 from patchwork_env.players.net_config import NetConfig
-from train.cli import from_dict, load_yaml, one_line, parse_config
+from train.cli import from_dict, load_yaml, one_line, parse_args, parse_config, reports_input_errors
 from train.config import (
     AlphaZeroConfig,
     CommonConfig,
@@ -113,7 +114,7 @@ def test_a_file_with_wrong_keys_or_types_names_them(data: dict[str, object], mes
         ({"torch_threads": 10**9}, r"torch_threads must be in \[1, 256\]"),
         ({"pool_size": 0}, r"pool_size must be >= 1 when snapshot_weight > 0"),
         ({"random_weight": 0, "greedy_weight": 0, "snapshot_weight": 0}, r"at least one must be positive"),
-        ({"eval_opponents": {"greedy": 0}}, r"eval_opponents\['greedy'\] must be in 1\.\.100000 pairs"),
+        ({"eval_opponents": {"greedy": 0}}, r"eval_opponents\['greedy'\] must be in 1\.\.1000000 pairs"),
         ({"num_games": 2, "rollout_steps": 2, "num_minibatches": 8}, r"num_minibatches \(8\) is too large"),
         ({"total_updates": 5, "critic_warmup_updates": 5}, r"the policy would never train"),
         ({"checkpoint_minutes": [10, -1]}, r"checkpoint_minutes must be at most 100 numbers in \(0, 1e6\]"),
@@ -123,7 +124,7 @@ def test_a_file_with_wrong_keys_or_types_names_them(data: dict[str, object], mes
         ({"net": {"blocks": 100_000}}, r"net\.blocks must be in \[1, 32\], got 100000"),
         ({"net": {"channels": 4096}}, r"net\.channels must be in \[1, 512\]"),
         ({"ent_coef": float("inf")}, r"ent_coef must be a finite number, got inf"),
-        ({"eval_opponents": {"greedy": True}}, r"eval_opponents\['greedy'\] must be in 1\.\.100000 pairs"),
+        ({"eval_opponents": {"greedy": True}}, r"eval_opponents\['greedy'\] must be in 1\.\.1000000 pairs"),
     ],
 )
 def test_impossible_values_name_the_field_and_the_bound(data: dict[str, object], message: str) -> None:
@@ -193,7 +194,8 @@ def test_the_configs_copies_of_the_engines_sizes_are_the_engines() -> None:
     )
     from patchwork_env.cli import common
 
-    assert config.MAX_SEED == common.MAX_SEED  # one bound for a run's seed on every command line
+    # one bound for a run's seed and one for an evaluation's pairs, on every command line
+    assert (config.MAX_SEED, config.MAX_PAIRS) == (common.MAX_SEED, common.MAX_PAIRS)
 
 
 @pytest.mark.parametrize("cls", [DistillConfig, ExItConfig, AlphaZeroConfig])
@@ -228,3 +230,55 @@ def test_search_settings_are_one_nested_group_with_the_searchs_bounds() -> None:
     assert from_dict(SelfPlayConfig, {"reward_margin_weight": 0.2}, "c.yaml").reward_margin_weight == 0.2
     with pytest.raises(ConfigError, match=r'can not match "sims"'):
         from_dict(DistillConfig, {"sims": 100}, "c.yaml")
+
+
+@dataclasses.dataclass
+class _Options:
+    """A command's options, declared as the commands of ``train/`` declare theirs."""
+
+    eval_seed: int = bounded(0, 0, 9)
+    marks: tuple[float, ...] = above((1.0,), 0.0, 10.0)
+    seeds: tuple[int, ...] | None = bounded(None, 0, 9)
+    jobs: int = bounded(1, 1, 4)
+
+    def validate(self) -> None:
+        if self.seeds is not None and self.jobs > len(self.seeds):
+            raise ConfigError(f"--jobs must be at most the number of seeds, got {self.jobs}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--eval-seed", "10"], "error: --eval-seed must be in [0, 9], got 10"),  # named as its option
+        (["--marks", "1", "0"], "error: --marks must be > 0 and <= 10, got 0.0"),  # each value of a tuple
+        (["--seeds", "1", "-1"], "error: --seeds must be in [0, 9], got -1"),
+        (["--seeds", "1", "--jobs", "2"], "error: --jobs must be at most the number of seeds, got 2"),  # validate
+        (["--jbos", "2"], "error: Unrecognized options: --jbos 2 (see --help)"),
+    ],
+)
+def test_a_commands_options_are_checked_as_a_config_is(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``train.cli.parse_args``: every option within its declared bounds, then the command's
+    ``validate``; a bad one is one ``error:`` line and exit code 2."""
+    assert parse_args(_Options, ["--seeds", "1", "2", "--jobs", "2"]) == _Options(seeds=(1, 2), jobs=2)
+    assert parse_args(_Options, []).seeds is None  # an option left unset is not checked
+    with pytest.raises(SystemExit) as exc:
+        parse_args(_Options, argv)
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [message]
+
+
+def test_a_commands_input_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """``train.cli.reports_input_errors``: an input error raised inside a command's ``main`` ends
+    it with one ``error:`` line and exit code 2; any other error keeps its traceback."""
+
+    @reports_input_errors
+    def main(error: Exception) -> int:
+        raise error
+
+    with pytest.raises(SystemExit) as exc:
+        main(ConfigError("runs/x is not a finished run\nof train.exit"))
+    assert exc.value.code == 2 and capsys.readouterr().err == "error: runs/x is not a finished run\n"
+    with pytest.raises(ZeroDivisionError):
+        main(ZeroDivisionError("a bug"))

@@ -41,7 +41,7 @@ def test_the_start_and_the_end_play_the_same_deals_and_each_other(smoke_run: tup
     data = json.loads((folder / "demo_eval.json").read_text())
     for key in ("command", "commit", "date", "machine", "seeds"):
         assert key in data  # a results file: it says how it was measured
-    end, start = (f"ppo:{folder / 'checkpoints' / n}" for n in ("final.pt", "start.pt"))
+    end, start = (f"network:{folder / 'checkpoints' / n}" for n in ("final.pt", "start.pt"))
     assert data["end_vs_start"]["a"] == end and data["end_vs_start"]["b"] == start
     for spec in ("random", "greedy"):
         e, s = data[f"end_vs_{spec}"], data[f"start_vs_{spec}"]
@@ -62,8 +62,9 @@ def test_report_shows_start_end_head_to_head_and_commands(smoke_run: tuple[Path,
         assert row in text
     assert "## What it did, and why it works" in text
     checkpoint = folder / "checkpoints" / "final.pt"
-    assert f"patchwork play --opponent ppo:{checkpoint}" in text
-    assert f"patchwork ladder ppo:{checkpoint}" in text
+    assert f"patchwork play --opponent network:{checkpoint}" in text
+    assert f"patchwork ladder network:{checkpoint}" in text
+    assert "ppo:" not in text  # the spec's old name: the report names checkpoints as network:PATH
     assert "![learning curve](learning_curve.png)" in text
 
 
@@ -81,7 +82,7 @@ def test_report_links_replays_of_the_games_against_greedy(smoke_run: tuple[Path,
 
 def test_the_checkpoint_is_an_agent(smoke_run: tuple[Path, Path]) -> None:
     folder, _ = smoke_run
-    agent = make_agent(f"ppo:{folder / 'checkpoints' / 'final.pt'}")
+    agent = make_agent(f"network:{folder / 'checkpoints' / 'final.pt'}")
     state = new_game(seed=0)
     assert state.is_legal(agent.act(state, np.random.default_rng(0)))
 
@@ -99,16 +100,16 @@ def test_several_seeds_write_one_results_file(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--pairs", "0"], "--pairs must be in 1..1000000, got 0"),
+        (["--pairs", "0"], "--pairs must be in [1, 1000000], got 0"),
         (["--config", "configs/nope.yaml"], "no such file 'configs/nope.yaml'"),
         (["--opponents", "grredy"], "unknown agent 'grredy'"),
         (["--opponents", "random", "random"], "--opponents must be distinct"),
         (["--opponents", "network:x.pt"], "'network:x.pt' is a checkpoint"),
         (["--opponents", "ppo:x.pt"], "'ppo:x.pt' is a checkpoint"),
-        (["--workers", "0"], "--workers must be >= 1"),
+        (["--workers", "0"], "--workers must be in [1, 256], got 0"),
         (["--num-gmaes", "8"], "Unrecognized options: --num-gmaes"),
         (["--learning-rate", "-1"], "learning_rate must be > 0"),
-        (["--eval-seed", "-1"], "--eval-seed must be in 0.."),
+        (["--eval-seed", "-1"], "--eval-seed must be in [0, 4294967295], got -1"),
         (["--seeds", "x"], "--seeds"),
         (["--smoke", "yes"], "Unrecognized options: yes"),
         (["--results", "x.json"], "--results needs --seeds"),

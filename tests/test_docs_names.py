@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 NAME = re.compile(r"\b((?:patchwork_env|agents|train)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
 FILE_SUFFIXES = (".py", ".json", ".pt", ".yaml", ".md", ".zip", ".jsonl")
 PLACEHOLDERS = re.compile(r"\.[A-Z]$")  # python -m train.X: "any trainer"
+# commands that measured a published results file and have since been retired (the results stay,
+# with the command that made them); cited on the results page and in the changelog only
+RETIRED = {"train.tree_loop", "train.tree_loop_results"}
+HISTORY_PAGES = {"docs/results.md", "CHANGELOG.md"}
 # a dotted name in double backquotes, perhaps called: ``serialize.array_from_dict(data)``
 QUOTED = re.compile(r"``([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\([^`]*\))?``")
 MODULE_DOCS = ("patchwork_env", "agents")  # the packages whose module docstrings cite relative names
@@ -133,7 +137,10 @@ def cited_names() -> dict[str, set[str]]:
             name = match.group(1)
             if name.endswith(FILE_SUFFIXES) or PLACEHOLDERS.search(name):
                 continue
-            out.setdefault(name, set()).add(str(path.relative_to(ROOT)))
+            where = str(path.relative_to(ROOT))
+            if name in RETIRED and where in HISTORY_PAGES:
+                continue
+            out.setdefault(name, set()).add(where)
     return out
 
 

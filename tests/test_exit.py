@@ -310,7 +310,7 @@ def test_the_time_limit_stops_after_the_iteration_that_passes_it(tmp_path: Path)
         (["--backend", "dask"], "backend must be one of"),
         (["--address", "auto"], "address needs backend=ray"),
         (["--search-eval-opponents", "nosuch", "3"], "search_eval_opponents: unknown agent 'nosuch'"),
-        (["--search-eval-opponents", "greedy", "0"], "search_eval_opponents['greedy'] must be in 1..100000 pairs"),
+        (["--search-eval-opponents", "greedy", "0"], "search_eval_opponents['greedy'] must be in 1..1000000 pairs"),
         (["--unsure-sims", "50"], "unsure_sims must be in [101, 100000], got 50"),
         (["--unsure-sims", "400", "--unsure-margin", "0"], "unsure_margin must be > 0 and <= 1, got 0.0"),
     ],
@@ -376,7 +376,7 @@ def test_exit_results_errors_are_one_line(tmp_path: Path, capsys: pytest.Capture
         ([str(broken)], "start.pt is not a network checkpoint"),
         ([str(cut)], "is not a finished run of train.exit (config.yaml, exit_history.json: Expecting"),
         ([str(tmp_path)], "is not a run folder of train.exit"),
-        ([str(tmp_path), "--pairs", "0"], "--pairs must be in 1..10000"),
+        ([str(tmp_path), "--pairs", "0"], "--pairs must be in [1, 10000], got 0"),
     ):
         with pytest.raises(SystemExit) as exc:
             exit_results.main(argv)

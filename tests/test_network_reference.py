@@ -68,7 +68,7 @@ class ReferenceNet(PatchworkNet):
     ) -> torch.Tensor:
         b = obs.shape[0]
         border_index = rows.unsqueeze(1) * (CELLS + 2) + cells[:, MAX_COVER:]
-        empty = 1.0 - observation.own_quilt(obs)
+        empty = 1.0 - observation.planes(obs)[:, 0].reshape(b, CELLS)  # plane 0: the observer's quilt
         free_neighbours = F.conv2d(empty.view(b, 1, BOARD, BOARD), NEIGHBOURS, padding=1).view(b, CELLS)
         pad = empty.new_zeros(b, 2)  # the padding and off-board rows: never empty
         empty_b = torch.cat([empty, pad], 1).reshape(-1)[border_index]  # (M, 12)

@@ -19,7 +19,7 @@ from patchwork_env.players.checkpoint import net_from_checkpoint, read_checkpoin
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for, sample_actions
-from patchwork_env.players.policy import load_ppo_agent
+from patchwork_env.players.policy import load_network_agent
 from train import selfplay
 from train.cli import from_dict
 from train.config import ConfigError, SelfPlayConfig
@@ -200,7 +200,7 @@ def test_keep_best_evaluates_the_best_periodic_checkpoint(tmp_path: Path) -> Non
     assert best["update"] == rates.index(max(rates))  # the first of equals
     assert summary["evaluated_checkpoint"] == str(folder / "checkpoints" / "best.pt")
     saved = read_checkpoint(folder / "checkpoints" / "best.pt")["model"]
-    final = load_ppo_agent(str(folder / "checkpoints" / "final.pt")).net.state_dict()
+    final = load_network_agent(str(folder / "checkpoints" / "final.pt")).net.state_dict()
     assert any(not torch.equal(saved[k], final[k]) for k in saved) or best["update"] == 3
     assert set(summary["final_eval"]) == {"random", "greedy"}
     with pytest.raises(ConfigError, match="keep_best must be one of the eval_opponents"):
@@ -228,7 +228,7 @@ def test_resume_restores_the_exact_network_optimizer_and_generators(tmp_path: Pa
     cfg = _tiny_config(tmp_path, total_updates=1, eval_every=0, snapshot_every=5)
     folder = Path(selfplay.main(cfg)["run_folder"])
     ckpt = read_checkpoint(folder / "checkpoints" / "latest.pt")
-    agent = load_ppo_agent(str(folder / "checkpoints" / "latest.pt"))
+    agent = load_network_agent(str(folder / "checkpoints" / "latest.pt"))
     for key, value in ckpt["model"].items():
         assert torch.equal(agent.net.state_dict()[key], value)
     restored = torch.optim.Adam(agent.net.parameters())
@@ -244,17 +244,17 @@ def test_resume_restores_the_exact_network_optimizer_and_generators(tmp_path: Pa
 
 def test_load_ppo_agent_errors(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not found"):
-        load_ppo_agent(str(tmp_path / "missing.pt"))
+        load_network_agent(str(tmp_path / "missing.pt"))
     junk = tmp_path / "junk.pt"
     junk.write_text("not a checkpoint")
     with pytest.raises(CheckpointError, match="not a network checkpoint"):
-        load_ppo_agent(str(junk))
+        load_network_agent(str(junk))
     other = tmp_path / "other.pt"
     torch.save({"weights": torch.zeros(3)}, other)
     with pytest.raises(CheckpointError, match="format"):
-        load_ppo_agent(str(other))
+        load_network_agent(str(other))
     with pytest.raises(CheckpointError, match="folder"):
-        load_ppo_agent(str(tmp_path))
+        load_network_agent(str(tmp_path))
 
 
 def test_resume_with_a_different_network_fails_before_writing(tmp_path: Path) -> None:

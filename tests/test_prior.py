@@ -18,7 +18,7 @@ from patchwork_env.players.greedy import GreedyAgent
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, feature_weights, greedy_prior, score_actions
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for
-from patchwork_env.players.policy import PPOAgent, load_ppo_agent
+from patchwork_env.players.policy import NetworkAgent, load_network_agent
 from train import selfplay
 from train.cli import from_dict
 from train.config import ConfigError, SB3Config, SelfPlayConfig
@@ -156,7 +156,7 @@ def test_prior_agent_plays_legally_pickles_and_round_trips(
     positions: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> None:
     states, masks, _ = positions
-    agent = PPOAgent(PatchworkNet(PRIOR_NET))
+    agent = NetworkAgent(PatchworkNet(PRIOR_NET))
     acts = agent.act_batch(states, masks, np.random.default_rng(0))
     assert all(masks[i, a] for i, a in enumerate(acts))
     clone = pickle.loads(pickle.dumps(agent))
@@ -188,7 +188,7 @@ def test_selfplay_with_prior_trains_checkpoints_and_loads(tmp_path: Path) -> Non
     )
     before = PatchworkNet(cfg.net).prior_weights.bias.detach().clone()
     summary = selfplay.main(cfg)
-    agent = load_ppo_agent(str(Path(summary["run_folder"]) / "checkpoints" / "latest.pt"))
+    agent = load_network_agent(str(Path(summary["run_folder"]) / "checkpoints" / "latest.pt"))
     assert agent.net.uses_prior and agent.net.config.prior_scale == 1.5
     assert not torch.equal(agent.net.prior_weights.bias, before)  # the weights are learned
     state = new_game(4)

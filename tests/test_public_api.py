@@ -30,6 +30,10 @@ def test_public_names_include_the_engine_envs_players_and_arena() -> None:
         patchwork_env.__all__
     )
     assert {"make_agent", "describe_agents", "AgentSpecError"} <= set(patchwork_env.players.__all__)
+    # what a wrapper for another framework needs (OpenSpiel's, patchwork_env.openspiel): the agent
+    # factory, the game's bounds and a search agent's statistics, from the package face
+    assert {"make_agent", "GAME_INFO", "GameInfo", "SearchStats", "search_stats"} <= set(patchwork_env.__all__)
+    assert patchwork_env.make_agent is patchwork_env.players.make_agent
     assert {"play_pairs", "round_robin", "wilson_interval"} <= set(patchwork_env.evaluation.__all__)
 
 
@@ -56,7 +60,7 @@ def test_the_evaluation_package_loads_its_modules_on_first_use() -> None:
     assert _loaded_after("from patchwork_env.evaluation.backend import BACKENDS", modules) == []
 
 
-@pytest.mark.parametrize("name", ["MAX_SEED", "BACKENDS", "VIRTUAL_DRAWS", "ELO_SCALE"])
+@pytest.mark.parametrize("name", ["MAX_SEED", "MAX_ARENA_SEED", "BACKENDS", "VIRTUAL_DRAWS", "ELO_SCALE"])
 def test_a_shared_setting_is_defined_once(name: str) -> None:
     """One definition in the library and the research code; every other place imports it."""
     root = Path(__file__).resolve().parent.parent

@@ -26,7 +26,7 @@ ray = pytest.importorskip("ray", reason="the scale extra (ray[rllib]) is not ins
 
 from patchwork_env.core.state import new_game  # noqa: E402
 from patchwork_env.evaluation.arena import round_robin  # noqa: E402
-from patchwork_env.players.policy import load_ppo_agent  # noqa: E402
+from patchwork_env.players.policy import load_network_agent  # noqa: E402
 from tests import ray_cluster_checks as checks  # noqa: E402
 from train.cli import load_yaml, parse_config  # noqa: E402
 from train.config import ConfigError, RLlibConfig  # noqa: E402
@@ -99,7 +99,7 @@ def test_rllib_smoke_run_on_the_cluster_plays_only_legal_moves(cluster_report: d
     assert info["iterations"] == 2 and info["learner_decisions"] > 0
     path = Path(info["run_folder"]) / "checkpoints" / "final.pt"
     assert path.is_file() and (path.parent / "rllib" / "rllib_checkpoint.json").is_file()
-    agent = load_ppo_agent(str(path))
+    agent = load_network_agent(str(path))
     rng = np.random.default_rng(0)
     for seed in range(2):
         state = new_game(np.random.default_rng(seed))

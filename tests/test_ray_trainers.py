@@ -153,7 +153,7 @@ def test_the_ray_backend_without_ray_says_how_to_install_it(
     code = distill.cli([*checks.DISTILL_ARGS, "--backend", "ray", "--run-dir", str(tmp_path / "d")])
     assert code == 2
     assert _error_lines(capsys.readouterr().err) == [
-        'error: the Ray backend needs Ray, which is not installed: pip install "patchwork-env[ray]"'
+        f'error: the Ray backend needs Ray, which is not installed: pip install -e "{ROOT}[ray]"'  # from this checkout
     ]
     assert not (tmp_path / "d").exists()
 

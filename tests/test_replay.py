@@ -1,9 +1,10 @@
 """The replay page as Python builds it (the browser tests are in test_replay_browser.py) and the
-``patchwork replay`` / ``train.evaluate --records`` command lines."""
+``patchwork replay`` / ``patchwork evaluate --records`` command lines."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import html
 import json
@@ -157,3 +158,31 @@ def test_trainer_evaluations_keep_two_games_per_opponent(tmp_path: Path) -> None
         ("learner", "greedy"),
     ]
     assert [r.meta["seat_a"] for r in records] == [0, 1, 0, 1]
+
+
+def test_a_record_shows_as_the_replay_viewer_in_jupyter() -> None:
+    """A ``Record`` as a cell's value is the viewer: the same page as ``patchwork replay`` writes, in
+    a sandboxed iframe."""
+    rec = a_record(1)
+    shown = rec._repr_html_()
+    assert shown.startswith('<iframe sandbox="allow-scripts" ') and shown == Replay(rec)._repr_html_()
+    srcdoc = re.search(r'srcdoc="([^"]*)"', shown)
+    assert srcdoc is not None and html.unescape(srcdoc.group(1)) == replay_html(rec)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "name"),
+    [
+        ("sb3:../w2/maskppo.zip", "greedy", "sb3_maskppo-vs-greedy.jsonl"),  # the issue's name: sb3_.._w2_maskppo.zip
+        ("network:runs/x/checkpoints/final.pt", "mcts:sims=100", "network_final-vs-mcts_sims=100.jsonl"),
+        ("my_agent.py:act", "greedy:temp=2", "my_agent_act-vs-greedy_temp=2.jsonl"),
+        ("sb3:path=/tmp/m.zip,sample=1", "random", "sb3_path=m_sample=1-vs-random.jsonl"),
+    ],
+)
+def test_records_files_are_named_by_the_agents_not_their_paths(a: str, b: str, name: str, tmp_path: Path) -> None:
+    from patchwork_env.cli.evaluate import write_pair_records
+    from patchwork_env.evaluation.arena import play_pairs
+
+    pair = dataclasses.replace(play_pairs("greedy", "random", 1, seed=0, workers=1), a=a, b=b)  # named as a and b
+    (path,) = write_pair_records([pair], tmp_path)
+    assert path.name == name and [r.players[r.meta["seat_a"]].spec for r in read_records(path)] == [a, a]

@@ -12,7 +12,7 @@ from patchwork_env import SingleAgentEnv
 from patchwork_env.core.records import read_records
 from patchwork_env.players import make_agent
 from patchwork_env.players.checkpoint import read_checkpoint
-from patchwork_env.players.policy import load_ppo_agent
+from patchwork_env.players.policy import load_network_agent
 from train.cli import from_dict
 from train.config import SB3Config
 from train.sb3_maskable import main
@@ -59,7 +59,7 @@ def test_sb3_smoke_run_and_checkpoint_as_opponent(tmp_path: Path) -> None:
     from sb3_contrib import MaskablePPO
 
     model = MaskablePPO.load(folder / "sb3_model.zip", device="cpu")
-    agent = load_ppo_agent(str(folder / "checkpoints" / "final.pt"))
+    agent = load_network_agent(str(folder / "checkpoints" / "final.pt"))
     env = SingleAgentEnv(opponent="random", seat=0)
     obs, _ = env.reset(seed=3)
     mask = torch.from_numpy(env.action_masks())[None]

@@ -30,7 +30,7 @@ from patchwork_env.players.checkpoint import load_network, save_checkpoint
 from patchwork_env.players.mcts import MCTSAgent
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for
-from patchwork_env.players.policy import load_ppo_agent
+from patchwork_env.players.policy import load_network_agent
 from tests.cli import error_lines
 from train import value_head as cli
 
@@ -126,7 +126,7 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
     assert cli.main(["--checkpoint", str(src), "--out", str(out), "--games", "5", "--epochs", "2", "--seed", "1"]) == 0
     printed = capsys.readouterr().out
     assert "5 games" in printed and "held-out explained variance" in printed and str(out) in printed
-    a, b = load_ppo_agent(str(src)).net.state_dict(), load_ppo_agent(str(out)).net.state_dict()
+    a, b = load_network_agent(str(src)).net.state_dict(), load_network_agent(str(out)).net.state_dict()
     changed = {k for k in a if not torch.equal(a[k], b[k])}
     assert changed and all(k.startswith("value.") for k in changed)  # the value head moved, nothing else
 
@@ -135,36 +135,36 @@ def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: p
     ("argv", "message"),
     [
         (["--checkpoint", "nope.pt", "--out", "x.pt"], "error: network checkpoint not found: nope.pt"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "0"], "error: --games must be >= 2"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--epochs", "0"], "error: --epochs must be >= 1, got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "0"], "error: --games must be in [2, 100000], got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--epochs", "0"], "error: --epochs must be in [1, 1000], got 0"),
         (
             ["--checkpoint", "a.pt", "--out", "x.pt", "--learning-rate", "-1"],
-            "error: --learning-rate must be a finite number > 0, got -1.0",
+            "error: --learning-rate must be > 0, got -1.0",
         ),
         (
             ["--checkpoint", "a.pt", "--out", "x.pt", "--learning-rate", "inf"],
-            "error: --learning-rate must be a finite number > 0, got inf",
+            "error: --learning-rate must be a finite number, got inf",
         ),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "1"], "error: --games must be >= 2"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "2000000000"], "error: --games must be <= 100000"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "1"], "error: --games must be in [2, 100000]"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "2000000000"], "error: --games must be in [2, 100000]"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--games", "x"], "error: Error parsing --games"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--margin-weight", "2"], "error: --margin-weight must be in [0, 1]"),
         (["--out", "x.pt"], "error: missing required option: --checkpoint"),
         (["--checkpoint", "a.pt", "--out", "x.pt", "--bogus", "1"], "error: Unrecognized options: --bogus 1"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--keep", "0"], "error: --keep must be in (0, 1], got 0.0"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "0"], "error: --rollouts must be >= 1, got 0"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "5000"], "error: --rollouts must be <= 1000"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--workers", "0"], "error: --workers must be >= 1, got 0"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--sims", "0"], "error: --sims must be >= 1, got 0"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--sims", "1000000"], "error: --sims must be <= 100000"),
-        (["--checkpoint", "a.pt", "--out", "x.pt", "--kl-weight", "-1"], "error: --kl-weight must be a finite"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--keep", "0"], "error: --keep must be > 0 and <= 1, got 0.0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "0"], "error: --rollouts must be in [1, 1000], got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--rollouts", "5000"], "error: --rollouts must be in [1, 1000]"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--workers", "0"], "error: --workers must be in [1, 256], got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--sims", "0"], "error: --sims must be in [1, 100000], got 0"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--sims", "1000000"], "error: --sims must be in [1, 100000]"),
+        (["--checkpoint", "a.pt", "--out", "x.pt", "--kl-weight", "-1"], "error: --kl-weight must be >= 0, got -1.0"),
         (
             ["--checkpoint", "a.pt", "--out", "x.pt", "--target", "nope"],
             "error: invalid choice 'nope' for argument '--target'",
         ),
         (
             ["--checkpoint", "a.pt", "--out", "x.pt", "--results", "no/such/dir/r.json"],
-            "error: --results no/such/dir/r.json: no/such/dir is not a folder",
+            "error: --results: the folder ",
         ),
     ],
 )
@@ -176,6 +176,14 @@ def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.C
     assert err.startswith(message)
 
 
+def test_the_rollouts_bound_is_azs() -> None:
+    """``--rollouts`` is bounded as az's ``rollouts`` (declared apart: az loads torch, ``--help`` does not)."""
+    from patchwork_env.core.bounds import field_bounds
+    from patchwork_env.players.az import MAX_ROLLOUTS
+
+    assert field_bounds(cli.ValueHeadArgs, "rollouts") == (1, MAX_ROLLOUTS)
+
+
 def test_cli_unwritable_out_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     torch.manual_seed(4)
     src = save_checkpoint(tmp_path / "in.pt", PatchworkNet(TINY))
@@ -185,7 +193,7 @@ def test_cli_unwritable_out_is_one_error_line(tmp_path: Path, capsys: pytest.Cap
         cli.main(["--checkpoint", str(src), "--out", str(out), "--games", "2", "--epochs", "1"])
     assert exc.value.code == 2
     (err,) = error_lines(capsys.readouterr().err)
-    assert err == f"error: --out {out}: {out.parent} is not a folder"  # before any game is played
+    assert err == f"error: --out: cannot use {out} (Not a directory)"  # before any game is played
     assert capsys.readouterr().out == ""
 
 

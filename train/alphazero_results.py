@@ -32,9 +32,10 @@ from typing import Any
 import tyro
 import yaml
 
-from patchwork_env.cli.common import fail
+from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
-from train.cli import checked_results_path, parse_args, write_results
+from train.cli import check_results_path, parse_args, reports_input_errors, write_results
+from train.config import ConfigError
 
 
 @dataclass
@@ -45,14 +46,19 @@ class AlphaZeroResultsArgs:
     """run folders of train.alphazero (one per seed)"""
     results: Path | None = None
     """write the results file here"""
-    pairs: int = 100
+    pairs: int = bounded(100, 1, 10_000)
     """paired deals of each match (final against its third; the prior against greedy)"""
-    games: int = 100
+    games: int = bounded(100, 1, 10_000)
     """fresh self-play games of the final model whose positions measure the value"""
-    seed: int = 777
+    seed: int = bounded(777, 0, MAX_ARENA_SEED)
     """seed of the matches' deals and of the value games (never a training or evaluation seed of a run)"""
-    workers: int = 1
+    workers: int = bounded(1, 1, 64)
     """processes playing the matches"""
+
+    def validate(self) -> None:
+        if not self.runs:
+            raise ConfigError("give the run folders of train.alphazero to summarize (one per seed)")
+        check_results_path(self.results)
 
 
 @dataclass
@@ -88,7 +94,9 @@ def load(folder: Path) -> Run:
         if missing:
             raise ValueError(f"checkpoints/model-{missing[0]}.npz is missing")
     except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
-        fail(f"{folder} is not a run folder of train.alphazero (config.yaml, eval_history.json: {exc})")
+        raise ConfigError(
+            f"{folder} is not a run folder of train.alphazero (config.yaml, eval_history.json: {exc})"
+        ) from None
     return run
 
 
@@ -238,20 +246,16 @@ def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> 
     }
 
 
+@reports_input_errors
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(AlphaZeroResultsArgs, argv, __doc__.splitlines()[0])
-    if not args.runs:
-        fail("give the run folders of train.alphazero to summarize (one per seed)")
-    if not (1 <= args.pairs <= 100_000 and 1 <= args.games <= 100_000 and 1 <= args.workers <= 256):
-        fail("--pairs and --games must be in 1..100000, --workers in 1..256")
-    checked_results_path(args.results)
     runs = [load(folder) for folder in args.runs]
     seeds = [run.seed for run in runs]
     if len(set(seeds)) != len(seeds):
-        fail(f"two runs have the same seed ({seeds}): each folder is one seed")
+        raise ConfigError(f"two runs have the same seed ({seeds}): each folder is one seed")
     if len({run.curve("")[0]["opponent"] for run in runs}) > 1:
-        fail("the runs were evaluated against different opponents: give runs of one recipe")
+        raise ConfigError("the runs were evaluated against different opponents: give runs of one recipe")
     measured = []
     for run in runs:
         rates = " ".join(f"{100 * h['win_rate']:.0f}" for h in run.curve(""))

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, fail
+from patchwork_env.core.bounds import MAX_ARENA_SEED, MAX_SEED, above, bounded
+from patchwork_env.core.usage import fail
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.workers import WorkerError, run_unordered
-from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, parse_config, write_results
-from train.config import CommonConfig, SB3Config, SelfPlayConfig
+from train.cli import check_results_path, exit_quietly_on_ctrl_c, parse_args, parse_config, write_results
+from train.config import CommonConfig, ConfigError, SB3Config, SelfPlayConfig
 from train.run import unusable_folder, used_files
 
 OPPONENTS = ("random", "greedy")
@@ -67,13 +68,13 @@ TRAINERS: dict[str, Trainer] = {
 class BaselinesArgs:
     """Reference baselines from scratch: PPO (self-play or MaskablePPO) from a random network on several seeds."""
 
-    seeds: tuple[int, ...] = (0,)
+    seeds: tuple[int, ...] = bounded((0,), 0, MAX_SEED)
     """training seeds, one run each"""
-    minutes: tuple[float, ...] = (10.0, 30.0, 60.0)
+    minutes: tuple[float, ...] = above((10.0, 30.0, 60.0), 0.0, 10_000)
     """marks of training time"""
-    pairs: int = 100
+    pairs: int = bounded(100, 1, 10_000)
     """paired deals per opponent and mark (two games each)"""
-    eval_seed: int = 2000
+    eval_seed: int = bounded(2000, 0, MAX_ARENA_SEED)
     """the deals of every evaluation"""
     trainer: Literal["selfplay", "sb3_maskable"] = "selfplay"
     """``train.selfplay`` (self-play PPO) or ``train.sb3_maskable`` (sb3-contrib MaskablePPO)"""
@@ -85,8 +86,20 @@ class BaselinesArgs:
     """write the results file here"""
     clock: Literal["process", "wall"] = "process"
     """what a minute of training is: the run's CPU time (fair when runs share cores) or elapsed time"""
-    jobs: int = 1
-    """seeds trained and evaluated at once (processes)"""
+    jobs: int = bounded(1, 1, 256)
+    """seeds trained and evaluated at once (processes), at most one per seed"""
+
+    def validate(self) -> None:
+        if not self.seeds:
+            raise ConfigError("--seeds: give one or more (one run each)")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(f"--seeds must be distinct (each seed is one run folder), got {list(self.seeds)}")
+        if self.jobs > len(self.seeds):
+            raise ConfigError(f"--jobs must be in 1..{len(self.seeds)} (the number of seeds), got {self.jobs}")
+        check_results_path(self.results)
+        if self.trainer == "sb3_maskable" and importlib.util.find_spec("sb3_contrib") is None:
+            raise ConfigError('--trainer sb3_maskable needs sb3-contrib: pip install -e ".[sb3]"')
+        check_runs(self)
 
 
 def run_folder(args: BaselinesArgs, seed: int) -> Path:
@@ -106,21 +119,21 @@ def run_options(args: BaselinesArgs, seed: int) -> list[str]:
 def check_runs(args: BaselinesArgs) -> None:
     """Before any run starts: each seed's command line parses and validates as its trainer will read
     it (the trainer's own parser), and its run folder can be made and holds no other run's files, so
-    that no seed fails after the others have trained."""
+    that no seed fails after the others have trained. Raises ``ConfigError``."""
     path = config_of(args)
     if not Path(path).is_file():
-        fail(f"--config: no such file: {path}")
+        raise ConfigError(f"--config: no such file: {path}")
     for seed in args.seeds:
         try:
             parse_config(TRAINERS[args.trainer].config_class, run_options(args, seed))
         except (ValueError, OSError) as exc:
-            fail(f"--config {path} for --trainer {args.trainer}: {exc}")
+            raise ConfigError(f"--config {path} for --trainer {args.trainer}: {exc}") from None
         problem = unusable_folder(run_folder(args, seed))
         if problem:
-            fail(f"--runs: {problem}; give another --runs")
+            raise ConfigError(f"--runs: {problem}; give another --runs")
         used = used_files(run_folder(args, seed))
         if used:
-            fail(
+            raise ConfigError(
                 f"--runs: {run_folder(args, seed)} holds another run ({', '.join(sorted(used)[:3])}); give a new --runs"
             )
 
@@ -149,7 +162,7 @@ def evaluate_marks(args: BaselinesArgs, folder: Path) -> dict[str, dict[str, Any
             fail(f"{path} is missing: the run ended before {m:g} minutes of training")
         out[f"{m:g}"] = {}
         for spec in OPPONENTS:
-            r = play_pairs(f"ppo:{path}", spec, args.pairs, seed=args.eval_seed, workers=1)
+            r = play_pairs(f"network:{path}", spec, args.pairs, seed=args.eval_seed, workers=1)
             out[f"{m:g}"][spec] = {"games": r.games, "wins": r.wins_a, "losses": r.wins_b,
                                    "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}  # fmt: skip
             print(f"  {path}: vs {spec} {100 * r.win_rate_a:.1f}% of {r.games}", flush=True)
@@ -201,22 +214,6 @@ def summarize(args: BaselinesArgs, runs: dict[int, dict[str, dict[str, Any]]], c
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(BaselinesArgs, argv, __doc__.splitlines()[0])
-    if not args.seeds or not all(0 <= seed <= MAX_SEED for seed in args.seeds):
-        fail(f"--seeds must be one or more integers in [0, {MAX_SEED}], got {list(args.seeds)}")
-    if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
-        fail(f"--eval-seed must be in [0, {MAX_ARENA_SEED}], got {args.eval_seed}")
-    if not 1 <= args.pairs <= 10_000:
-        fail(f"--pairs must be in 1..10000, got {args.pairs}")
-    if not all(0 < m <= 10_000 for m in args.minutes):
-        fail(f"--minutes must be in (0, 10000], got {args.minutes}")
-    checked_results_path(args.results)
-    if args.trainer == "sb3_maskable" and importlib.util.find_spec("sb3_contrib") is None:
-        fail('--trainer sb3_maskable needs sb3-contrib: pip install -e ".[sb3]"')
-    if len(set(args.seeds)) != len(args.seeds):
-        fail(f"--seeds must be distinct (each seed is one run folder), got {args.seeds}")
-    if not 1 <= args.jobs <= len(args.seeds):
-        fail(f"--jobs must be in 1..{len(args.seeds)} (the number of seeds), got {args.jobs}")
-    check_runs(args)
     if args.jobs == 1:
         runs = {seed: train_and_evaluate(args, seed) for seed in args.seeds}
     else:  # the library's worker pool (a dead worker is an error line, never a hang)

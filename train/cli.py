@@ -14,26 +14,30 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import io
 import re
 import sys
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import dacite
 import tyro
 import yaml
 
-from patchwork_env.cli.common import report
+from patchwork_env.core.bounds import field_problem
 from patchwork_env.core.files import check_output_path
+from patchwork_env.core.usage import report
 from patchwork_env.evaluation import results_file
 from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from train.config import CommonConfig, ConfigError
 
 C = TypeVar("C", bound=CommonConfig)
 A = TypeVar("A")
+P = ParamSpec("P")
+R = TypeVar("R")
 MAX_CONFIG_BYTES = 1_000_000
 # what a run raises at its start because of what it was given: a config, an agent spec, a checkpoint,
 # a file, a Ray cluster that cannot be joined, a missing optional extra (Ray, an agent's torch)
@@ -41,7 +45,8 @@ INPUT_ERRORS = (ConfigError, AgentSpecError, CheckpointError, FileNotFoundError,
 
 
 SEARCH_FIELDS = ("sims", "root", "considered", "rescale_values", "c_puct", "expand", "dirichlet_alpha", "dirichlet_eps")
-# fields renamed after 0.3.0 so that one concept has one name in every trainer: old name -> new name
+# fields renamed after 0.3.0 so that one concept has one name in every trainer: old name -> new name (an old
+# name is an error that gives the new one; 0.5.0 drops this table, and an old name is then an unknown key)
 RENAMED = {
     "lr": "learning_rate",
     "total_iterations": "iterations",
@@ -126,8 +131,11 @@ def parse_config(
 
 def parse_args(cls: type[A], argv: Sequence[str] | None = None, description: str | None = None) -> A:
     """The options of a command in ``train/`` that is not a trainer (a dataclass of them, with
-    docstrings as ``--help``), on tyro as the trainers' are; a bad option is one ``error:`` line
-    and exit code 2."""
+    docstrings as ``--help``), on tyro as the trainers' are, and checked as a trainer's config is:
+    each within the bounds its field declares (``bounded``, ``above``, ``one_of``: ``field_problem``,
+    the message naming the option), then the dataclass's ``validate`` if it has one (what spans
+    options, and the files they name). A bad option is one ``error:`` line and exit code 2, before
+    any work."""
     args, rest = parse_known_args(cls, argv, description)
     if rest:
         raise SystemExit(report(ConfigError(f"Unrecognized options: {' '.join(rest)} (see --help)")))
@@ -141,14 +149,40 @@ def parse_known_args(
     to its trainer): those options, in their order, beside the command's own."""
     errors = io.StringIO()
     prog = f"python -m train.{Path(sys.argv[0]).stem}"
-    args = sys.argv[1:] if argv is None else list(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
     try:
         with contextlib.redirect_stderr(errors):
-            return tyro.cli(cls, args=args, description=description, prog=prog, return_unknown_args=True)
+            args, rest = tyro.cli(cls, args=given, description=description, prog=prog, return_unknown_args=True)
     except SystemExit as exc:
         if exc.code:
             raise SystemExit(report(ConfigError(one_line(errors.getvalue())))) from None
         raise
+    try:
+        problem = field_problem(args, options=True)
+        if problem:
+            raise ConfigError(problem)
+        validate = getattr(args, "validate", None)
+        if validate is not None:
+            validate()
+    except (ValueError, OSError) as exc:  # ConfigError, OutputPathError
+        raise SystemExit(report(exc)) from None
+    return args, rest
+
+
+def reports_input_errors(main: Callable[P, R]) -> Callable[P, R]:
+    """A command's ``main`` whose input errors (``INPUT_ERRORS``: a run folder or config that cannot be
+    used, an agent spec, a checkpoint, a missing file or extra), raised where they are found, end it
+    with one ``error:`` line and exit code 2, as a trainer's do (``train_or_report``). Errors of the
+    work itself keep their traceback."""
+
+    @functools.wraps(main)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return main(*args, **kwargs)
+        except INPUT_ERRORS as exc:
+            raise SystemExit(report(exc)) from None
+
+    return run
 
 
 def _resume_path(args: Sequence[str]) -> str | None:
@@ -220,12 +254,16 @@ def parse_or_exit(cls: type[C], doc: str | None = None) -> tuple[C, str]:
 def checked_results_path(path: Path | None, option: str = "--results") -> Path | None:
     """A results file's path checked before any training or game (a folder, a FIFO, a missing folder
     is one ``error:`` line and exit 2), or None."""
-    if path is None:
-        return None
     try:
-        return check_output_path(path, option)
+        return check_results_path(path, option)
     except ValueError as exc:
         raise SystemExit(report(exc)) from None
+
+
+def check_results_path(path: str | Path | None, option: str = "--results") -> Path | None:
+    """A results file's path (``check_output_path``: a folder, a FIFO, a missing folder is an
+    ``OutputPathError`` naming ``option``), or None: what a command's ``validate`` calls."""
+    return None if path is None or path == "" else check_output_path(path, option)
 
 
 def write_results(path: Path, data: dict[str, Any]) -> None:

@@ -18,8 +18,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from patchwork_env.cli.common import MAX_SEED
-from patchwork_env.core.bounds import above, bounded, field_bounds, field_problem, one_of, out_of_bounds
+from patchwork_env.core.bounds import (
+    MAX_PAIRS,
+    MAX_SEED,
+    above,
+    bounded,
+    field_bounds,
+    field_problem,
+    one_of,
+    out_of_bounds,
+)
 from patchwork_env.evaluation.backend import BACKENDS
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.search_config import SearchConfig
@@ -34,7 +42,6 @@ CLOCKS = ("wall", "process")
 OBS_DIM, NUM_ACTIONS, STATE_LEN, PRIOR_FEATURES = 1452, 2026, 129, 9
 RUN_DIR = re.compile(r"^[A-Za-z0-9._/\-]*$")
 INF = math.inf
-MAX_PAIRS = 100_000  # paired deals of one evaluation
 MAX_POSITIONS = 10**7  # positions labelled, played or trained on
 # a labelled position of distillation and expert iteration: its state, targets and network inputs
 LABEL_BYTES = 8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES
@@ -68,7 +75,7 @@ class CommonConfig:
     """Periodic evaluation: agent spec -> paired deals."""
     eval_workers: int = bounded(1, 1, 256)
     """Processes of the evaluations (1: in this process)."""
-    final_eval_pairs: int = bounded(100, 0, 100_000)
+    final_eval_pairs: int = bounded(100, 0, MAX_PAIRS)
     """Paired deals against each of ``final_eval_opponents`` at the end, on deals no periodic
     evaluation played; 0: none."""
     final_eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
@@ -312,7 +319,7 @@ class ExItConfig(ParallelConfig):
     """Passes over the window per iteration."""
     batch_size: int = bounded(256, 1, 1_048_576)
     """Minibatch of the fit."""
-    gate_pairs: int = bounded(100, 1, 100_000)
+    gate_pairs: int = bounded(100, 1, MAX_PAIRS)
     """Paired deals of the gate (the fitted network against the one before it)."""
     gate_threshold: float = bounded(0.5, 0.0, 1.0)
     """The fitted network is kept only if its gate win rate is above this; else the old weights come back."""

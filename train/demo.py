@@ -1,7 +1,7 @@
 """The main job (``make demo``): a network learns, is measured against where it started, and a
 report says so.
 
-    python -m train.demo                          # configs/demo.yaml, about 6 minutes on 2 cores
+    python -m train.demo                          # configs/demo.yaml, 6-10 minutes on 2 cores
     python -m train.demo --seed 1 --pairs 200     # any option of python -m train.distill
     python -m train.demo --smoke                  # a tiny network and budget (under a minute): the pipeline
     python -m train.demo --seeds 0 1 2 --results results/demo.json   # the published measurement
@@ -23,8 +23,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_PAIRS, MAX_SEED, fail
-from train.cli import parse_known_args
+from patchwork_env.core.bounds import MAX_ARENA_SEED, MAX_PAIRS, MAX_SEED, bounded
+from patchwork_env.players.errors import AgentSpecError
+from patchwork_env.players.registry import parse_spec
+from train.cli import check_results_path, parse_known_args
+from train.config import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = "configs/demo.yaml"
@@ -66,35 +69,53 @@ class DemoArgs:
 
     config: str = DEFAULT_CONFIG
     """the trainer's YAML config"""
-    pairs: int = DEFAULT_PAIRS
+    pairs: int = bounded(DEFAULT_PAIRS, 1, MAX_PAIRS)
     """paired deals per pair of agents in the final evaluation (2 with --smoke), each played twice"""
     opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
     """baselines the start and the end both play"""
-    eval_seed: int = EVAL_SEED
+    eval_seed: int = bounded(EVAL_SEED, 0, MAX_ARENA_SEED)
     """seed of the final evaluation's deals"""
-    workers: int = 2
+    workers: int = bounded(2, 1, 256)
     """processes of the final evaluation"""
     smoke: bool = False
     """a tiny network and budget: checks the pipeline in under a minute; the numbers mean nothing"""
-    seeds: list[int] | None = None
+    seeds: tuple[int, ...] | None = bounded(None, 0, MAX_SEED)
     """run the demo once per seed (with --results: the published measurement)"""
     results: Path | None = None
     """with --seeds: write the summary results file here"""
 
+    def validate(self) -> None:
+        config_path(self.config)
+        opponents = [o.strip() for o in self.opponents]
+        for spec in opponents:
+            try:
+                entry, _ = parse_spec(spec)
+            except AgentSpecError as exc:
+                raise ConfigError(
+                    f"--opponents: {str(exc).splitlines()[0]} (patchwork evaluate --list shows the agents)"
+                ) from None
+            if entry.name == "network":  # network:PATH, or its old name ppo:PATH
+                raise ConfigError(
+                    f"--opponents: {spec!r} is a checkpoint; the demo measures its own network against baselines"
+                )
+        if len(set(opponents)) != len(opponents):
+            raise ConfigError(f"--opponents must be distinct, got {opponents}")
+        if self.results is not None and not self.seeds:
+            raise ConfigError("--results needs --seeds (one demo per seed)")
+        check_results_path(self.results)
+
+
+def config_path(name: str) -> Path:
+    """The trainer's config file ``name``, in the working folder or the checkout."""
+    path = next((p for p in (Path(name), ROOT / name) if p.is_file()), None)
+    if path is None:
+        raise ConfigError(f"--config: no such file {name!r}")
+    return path
+
 
 def parse(argv: list[str]) -> tuple[DemoArgs, list[str]]:
     """The demo's own options (checked: one ``error:`` line and exit 2) and the trainer's."""
-    args, rest = parse_known_args(DemoArgs, argv)
-    if not 1 <= args.pairs <= MAX_PAIRS:
-        fail(f"--pairs must be in 1..{MAX_PAIRS}, got {args.pairs}")
-    if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
-        fail(f"--eval-seed must be in 0..{MAX_ARENA_SEED}, got {args.eval_seed}")
-    for seed in args.seeds or []:
-        if not 0 <= seed <= MAX_SEED:
-            fail(f"--seeds must be in 0..{MAX_SEED}, got {seed}")
-    if args.workers < 1:
-        fail(f"--workers must be >= 1, got {args.workers}")
-    return args, rest
+    return parse_known_args(DemoArgs, argv)
 
 
 if __name__ == "__main__":
@@ -114,11 +135,9 @@ from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
-from patchwork_env.players.errors import AgentSpecError
-from patchwork_env.players.registry import parse_spec
 from patchwork_env.replay import write_replay
-from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_config, write_results
-from train.config import ConfigError, DistillConfig
+from train.cli import exit_quietly_on_ctrl_c, parse_config, reports_input_errors, write_results
+from train.config import DistillConfig
 from train.distill import main as train_main
 from train.run import eval_tag
 
@@ -140,29 +159,19 @@ class Plan:
 
 
 def make_plan(args: DemoArgs, rest: list[str], argv: list[str], seed: int | None = None) -> Plan:
-    """Check every argument (one ``error:`` line and exit 2 otherwise)."""
-    path = next((p for p in (Path(args.config), ROOT / args.config) if p.is_file()), None)
-    if path is None:
-        fail(f"--config: no such file {args.config!r}")
+    """The run of one seed, its trainer's options checked (``ConfigError`` otherwise; the demo's own
+    were checked when they were parsed: ``DemoArgs.validate``)."""
+    path = config_path(args.config)
     opponents = [o.strip() for o in args.opponents]
-    for spec in opponents:
-        try:
-            entry, _ = parse_spec(spec)
-        except AgentSpecError as exc:
-            fail(f"--opponents: {str(exc).splitlines()[0]} (patchwork evaluate --list shows the agents)")
-        if entry.name == "network":  # network:PATH, or its old name ppo:PATH
-            fail(f"--opponents: {spec!r} is a checkpoint; the demo measures its own network against baselines")
-    if len(set(opponents)) != len(opponents):
-        fail(f"--opponents must be distinct, got {opponents}")
     options = [*(SMOKE if args.smoke else []), *rest, *(["--seed", str(seed)] if seed is not None else [])]
     options += ["--final-eval-pairs", "0"]  # the demo evaluates the end and the start itself
     try:
         cfg, name = parse_config(DistillConfig, ["--config", str(path), *options])
     except ConfigError as exc:
-        fail(f"{path}: {exc}")
+        raise ConfigError(f"{path}: {exc}") from None
     folder = Path(cfg.run_dir or f"runs/demo-{name}-s{cfg.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        fail(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
+        raise ConfigError(f"--run-dir: {folder} already exists and is not an empty folder; choose another or remove it")
     cfg.run_dir = str(folder)
     pairs = SMOKE_PAIRS if args.smoke and "--pairs" not in argv else args.pairs
     typed = argv if seed is None else [*_without(argv, ("--seeds", "--results")), "--seed", str(seed)]
@@ -206,7 +215,7 @@ def evaluate(plan: Plan) -> TournamentResult:
     import torch
 
     torch.set_num_threads(1)  # games: one position at a time, where extra threads only contend
-    end, start = (f"ppo:{plan.folder / 'checkpoints' / name}" for name in ("final.pt", "start.pt"))
+    end, start = (f"network:{plan.folder / 'checkpoints' / name}" for name in ("final.pt", "start.pt"))
     return round_robin(
         [end, start, *plan.opponents],
         plan.pairs,
@@ -323,10 +332,10 @@ def report_text(
         "```bash",
         f"{plan.command}        # again, in a new folder (without --run-dir)",
         f"python -m train.distill --config {plan.config_path} --seed {cfg.seed}           # the training alone",
-        f"patchwork evaluate --agents ppo:{checkpoint} ppo:{folder / 'checkpoints' / 'start.pt'} "
+        f"patchwork evaluate --agents network:{checkpoint} network:{folder / 'checkpoints' / 'start.pt'} "
         f"{' '.join(plan.opponents)} --pairs {plan.pairs} --seed {plan.eval_seed}       # the evaluation alone",
-        f"patchwork ladder ppo:{checkpoint}                  # its rating on the Patchwork ladder",
-        f"patchwork play --opponent ppo:{checkpoint}         # play against it",
+        f"patchwork ladder network:{checkpoint}                # its rating on the Patchwork ladder",
+        f"patchwork play --opponent network:{checkpoint}       # play against it",
         f"tensorboard --logdir {folder}",
         "```",
         "",
@@ -436,13 +445,11 @@ def summarize(runs: list[dict[str, Any]], command: str) -> dict[str, Any]:
     }
 
 
+@reports_input_errors
 def main(argv: list[str] | None = None, parsed: tuple[DemoArgs, list[str]] | None = None) -> Path:
     """Run the demo (once, or once per ``--seeds``); returns the path of the (last) report."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args, rest = parsed or parse(argv)
-    if args.results is not None and not args.seeds:
-        fail("--results needs --seeds (one demo per seed)")
-    checked_results_path(args.results)
     runs = []
     seeds: list[int | None] = list(args.seeds) if args.seeds else [None]
     for seed in seeds:

@@ -29,9 +29,10 @@ from typing import Any
 import tyro
 import yaml
 
-from patchwork_env.cli.common import MAX_ARENA_SEED, fail
+from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
-from train.cli import checked_results_path, exit_quietly_on_ctrl_c, parse_args, write_results
+from train.cli import check_results_path, exit_quietly_on_ctrl_c, parse_args, reports_input_errors, write_results
+from train.config import ConfigError
 
 #: the network the final ones are measured against: the first shipped one (a pinned version, so
 #: that shipping the next does not change what an earlier file's column measured)
@@ -70,16 +71,24 @@ class ExitResultsArgs:
 
     runs: tyro.conf.Positional[tuple[Path, ...]]
     """run folders of train.exit or of train.distill (one per seed)"""
-    pairs: int = 200
+    pairs: int = bounded(200, 1, 10_000)
     """paired deals of each final figure (two games each)"""
-    curve_pairs: int = 100
+    curve_pairs: int = bounded(100, 1, 10_000)
     """paired deals per point of the curve"""
-    eval_seed: int = 5050
+    eval_seed: int = bounded(5050, 0, MAX_ARENA_SEED)
     """the deals of every evaluation"""
-    workers: int = 1
+    workers: int = bounded(1, 1, 64)
     """processes playing the games"""
     results: Path | None = None
     """write the results file here"""
+
+    def validate(self) -> None:
+        if not self.runs:
+            raise ConfigError("give the run folders of train.exit or train.distill to measure (one per seed)")
+        check_results_path(self.results)
+        folders = [folder.resolve() for folder in self.runs]
+        if len(set(folders)) != len(folders):
+            raise ConfigError(f"a run folder is given twice (each folder is one seed): {[str(f) for f in self.runs]}")
 
 
 def counts(a: str, b: str, pairs: int, args: ExitResultsArgs) -> dict[str, Any]:
@@ -93,7 +102,7 @@ def counts(a: str, b: str, pairs: int, args: ExitResultsArgs) -> dict[str, Any]:
 
 def trainer_of(folder: Path) -> Trainer:
     """The trainer whose run ``folder`` is (by the history file it wrote; train.distill's also has
-    a teacher in its config), else one ``error:`` line."""
+    a teacher in its config), else ``ConfigError``."""
     if (folder / "exit_history.json").is_file():
         return TRAINERS[0]
     try:
@@ -101,14 +110,14 @@ def trainer_of(folder: Path) -> Trainer:
             return TRAINERS[1]
     except (OSError, UnicodeDecodeError, yaml.YAMLError, TypeError):
         pass
-    fail(
+    raise ConfigError(
         f"{folder} is not a run folder of train.exit or train.distill (config.yaml and exit_history.json, or a teacher)"
     )
 
 
 def load_run(folder: Path, trainer: Trainer) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A finished run of ``trainer``: its config and history, its checkpoints loadable (else one
-    ``error:`` line naming what is wrong)."""
+    """A finished run of ``trainer``: its config and history, its checkpoints loadable (else
+    ``ConfigError``, or the agent's error, naming what is wrong)."""
     from patchwork_env.players.registry import make_agent
 
     more = ", final_eval.json" if trainer is TRAINERS[1] else ""
@@ -119,14 +128,13 @@ def load_run(folder: Path, trainer: Trainer) -> tuple[dict[str, Any], list[dict[
         if trainer is TRAINERS[1]:
             _ = finished(folder)["rounds"]
     except (OSError, ValueError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
-        fail(f"{folder} is not a finished run of {trainer.module} (config.yaml, {trainer.history}{more}: {exc})")
+        raise ConfigError(
+            f"{folder} is not a finished run of {trainer.module} (config.yaml, {trainer.history}{more}: {exc})"
+        ) from None
     if not isinstance(seed, int):
-        fail(f"{folder}/config.yaml: seed must be an integer, got {seed!r}")
+        raise ConfigError(f"{folder}/config.yaml: seed must be an integer, got {seed!r}")
     for path in (folder / "checkpoints" / "start.pt", folder / "checkpoints" / "final.pt", *minute_checkpoints(folder)):
-        try:
-            make_agent(f"ppo:{path}")
-        except Exception as exc:  # a missing or corrupt checkpoint: the registry says what
-            fail(exc)
+        make_agent(f"network:{path}")  # a missing or corrupt checkpoint: the registry says what
     return config, history
 
 
@@ -153,7 +161,7 @@ def measure(
     """One run's figures (raw counts) and what it was (seed, iterations or rounds, gates kept,
     minutes)."""
     checkpoints = folder / "checkpoints"
-    final, start = f"ppo:{checkpoints / 'final.pt'}", f"ppo:{checkpoints / 'start.pt'}"
+    final, start = f"network:{checkpoints / 'final.pt'}", f"network:{checkpoints / 'start.pt'}"
     minutes = minute_checkpoints(folder)
     exit_run = (folder / "exit_history.json").is_file()
     evaluations = [row for row in history if not exit_run and not row.get("final") and row.get("opponent") == "greedy"]
@@ -167,7 +175,7 @@ def measure(
         "start_vs_greedy": counts(start, "greedy", args.pairs, args),
         "final_vs_pretrained": counts(final, REFERENCE, args.pairs, args),
         "curve_vs_greedy": {
-            p.name.removeprefix("minute-").removesuffix(".pt"): counts(f"ppo:{p}", "greedy", args.curve_pairs, args)
+            p.name.removeprefix("minute-").removesuffix(".pt"): counts(f"network:{p}", "greedy", args.curve_pairs, args)
             for p in minutes
         }
         or {f"{row['minutes']:.6g}": run_evaluation(row) for row in evaluations if row.get("round", 0) > 0},
@@ -251,25 +259,14 @@ def summarize(runs: list[dict[str, Any]], trainer: Trainer, args: ExitResultsArg
     }
 
 
+@reports_input_errors
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(ExitResultsArgs, argv, __doc__.splitlines()[0])
-    if not args.runs:
-        fail("give the run folders of train.exit or train.distill to measure (one per seed)")
-    if not 0 <= args.eval_seed <= MAX_ARENA_SEED:
-        fail(f"--eval-seed must be in [0, {MAX_ARENA_SEED}], got {args.eval_seed}")
-    for name in ("pairs", "curve_pairs"):
-        if not 1 <= getattr(args, name) <= 10_000:
-            fail(f"--{name.replace('_', '-')} must be in 1..10000, got {getattr(args, name)}")
-    if not 1 <= args.workers <= 64:
-        fail(f"--workers must be in 1..64, got {args.workers}")
-    checked_results_path(args.results)
-    folders = [folder.resolve() for folder in args.runs]
-    if len(set(folders)) != len(folders):
-        fail(f"a run folder is given twice (each folder is one seed): {[str(f) for f in args.runs]}")
     trainers = {trainer_of(folder) for folder in args.runs}
     if len(trainers) > 1:
-        fail(f"the run folders are of different trainers ({', '.join(sorted(t.module for t in trainers))}): give one's")
+        names = ", ".join(sorted(t.module for t in trainers))
+        raise ConfigError(f"the run folders are of different trainers ({names}): give one's")
     trainer = trainers.pop()
     runs = [load_run(folder, trainer) for folder in args.runs]  # every folder checked before a game is played
     measured = []

@@ -20,9 +20,10 @@ from typing import Any
 
 import tyro
 
-from patchwork_env.cli.common import fail
+from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
-from train.cli import checked_results_path, parse_args, write_results
+from train.cli import check_results_path, parse_args, reports_input_errors, write_results
+from train.config import ConfigError
 
 
 @dataclass
@@ -31,14 +32,19 @@ class PlacementsArgs:
 
     agents: tyro.conf.Positional[tuple[str, ...]]
     """agent specs (each plays greedy)"""
-    pairs: int = 20
+    pairs: int = bounded(20, 1, 10_000)
     """paired deals per agent (2 games each)"""
-    seed: int = 4040
+    seed: int = bounded(4040, 0, MAX_ARENA_SEED)
     """seed of the deals"""
-    workers: int = 1
+    workers: int = bounded(1, 1, 64)
     """processes playing the games"""
     results: Path | None = None
     """write the results file here"""
+
+    def validate(self) -> None:
+        if not self.agents:
+            raise ConfigError("give the agent specs to measure")
+        check_results_path(self.results)
 
 
 def own_placements(seed: int, deal_index: int, actions: list[int], seat: int) -> tuple[int, int]:
@@ -86,14 +92,10 @@ def measure(spec: str, args: PlacementsArgs) -> dict[str, Any]:
     }
 
 
+@reports_input_errors
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(PlacementsArgs, argv, __doc__.splitlines()[0])
-    if not args.agents:
-        fail("give the agent specs to measure")
-    if not (1 <= args.pairs <= 10_000 and 1 <= args.workers <= 256):
-        fail("--pairs must be in 1..10000, --workers in 1..256")
-    checked_results_path(args.results)
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
     from patchwork_env.players.registry import make_agent

@@ -18,23 +18,31 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchwork_env.cli.common import fail
+from patchwork_env.core.bounds import MAX_SEED, above, bounded
 from patchwork_env.core.files import check_output_folder
 from train.cli import parse_args
+from train.config import ConfigError
 
 
 @dataclass
 class NewcomerArgs:
     """Train MaskablePPO (MlpPolicy, sb3-contrib defaults) against an opponent, saving at minute marks."""
 
-    minutes: tuple[float, ...] = (10.0, 60.0)
+    minutes: tuple[float, ...] = above((10.0, 60.0), 0.0, 24 * 60)
     """marks in CPU minutes of this process: a model is saved at each, the run stops at the last"""
-    seed: int = 0
+    seed: int = bounded(0, 0, MAX_SEED)
     """seed of the model and the env"""
     opponent: str = "random"
     """the single-agent env's opponent (a spec)"""
     out: Path = Path("runs/sb3-newcomer")
     """the run folder (refused if it holds models already)"""
+
+    def validate(self) -> None:
+        if not self.minutes:
+            raise ConfigError("--minutes: give one or more marks")
+        if self.out.exists() and any(self.out.glob("minute-*.zip")):
+            raise ConfigError(f"--out: {self.out} holds models of an earlier run; give a new --out")
+        check_output_folder(self.out, "--out")
 
 
 def main(args: NewcomerArgs) -> list[Path]:
@@ -45,14 +53,6 @@ def main(args: NewcomerArgs) -> list[Path]:
     from patchwork_env import SingleAgentEnv
 
     marks = sorted(args.minutes)
-    if not marks or marks[0] <= 0 or marks[-1] > 24 * 60:
-        fail(f"--minutes must be in (0, 1440], got {args.minutes}")
-    if args.out.exists() and any(args.out.glob("minute-*.zip")):
-        fail(f"--out: {args.out} holds models of an earlier run; give a new --out")
-    try:
-        check_output_folder(args.out, "--out")
-    except ValueError as exc:
-        fail(exc)
     torch.set_num_threads(1)
     start = time.process_time()
     saved: list[Path] = []

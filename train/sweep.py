@@ -26,13 +26,13 @@ from typing import Any
 import optuna
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-from patchwork_env.cli.common import fail
+from patchwork_env.core.bounds import MAX_PAIRS, MAX_SEED, above, bounded
 from patchwork_env.core.files import check_output_folder, write_atomic
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate, wilson_interval
 from patchwork_env.players.net_config import NetConfig
-from train.cli import checked_results_path, load_yaml, parse_args, write_results
+from train.cli import check_results_path, load_yaml, parse_args, write_results
 from train.config import ConfigError, SelfPlayConfig
 
 BASE = "configs/selfplay_scratch.yaml"
@@ -98,16 +98,16 @@ def trial_config(
 class SweepArgs:
     """A sweep of short from-scratch self-play PPO runs (Optuna's TPE sampler)."""
 
-    trials: int = 12
+    trials: int = bounded(12, 0, 10_000)
     """trials of this call (the study keeps earlier ones)"""
-    minutes: float = 10.0
+    minutes: float = above(10.0, 0.0, 10_000)
     """CPU minutes of training per trial"""
-    pairs: int = 100
+    pairs: int = bounded(100, 1, MAX_PAIRS)
     """paired deals against greedy per trial"""
-    seed: int = 0
+    seed: int = bounded(0, 0, MAX_SEED)
     """the runs' seed and the sampler's"""
-    worker: int = 0
-    """this process's number when several share one study (its sampler's seed)"""
+    worker: int = bounded(0, 0, 999)
+    """this process's number when several share one study (its sampler's seed: 1000 x seed + worker)"""
     base: str = BASE
     """the config the trials change"""
     out: Path = Path("runs/sweep")
@@ -115,27 +115,29 @@ class SweepArgs:
     results: Path | None = None
     """also write the study's finished trials as a results file here (``--trials 0``: only that)"""
 
+    def validate(self) -> None:
+        check_results_path(self.results)
+        base_config(self)  # before anything is written
+        check_output_folder(self.out, "--out")
+
+
+def base_config(args: SweepArgs) -> SelfPlayConfig:
+    """The config the trials change, with the sweep's seed; ``ConfigError`` if it cannot be used."""
+    try:
+        base = dataclasses.replace(load_yaml(SelfPlayConfig, args.base), seed=args.seed)
+        base.validate()
+    except ConfigError as exc:
+        raise ConfigError(f"--base: {exc}") from None
+    return base
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(SweepArgs, argv, __doc__.split("\n\n")[0])
     command = shlex.join(["python", "-m", "train.sweep", *argv])
-    if args.trials < 0 or args.minutes <= 0 or args.pairs < 1 or args.worker < 0:
-        fail("--trials must be >= 0, --pairs >= 1, --minutes > 0 and --worker >= 0")
-    checked_results_path(args.results)
     from train.selfplay import main as train
 
-    try:  # the base config is checked before anything is written
-        base = dataclasses.replace(load_yaml(SelfPlayConfig, args.base), seed=args.seed)
-        base.validate()
-    except ConfigError as exc:
-        fail(f"--base: {exc}")
-    out = args.out
-    try:
-        check_output_folder(out, "--out")
-    except ValueError as exc:
-        fail(exc)
-    out.mkdir(parents=True, exist_ok=True)
+    base, out = base_config(args), args.out
     storage = JournalStorage(JournalFileBackend(str(out / "study.log")))
     study = optuna.create_study(
         study_name="selfplay-scratch",

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchwork_env.cli.common import MAX_SEED, fail
-from patchwork_env.core.bounds import bounded, field_problem
+from patchwork_env.core.bounds import MAX_SEED, bounded
 from patchwork_env.players.shipped import NEWEST_NETWORK, SHIPPED_NETWORKS
-from train.cli import parse_args
+from train.cli import check_results_path, parse_args, reports_input_errors
+from train.config import ConfigError
 
 SHIPPED = "pretrained"  # the shipped network (``patchwork_env.players.shipped``), wherever it is installed
 
@@ -44,8 +44,8 @@ class ValueCheckArgs:
     """positions drawn from their decisions"""
     label_rollouts: int = bounded(64, 2, 1024)
     """greedy rollouts per position in the label"""
-    rollouts: list[int] = field(default_factory=lambda: [4, 8])
-    """few-rollout estimators scored (az's leaf value: 4 by default)"""
+    rollouts: tuple[int, ...] = bounded((4, 8), 1, 1023)
+    """few-rollout estimators scored (az's leaf value: 4 by default), each below --label-rollouts"""
     margin_weight: float = bounded(0.2, 0.0, 1.0)
     """weight of the score margin in a value (az's and train.value_head's default)"""
     workers: int = bounded(1, 1, 256)
@@ -55,6 +55,14 @@ class ValueCheckArgs:
     seed: int = bounded(7, 0, MAX_SEED)
     """deals and the positions drawn (train.value_head fits use seed 0)"""
 
+    def validate(self) -> None:
+        if not all(k < self.label_rollouts for k in self.rollouts):
+            raise ConfigError(f"--rollouts must be in [1, --label-rollouts), got {list(self.rollouts)}")
+        for path in (self.games_of, *self.checkpoints):
+            if not Path(checkpoint_path(path)).is_file():
+                raise ConfigError(f"checkpoint not found: {path}")
+        check_results_path(self.results)
+
 
 def checkpoint_path(name: str) -> str:
     """A checkpoint's path: ``pretrained`` is the shipped network's file."""
@@ -62,18 +70,7 @@ def checkpoint_path(name: str) -> str:
 
 
 def parse(argv: Sequence[str] | None = None) -> ValueCheckArgs:
-    args = parse_args(ValueCheckArgs, argv, __doc__.splitlines()[0])
-    problem = field_problem(args, "--")
-    if problem:
-        fail(problem.replace("_", "-"))
-    if not all(1 <= k < args.label_rollouts for k in args.rollouts):
-        fail(f"--rollouts must be in [1, --label-rollouts), got {args.rollouts}")
-    for path in (args.games_of, *args.checkpoints):
-        if not Path(checkpoint_path(path)).is_file():
-            fail(f"checkpoint not found: {path}")
-    if args.results and not Path(args.results).resolve().parent.is_dir():
-        fail(f"--results {args.results}: {Path(args.results).parent} is not a folder")
-    return args
+    return parse_args(ValueCheckArgs, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
@@ -88,7 +85,6 @@ import torch
 from agents.value_head import network_games, network_values, rollout_targets
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.players.checkpoint import load_network
-from patchwork_env.players.errors import CheckpointError
 from train.cli import write_results
 
 COLUMNS = ("mse vs the label", "explained variance", "mse vs the result")
@@ -103,13 +99,11 @@ def scores(
                               round(float(np.mean((estimate - result) ** 2)), 4)), strict=True))  # fmt: skip
 
 
+@reports_input_errors
 def main(argv: Sequence[str] | None = None, args: ValueCheckArgs | None = None) -> int:
     args = args or parse(argv)
     torch.set_num_threads(1)
-    try:
-        nets = {name: load_network(checkpoint_path(name)) for name in dict.fromkeys([args.games_of, *args.checkpoints])}
-    except CheckpointError as exc:
-        fail(exc)
+    nets = {name: load_network(checkpoint_path(name)) for name in dict.fromkeys([args.games_of, *args.checkpoints])}
     states, results, _ = network_games(nets[args.games_of], args.games, args.seed, args.margin_weight)
     rows = np.sort(np.random.default_rng(args.seed).permutation(len(states))[: args.positions])
     states, results = states[rows], results[rows]

@@ -25,11 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from patchwork_env.cli.common import MAX_SEED, fail
+from patchwork_env.core.bounds import MAX_SEED, above, bounded
+from patchwork_env.core.files import check_output_path
+from patchwork_env.core.usage import fail
 from patchwork_env.players.registry import MAX_SIMS
-from train.cli import parse_args
+from train.cli import check_results_path, parse_args, reports_input_errors
+from train.config import ConfigError
 
 MAX_GAMES = 100_000  # about 4 million positions; beyond it the games alone outgrow the memory
+MAX_ROLLOUTS = 1000  # = patchwork_env.players.az.MAX_ROLLOUTS (a test keeps them equal; az loads torch)
 
 
 @dataclass
@@ -40,64 +44,43 @@ class ValueHeadArgs:
     """the network (a checkpoint of the project's format)"""
     out: str
     """where to write the network with the fitted value head"""
-    games: int = 2000
-    """games the network plays"""
-    epochs: int = 10
+    games: int = bounded(2000, 2, MAX_GAMES)
+    """games the network plays (a fifth of them, at least one, is held out)"""
+    epochs: int = bounded(10, 1, 1000)
     """passes over the training games"""
-    learning_rate: float = 1e-3
+    learning_rate: float = above(1e-3, 0.0)
     """Adam learning rate"""
-    margin_weight: float = 0.2
+    margin_weight: float = bounded(0.2, 0.0, 1.0)
     """weight of the score margin in a result"""
     target: Literal["results", "rollouts", "search"] = "results"
     """each decision's target: its game's result, the mean of --rollouts greedy rollouts from it, or
     the value an mcts:sims=<--sims> search gives it (mcts's result scale, not --margin-weight's)"""
-    rollouts: int = 32
+    rollouts: int = bounded(32, 1, MAX_ROLLOUTS)
     """greedy rollouts per position (--target rollouts)"""
-    sims: int = 100
+    sims: int = bounded(100, *MAX_SIMS)  # mcts's bound in an agent spec: a move of the largest takes minutes
     """mcts simulations per position (--target search)"""
-    keep: float = 1.0
+    keep: float = above(1.0, 0.0, 1.0)
     """share of the decisions kept (a random subset: positions from more games for the same labelling)"""
     fit: Literal["head", "net"] = "head"
     """train the value head alone, or the trunk and the value head (the policy held by --kl-weight)"""
-    kl_weight: float = 1.0
+    kl_weight: float = bounded(1.0, 0.0, math.inf)
     """--fit net: weight of KL(start policy || policy) in the loss"""
-    workers: int = 1
+    workers: int = bounded(1, 1, 256)
     """processes labelling the rollout targets"""
     results: str = ""
     """also write the fit's statistics to this results file (JSON)"""
-    seed: int = 0
+    seed: int = bounded(0, 0, MAX_SEED)
     """deals, sampling and the held-out games"""
-    threads: int = 2
+    threads: int = bounded(2, 1, 256)
     """torch threads"""
+
+    def validate(self) -> None:
+        check_output_path(self.out, "--out")
+        check_results_path(self.results)
 
 
 def parse(argv: Sequence[str] | None = None) -> ValueHeadArgs:
-    args = parse_args(ValueHeadArgs, argv, __doc__.splitlines()[0])
-    if not 0 <= args.seed <= MAX_SEED:
-        fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
-    if args.games < 2:
-        fail(f"--games must be >= 2 (a fifth of the games, at least one, is held out), got {args.games}")
-    if args.games > MAX_GAMES:
-        fail(f"--games must be <= {MAX_GAMES} (about 4 million positions), got {args.games}")
-    for name in ("epochs", "threads", "workers", "rollouts", "sims"):
-        if getattr(args, name) < 1:
-            fail(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if args.sims > MAX_SIMS[1]:  # mcts's bound for an agent spec: a move of the largest takes minutes
-        fail(f"--sims must be <= {MAX_SIMS[1]}, got {args.sims}")
-    if not 0.0 < args.keep <= 1.0:
-        fail(f"--keep must be in (0, 1], got {args.keep}")
-    if not (math.isfinite(args.kl_weight) and args.kl_weight >= 0):
-        fail(f"--kl-weight must be a finite number >= 0, got {args.kl_weight}")
-    if not (math.isfinite(args.learning_rate) and args.learning_rate > 0):
-        fail(f"--learning-rate must be a finite number > 0, got {args.learning_rate}")
-    if not 0.0 <= args.margin_weight <= 1.0:
-        fail(f"--margin-weight must be in [0, 1], got {args.margin_weight}")
-    for option, path in (("--out", args.out), ("--results", args.results)):
-        if path and Path(path).is_dir():
-            fail(f"{option} {path} is a folder; give a file path")
-        if path and not Path(path).resolve().parent.is_dir():
-            fail(f"{option} {path}: {Path(path).parent} is not a folder")
-    return args
+    return parse_args(ValueHeadArgs, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
@@ -119,20 +102,14 @@ from agents.value_head import (
     rollout_targets,
     search_targets,
 )
-from patchwork_env.players.az import MAX_ROLLOUTS
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
-from patchwork_env.players.errors import CheckpointError
 from train.cli import write_fit_run
 
 
+@reports_input_errors
 def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -> int:
     args = args or parse(argv)
-    if args.rollouts > MAX_ROLLOUTS:  # here: the bound lives with az, which loads torch (--help does not)
-        fail(f"--rollouts must be <= {MAX_ROLLOUTS}, got {args.rollouts}")
-    try:
-        net = load_network(args.checkpoint)
-    except (FileNotFoundError, CheckpointError) as exc:
-        fail(exc)
+    net = load_network(args.checkpoint)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     start = time.perf_counter()
@@ -141,7 +118,9 @@ def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -
         kept = np.flatnonzero(np.random.default_rng(args.seed).random(len(states)) < args.keep)
         states, values, games = states[kept], values[kept], games[kept]
         if len(np.unique(games)) < 2:
-            fail(f"--keep {args.keep} kept positions of {len(np.unique(games))} game(s); the fit needs two or more")
+            raise ConfigError(
+                f"--keep {args.keep} kept positions of {len(np.unique(games))} game(s); the fit needs two or more"
+            )
     print(f"{args.games} games, {len(states):,} decisions kept in {time.perf_counter() - start:.0f} s")
     if args.target == "rollouts":
         values = rollout_targets(states, args.rollouts, args.margin_weight, args.seed, args.workers)

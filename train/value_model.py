@@ -18,17 +18,18 @@ against the held-out games' results. The model is an ``.npz`` file
 # ruff: noqa: E402  (the command line is parsed before torch loads, so that --help is instant)
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from patchwork_env.cli.common import MAX_SEED, fail
-from patchwork_env.core.files import OutputPathError, check_output_path
+from patchwork_env.core.bounds import MAX_SEED, above, bounded
+from patchwork_env.core.files import check_output_path
+from patchwork_env.core.usage import fail
 from patchwork_env.players.registry import MAX_SIMS
 from patchwork_env.players.value_model import MAX_HIDDEN
-from train.cli import parse_args
+from train.cli import check_results_path, parse_args, reports_input_errors
+from train.config import ConfigError
 from train.value_head import MAX_GAMES
 
 
@@ -40,65 +41,46 @@ class ValueModelArgs:
     """the network whose value is distilled (a checkpoint of the project's format)"""
     out: str
     """where to write the value model (.npz)"""
-    games: int = 20000
-    """games the network plays (about 42 decisions each)"""
-    hidden1: int = 128
+    games: int = bounded(20000, 2, MAX_GAMES)
+    """games the network plays (about 42 decisions each; a fifth of them, at least one, is held out)"""
+    hidden1: int = bounded(128, 1, MAX_HIDDEN)
     """first hidden layer's size"""
-    hidden2: int = 64
+    hidden2: int = bounded(64, 1, MAX_HIDDEN)
     """second hidden layer's size"""
-    epochs: int = 6
+    epochs: int = bounded(6, 1, 1000)
     """passes over the training games"""
-    learning_rate: float = 2e-3
+    learning_rate: float = above(2e-3, 0.0)
     """Adam's peak learning rate (one cycle)"""
-    margin_weight: float = 0.2
+    margin_weight: float = bounded(0.2, 0.0, 1.0)
     """weight of the score margin in a game's result (the held-out results' scale)"""
     target: Literal["network", "search"] = "network"
     """each decision's target: the network's value of it, or az's compiled search's with --model"""
     model: str = ""
     """--target search: the value model at the search's leaves, and the fit's start"""
-    sims: int = 200
+    sims: int = bounded(200, *MAX_SIMS)
     """--target search: simulations per position"""
-    ptemp: float = 20.0
+    ptemp: float = above(20.0, 0.0)
     """--target search: the greedy prior's temperature in score points (az's ptemp)"""
-    workers: int = 1
+    workers: int = bounded(1, 1, 256)
     """--target search: processes labelling the positions"""
     results: str = ""
     """also write the fit's statistics to this results file (JSON)"""
-    seed: int = 0
+    seed: int = bounded(0, 0, MAX_SEED)
     """deals, sampling, initial weights and the held-out games"""
-    threads: int = 2
+    threads: int = bounded(2, 1, 256)
     """torch threads"""
+
+    def validate(self) -> None:
+        if (self.target == "search") != bool(self.model):
+            raise ConfigError(
+                "--target search needs --model (the value model at the search's leaves), and only it takes one"
+            )
+        check_output_path(self.out, "--out")
+        check_results_path(self.results)
 
 
 def parse(argv: Sequence[str] | None = None) -> ValueModelArgs:
-    args = parse_args(ValueModelArgs, argv, __doc__.splitlines()[0])
-    if not 0 <= args.seed <= MAX_SEED:
-        fail(f"--seed must be in [0, {MAX_SEED}], got {args.seed}")
-    if not 2 <= args.games <= MAX_GAMES:
-        fail(f"--games must be in [2, {MAX_GAMES}] (a fifth of the games, at least one, is held out), got {args.games}")
-    for name in ("hidden1", "hidden2"):
-        if not 1 <= getattr(args, name) <= MAX_HIDDEN:
-            fail(f"--{name} must be in [1, {MAX_HIDDEN}], got {getattr(args, name)}")
-    for name in ("epochs", "threads", "workers", "sims"):
-        if getattr(args, name) < 1:
-            fail(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if not (math.isfinite(args.learning_rate) and args.learning_rate > 0):
-        fail(f"--learning-rate must be a finite number > 0, got {args.learning_rate}")
-    if not 0.0 <= args.margin_weight <= 1.0:
-        fail(f"--margin-weight must be in [0, 1], got {args.margin_weight}")
-    if args.sims > MAX_SIMS[1]:
-        fail(f"--sims must be <= {MAX_SIMS[1]}, got {args.sims}")
-    if not (math.isfinite(args.ptemp) and args.ptemp > 0):
-        fail(f"--ptemp must be a finite number > 0, got {args.ptemp}")
-    if (args.target == "search") != bool(args.model):
-        fail("--target search needs --model (the value model at the search's leaves), and only it takes one")
-    try:
-        check_output_path(args.out, "--out")
-        if args.results:
-            check_output_path(args.results, "--results")
-    except OutputPathError as exc:
-        fail(exc)
-    return args
+    return parse_args(ValueModelArgs, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
@@ -114,18 +96,18 @@ import torch
 from agents.value_head import held_out_split, network_games, network_values, tree_targets
 from agents.value_model import VAL_SHARE, ModelStats, fit_value_model
 from patchwork_env.players.checkpoint import load_network
-from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.value_model import ValueModelError, load_value_model
 from train.cli import write_fit_run
 
 
+@reports_input_errors
 def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) -> int:
     args = args or parse(argv)
+    net = load_network(args.checkpoint)
     try:
-        net = load_network(args.checkpoint)
         leaves = load_value_model(args.model) if args.model else None
-    except (FileNotFoundError, CheckpointError, ValueModelError) as exc:
-        fail(exc)
+    except ValueModelError as exc:
+        raise ConfigError(str(exc)) from None
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     states, results, games = network_games(net, args.games, args.seed, args.margin_weight)

@@ -4,13 +4,14 @@
     patchwork evaluate --agents greedy random   the arena: paired games, win rates, Elo
     patchwork replay games.jsonl --game 0       a recorded game as a self-contained HTML page
     patchwork ladder greedy --budget quick      a rating on the fixed Patchwork ladder (Elo, 95% CI)
+    patchwork compare A B                       is A better than B? paired games until an SPRT decides
 
 ``patchwork COMMAND --help`` lists a command's options. The parser is built from this module and
 ``cli.common`` alone, so ``--help`` loads neither the engine nor torch; a command's own module
-(``cli.play``, ``cli.evaluate``, ``cli.replay``, ``cli.ladder``) loads once its arguments parse. Every error is one
-``error: ...`` line on stderr and exit code 2; a closed pipe (``patchwork evaluate --list | head``)
-ends quietly. What belongs here (layer 5, the top): parsing, checking and printing; the work itself
-is the layers' below.
+(``cli.play``, ``cli.evaluate``, ``cli.replay``, ``cli.ladder``, ``cli.compare``) loads once its
+arguments parse. Every error is one ``error: ...`` line on stderr and exit code 2; a closed pipe
+(``patchwork evaluate --list | head``) ends quietly. What belongs here (layer 5, the top): parsing,
+checking and printing; the work itself is the layers' below.
 """
 
 from __future__ import annotations
@@ -25,8 +26,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patchwork_env import __version__
-from patchwork_env.cli.common import MAX_ARENA_SEED, MAX_SEED, Parser, UsageError, add_pairs_option, report, seed_in
+from patchwork_env.cli.common import (
+    MAX_ARENA_SEED,
+    MAX_SEED,
+    Parser,
+    UsageError,
+    add_pairs_option,
+    pairs_count,
+    positive_int,
+    report,
+    seed_in,
+)
 from patchwork_env.evaluation.backend import BACKENDS  # light: the evaluation package loads its modules lazily
+from patchwork_env.evaluation.sprt import ALPHA, BETA, DEFAULT_MAX_PAIRS, ELO0, ELO1  # numpy alone
 
 DEFAULT_PAIRS = 50
 LADDER_VERSIONS = ("v1", "v2")  # evaluation.ladder.VERSIONS (a test keeps them equal), oldest first
@@ -125,6 +137,36 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
     )
 
 
+def _compare(sub: argparse._SubParsersAction[Parser]) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="is A better than B? paired games until a sequential test (SPRT) decides",
+        description="Is agent A (the candidate) better than agent B (the baseline), in the order chess engine "
+        "testers write 'new base'? Paired games on fresh deals (each deal twice, the seats swapped), the pair as "
+        "the unit, until a sequential probability ratio test on logistic Elo decides: A better (Elo of A over B at "
+        "least ELO1, rather than ELO0), not better, or undecided at --max-pairs.",
+    )
+    p.add_argument("a", metavar="A", help="the candidate, the agent that may be better: a spec, FILE.py:NAME, "
+                   "sb3:PATH (--list in evaluate)")  # fmt: skip
+    p.add_argument("b", metavar="B", help="the baseline, the agent to beat")
+    p.add_argument("--elo0", type=float, default=ELO0, help=f"H0: A is this much stronger than B (default {ELO0:g})")
+    p.add_argument("--elo1", type=float, default=ELO1, help=f"H1: A is this much stronger than B (default {ELO1:g})")
+    p.add_argument("--alpha", type=float, default=ALPHA,
+                   help=f"the error rate of 'better' when H0 holds (default {ALPHA:g})")  # fmt: skip
+    p.add_argument("--beta", type=float, default=BETA,
+                   help=f"the error rate of 'not better' when H1 holds (default {BETA:g})")  # fmt: skip
+    p.add_argument("--max-pairs", type=pairs_count, default=DEFAULT_MAX_PAIRS, metavar="PAIRS",
+                   help=f"the cap: paired deals at most, then undecided (default {DEFAULT_MAX_PAIRS})")  # fmt: skip
+    p.add_argument("--seed", type=seed_in(MAX_ARENA_SEED), default=None,
+                   help="seed of the deals and agents (default: a fresh one, printed; a journal's own)")  # fmt: skip
+    p.add_argument("--workers", type=positive_int, default=None, help="processes (default: every core)")
+    p.add_argument("--json", type=Path, default=None, help="write the comparison here (a results file)")
+    p.add_argument("--journal", type=Path, default=None, metavar="FILE",
+                   help="keep every game in FILE as it ends; the same command with the same FILE continues an "
+                   "interrupted or undecided run (default with --json: <json>.partial.jsonl)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true", help="no live line")
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="patchwork",
@@ -133,7 +175,7 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"patchwork-env {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-    for add in (_play, _evaluate, _replay, _ladder):
+    for add in (_play, _evaluate, _replay, _ladder, _compare):
         add(sub)
     return parser
 

@@ -1,36 +1,23 @@
-"""What every command line of the project shares: the error convention (one ``error: ...`` line on
-stderr and exit code 2, never a usage dump or a traceback), argument types, the seed bounds and
-the ``--pairs`` option. Light: importing it loads neither the engine nor torch."""
+"""What the library's command lines share: the error convention (one ``error: ...`` line on stderr
+and exit code 2, never a usage dump or a traceback: ``patchwork_env.core.usage``, which ``train/``
+uses too), argparse's parser and types, the seed bounds (``patchwork_env.core.bounds``) and the
+``--pairs`` option. Light: importing it loads neither the engine nor torch."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-#: the seed of a game or a run, on every command line and in every trainer's config (``train.config``
-#: imports it): every library seeded from it accepts it. The envs take more (``edge.MAX_ENV_SEED``).
-MAX_SEED = 2**31 - 1
-# the seed of arena deals (it only seeds SeedSequence): up to 2**32 - 1, so that every evaluation
-# stream of a trainer (< 2**32) can be replayed
-MAX_ARENA_SEED = 2**32 - 1
-
-
-class UsageError(Exception):
-    """A command-line error: printed as one ``error:`` line, exit code 2."""
-
-
-def report(message: object) -> int:
-    """Print the first line of ``message`` as ``error: ...`` on stderr; return the exit code, 2."""
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    print(f"error: {lines[0] if lines else 'invalid arguments'}", file=sys.stderr)
-    return 2
-
-
-def fail(message: object) -> NoReturn:
-    """``report`` the error and exit with code 2."""
-    raise SystemExit(report(message))
+# the error convention and the shared bounds live below the library's layers, where train/ takes them
+# too (``patchwork_env.core.usage``, ``patchwork_env.core.bounds``); their names here are the same objects
+from patchwork_env.core.bounds import MAX_ARENA_SEED as MAX_ARENA_SEED
+from patchwork_env.core.bounds import MAX_PAIRS as MAX_PAIRS
+from patchwork_env.core.bounds import MAX_SEED as MAX_SEED
+from patchwork_env.core.usage import UsageError as UsageError
+from patchwork_env.core.usage import fail as fail
+from patchwork_env.core.usage import install_hint as install_hint
+from patchwork_env.core.usage import report as report
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,9 +25,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(f"{message} (see {self.prog} --help)")
-
-
-MAX_PAIRS = 1_000_000  # = evaluation.arena.MAX_PAIRS (a test keeps them equal; the engine is not loaded here)
 
 
 def positive_int(text: str) -> int:

@@ -30,7 +30,7 @@ orientation, row, col)::
                                      patch has 8 cells)
     PLACEMENT_ROW[p, o * 81 + row * 9 + col]
                                      the placement's row in these tables, or -1 (off the board
-                                     or not distinct); ``DENSE`` is its old name
+                                     or not distinct)
 """
 
 from __future__ import annotations
@@ -215,7 +215,6 @@ PL_HI: IntArray = _T["hi"]
 PL_OFFSET: IntArray = _T["offset"]
 PL_CELLS: IntArray = _T["cells"]
 PLACEMENT_ROW: IntArray = _T["dense"]
-DENSE = PLACEMENT_ROW  # the old name
 SHAPE5: IntArray = _T["shape5"]
 BONUS_LO: IntArray = _T["bonus_lo"]
 BONUS_HI: IntArray = _T["bonus_hi"]

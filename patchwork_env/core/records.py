@@ -58,6 +58,7 @@ from patchwork_env.core import rules
 from patchwork_env.core.actions import action_to_str
 from patchwork_env.core.files import write_atomic
 from patchwork_env.core.state import GameState, IllegalActionError, new_game
+from patchwork_env.core.viewer import iframe, page_data, page_html
 
 FORMAT = "patchwork-record"
 VERSION = 1
@@ -126,6 +127,23 @@ class Record:
     def moves(self) -> list[tuple[int, str]]:
         """(mover, human notation) of every action."""
         return [(s.current_player, action_to_str(a)) for s, a in zip(self.states(), self.actions, strict=False)]
+
+    def page_data(self, title: str | None = None) -> dict[str, Any]:
+        """What the replay viewer shows of this game (``patchwork_env.core.viewer.page_data``)."""
+        states = self.states()
+        return page_data(
+            states,
+            players=[{"name": p.name, "spec": p.spec} for p in self.players],
+            moves=[[s.current_player, action_to_str(a)] for s, a in zip(states, self.actions, strict=False)],
+            title=title,
+            extras=list(self.extras) if self.extras is not None else None,
+            meta=self.meta or None,
+        )
+
+    def _repr_html_(self) -> str:
+        """In Jupyter a record shows as its replay (the page of ``patchwork replay``, in a sandboxed
+        iframe): step through the game, its moves and its score chart in the notebook."""
+        return iframe(page_html(self.page_data()))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -345,7 +345,7 @@ def new_game(
     patch 0) and the first player are drawn from ``numpy.random.default_rng(seed)`` unless given:
     first the circle (a permutation of 1..32, then 0), then the first player."""
     rules.check_leather_layout(leather_layout)
-    compile_notice("the rules kernels", rules.step_into, "10 s")
+    compile_notice("the rules kernels", rules.step_into, "2-10 s")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     if circle is None:
         order = rng.permutation(np.arange(1, NUM_PATCHES, dtype=np.int64))

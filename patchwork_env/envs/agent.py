@@ -10,12 +10,13 @@ above the envs (``patchwork_env.players``), so a spec string reaches them by nam
 used, as Gymnasium's ``entry_point`` strings do: ``"random"`` is ``RANDOM_AGENT``, any other spec
 goes to the players' registry (``DEFAULT_FACTORY``; ``register_agent_factory`` puts another factory
 in its place). ``RandomAgent`` lives in ``patchwork_env.players.random``; the name here is kept for
-old imports (a ``DeprecationWarning``).
+old imports until 0.5.0, which removes it (a ``DeprecationWarning``).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -23,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from patchwork_env.core.actions import as_action_id
+from patchwork_env.core.actions import IllegalActionError, as_action_id
 from patchwork_env.core.state import GameState
 
 
@@ -48,7 +49,7 @@ class BatchAgent(Agent, Protocol):
 
 # --- opponents given as specs, callables or agents ---------------------------------------------
 AgentFactory = Callable[[str], Agent]
-Opponent = str | Agent | Callable[[GameState], Any]
+Opponent = str | Agent | Callable[[GameState], Any] | type  # a type: an agent's class, built with no arguments
 #: the factory of spec strings, by name: the players layer's registry unless another is registered
 DEFAULT_FACTORY = "patchwork_env.players.registry:make_agent"
 #: the ``"random"`` opponent, by name (never the registered factory's)
@@ -66,7 +67,8 @@ def __getattr__(name: str) -> Any:
     """``RandomAgent``, the old home of ``patchwork_env.players.random.RandomAgent``."""
     if name == "RandomAgent":
         warnings.warn(
-            "RandomAgent moved from patchwork_env.envs.agent to patchwork_env.players.random",
+            "RandomAgent moved from patchwork_env.envs.agent to patchwork_env.players.random "
+            "(0.5.0 removes the old name)",
             DeprecationWarning,
             stacklevel=2,
         )
@@ -93,17 +95,30 @@ def agent_factory() -> AgentFactory:
     return factory
 
 
+class NotAnAction(IllegalActionError):
+    """What an agent returned is not an action id; ``returned`` is the value (the arena records it)."""
+
+    def __init__(self, message: str, returned: object = None) -> None:
+        super().__init__(message)
+        self.returned = returned
+
+
 class _CallableAgent:
     """An agent around a function ``(GameState) -> action``. What it returns is checked as
     ``GameState.step`` checks an action (``as_action_id``: a Python or numpy integer in 0..2025):
-    anything else (a float, a string, None) is an ``IllegalActionError``, an illegal move."""
+    anything else (a float, a string, None) is a ``NotAnAction`` (an ``IllegalActionError``), an
+    illegal move."""
 
     def __init__(self, fn: Callable[[GameState], Any]) -> None:
         self.fn = fn
         self.name = getattr(fn, "__name__", type(fn).__name__)
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
-        return as_action_id(self.fn(state))
+        returned = self.fn(state)
+        try:
+            return as_action_id(returned)
+        except IllegalActionError as exc:
+            raise NotAnAction(str(exc), returned) from None
 
 
 def is_random_spec(opponent: object) -> bool:
@@ -111,12 +126,21 @@ def is_random_spec(opponent: object) -> bool:
 
 
 def resolve_opponent(opponent: Opponent) -> Agent:
-    """An ``Agent`` from a spec string, an agent object or a callable ``(GameState) -> action``."""
+    """An ``Agent`` from a spec string, an agent object, an agent class (built with no arguments,
+    as ``FILE.py:NAME`` builds one) or a callable ``(GameState) -> action``."""
     if isinstance(opponent, str):
         if is_random_spec(opponent):
             random_agent: Agent = _by_name(RANDOM_AGENT)()
             return random_agent
         return agent_factory()(opponent)
+    if inspect.isclass(opponent):  # the class of an agent: its instance, as FILE.py:NAME makes one
+        try:
+            built: Any = opponent()
+        except TypeError as exc:
+            raise TypeError(
+                f"{opponent.__name__}() could not be built with no arguments ({exc}): give an instance instead"
+            ) from None
+        return resolve_opponent(built)
     act = getattr(opponent, "act", None)
     if callable(act):
         return opponent  # type: ignore[return-value]

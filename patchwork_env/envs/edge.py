@@ -126,7 +126,7 @@ def on_illegal_action(mode: str, error: IllegalActionError) -> str:
 
 # --- seeds -----------------------------------------------------------------------------------
 #: what an env's ``reset(seed=...)`` accepts (it only seeds ``numpy.random.SeedSequence``); a run's
-#: or a command line's seed is bounded lower (``patchwork_env.cli.common.MAX_SEED``)
+#: or a command line's seed is bounded lower (``patchwork_env.core.bounds.MAX_SEED``)
 MAX_ENV_SEED = 2**64 - 1
 
 

@@ -306,12 +306,6 @@ def market(obs: View) -> View:
     return cast(View, x[..., MARKET_SLICE].reshape(*x.shape[:-1], rules.MARKET_SIZE, CIRCLE_FEATURES))
 
 
-def own_quilt(obs: View) -> View:
-    """``(..., CELLS)``: 1 where the observer's quilt is covered (plane 0, flat)."""
-    x = _check(obs)
-    return cast(View, x[..., :CELLS])
-
-
 class ObservationViews(NamedTuple):
     planes: npt.NDArray[Any]
     scalars: npt.NDArray[Any]

@@ -90,7 +90,7 @@ class VectorGames:
                 f"got {num_games!r}"
             )
         rules.check_leather_layout(leather_layout)
-        compile_notice("the vector engine's kernels", vector_kernels.selfplay_step, "10 s")
+        compile_notice("the vector engine's kernels", vector_kernels.selfplay_step, "5-20 s")
         n = int(num_games)
         self.num_games = n
         self.auto_reset = auto_reset

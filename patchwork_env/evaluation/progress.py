@@ -49,7 +49,7 @@ def progress_bar(**kwargs: Any) -> Any:
 
 class PlainProgress:
     """The progress line used without tqdm: the subset of tqdm's interface the project uses
-    (``update``, ``set_postfix``, ``write``, ``close``, a context manager)."""
+    (``update``, ``set_postfix``, ``set_postfix_str``, ``write``, ``close``, a context manager)."""
 
     def __init__(
         self,
@@ -92,6 +92,9 @@ class PlainProgress:
 
     def set_postfix(self, refresh: bool = True, **values: Any) -> None:
         self.postfix = ", ".join(f"{k}={v}" for k, v in values.items())
+
+    def set_postfix_str(self, s: str = "", refresh: bool = True) -> None:
+        self.postfix = s
 
     def write(self, text: str) -> None:
         print(("\n" if self.terminal else "") + text, file=self.file, flush=True)

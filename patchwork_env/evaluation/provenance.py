@@ -5,6 +5,7 @@ figure can be reproduced and its page regenerated from data."""
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 import platform
 import subprocess
@@ -24,24 +25,32 @@ def cpu_model() -> str:
 
 
 UNKNOWN_COMMIT = "unknown (an installed package, not a git checkout)"
+BUILD_INFO_MODULE = f"{__name__.split('.')[0]}._build_info"  # _build_info.py: setup.py writes it into the wheel
 
 
 def commit() -> str:
-    """The git commit of the checkout this package runs from (``+dirty`` with uncommitted changes
-    to tracked files), or ``UNKNOWN_COMMIT`` when it runs from an installed package: the commit is
-    the package's own, never that of the folder the command runs in."""
+    """The git commit of the code that runs: that of the checkout this package runs from (``+dirty``
+    with uncommitted changes to tracked files), else the one the installed package was built from
+    (``built_commit``), else ``UNKNOWN_COMMIT``. Never that of the folder the command runs in."""
+    return checkout_commit() or built_commit() or UNKNOWN_COMMIT
+
+
+def checkout_commit() -> str | None:
+    """The commit of the git checkout whose top level holds this package, or None when it runs
+    from anywhere else (an installed package, even one inside some other repository)."""
     package = Path(__file__).resolve().parents[1]  # .../patchwork_env
+    git = ["git", "--no-optional-locks"]
     try:
         top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=package, capture_output=True, text=True, timeout=10, check=True
+            [*git, "rev-parse", "--show-toplevel"], cwd=package, capture_output=True, text=True, timeout=10, check=True
         )
         if Path(top.stdout.strip()).resolve() != package.parent:
-            return UNKNOWN_COMMIT  # installed into a folder that some other repository holds
+            return None  # installed into a folder that some other repository holds
         sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True, timeout=10, check=True
+            [*git, "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True, timeout=10, check=True
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            [*git, "status", "--porcelain", "--untracked-files=no"],
             cwd=package,
             capture_output=True,
             text=True,
@@ -49,8 +58,19 @@ def commit() -> str:
             check=True,
         )
     except (OSError, subprocess.SubprocessError):
-        return UNKNOWN_COMMIT
+        return None
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def built_commit() -> str | None:
+    """The commit an installed package was built from (``BUILD_INFO_MODULE``, which the build writes
+    into the wheel), or None when the package has no such module (a checkout, or a build without git)."""
+    try:
+        info = importlib.import_module(BUILD_INFO_MODULE)
+    except ImportError:
+        return None
+    value = getattr(info, "COMMIT", None)
+    return value if isinstance(value, str) and value else None
 
 
 def provenance(command: str, seeds: list[int] | None = None) -> dict[str, Any]:

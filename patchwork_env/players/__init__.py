@@ -3,7 +3,7 @@ that name them.
 
 What belongs here: ``random``, ``greedy`` (its features in ``heuristic``) and ``mcts``; with the
 ``torch`` extra a checkpoint's network (``network:PATH``, ``policy``; ``ppo:PATH`` is its old
-name), the ``az`` search and the shipped ``pretrained`` network, with the network itself
+name until 0.5.0), the ``az`` search and the shipped ``pretrained`` network, with the network itself
 (``network``), its checkpoint format (``checkpoint``) and its search-time forward pass
 (``inference``); ``sb3:PATH`` models and your own agents (``user``); the spec registry
 (``registry``). Every player follows ``patchwork_env.envs.agent.Agent``; ``make_agent(spec)`` builds

@@ -230,9 +230,6 @@ def rollout_values(
     return mean
 
 
-load_net = load_network  # its old name here
-
-
 class AZAgent:
     """Search with a network for one game per move: ``sims`` simulations, or ``time`` seconds
     (simulations planned from the measured speed of the previous moves, stopped at the deadline).
@@ -279,6 +276,7 @@ class AZAgent:
         except ValueError as exc:
             raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
+        self.search.warm()  # its kernels compiled (or loaded) now, not in a first timed move
         self.budget = TimeBudget(config.sims, time)
         self.last_visits: list[tuple[int, int]] = []
         """(root action, visits) of the last decision's search, as ``mcts``'s (a distillation's targets,
@@ -286,6 +284,11 @@ class AZAgent:
         self.last_policy: npt.NDArray[np.float32] | None = None
         """(2026,) the last decision's policy target (``az_search.root_outcome``): what a distillation
         learns from an ``az`` teacher (``agents.distill``)."""
+
+    @property
+    def last_sims(self) -> int:
+        """Simulations run for the last decision, as ``mcts``'s (``search_stats.search_stats``)."""
+        return self.search.last_sims
 
     def reset(self) -> None:
         """Forget the kept subtree (the arena calls this before each game)."""

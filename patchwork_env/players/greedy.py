@@ -33,7 +33,7 @@ class GreedyAgent:
         if self.weights.shape != DEFAULT_WEIGHTS.shape:
             raise ValueError(f"greedy: weights must have {len(DEFAULT_WEIGHTS)} entries, got {self.weights.shape}")
         self.name = "greedy" if self.temp == 0 else f"greedy:temp={self.temp:g}"
-        compile_notice("the greedy and search kernels", greedy_action, "10 s")
+        compile_notice("the greedy and search kernels", greedy_action, "5-20 s")
         self._mask = np.empty(rules.NUM_ACTIONS, dtype=np.bool_)
         self._acts = np.empty(rules.NUM_ACTIONS, dtype=np.int64)
         self._scores = np.empty(rules.NUM_ACTIONS, dtype=np.float64)

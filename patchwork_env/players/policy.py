@@ -1,11 +1,11 @@
-"""A policy-value network as a player (``network:PATH``; ``ppo:PATH`` is its old name):
+"""A policy-value network as a player (``network:PATH``; ``ppo:PATH`` is its old name until 0.5.0):
 ``NetworkAgent`` plays a ``PatchworkNet``'s most probable legal move (``deterministic=True``, the
 default; ``most_probable_move``) or samples from its policy, whichever trainer made the network
 (PPO, AlphaZero, ExIt, distillation) or the shipped ``pretrained`` one.
 
 ``load_network_agent(path)`` plays the network of a checkpoint in the format every trainer writes
 (``checkpoint.load_network`` reads, checks and builds it). ``PPOAgent`` and ``load_ppo_agent`` are
-the old names of the two, kept for old code.
+the old names of the two, kept for old code until 0.5.0, which removes them.
 """
 
 from __future__ import annotations
@@ -138,6 +138,6 @@ def load_network_agent(path: str, deterministic: bool = True) -> NetworkAgent:
     return NetworkAgent(load_network(path), deterministic=deterministic, name=f"network:{path}")
 
 
-#: the old names (before the network player was named for what it plays, not for one trainer)
+#: the old names (before the network player was named for what it plays, not for one trainer), removed in 0.5.0
 PPOAgent = NetworkAgent
 load_ppo_agent = load_network_agent

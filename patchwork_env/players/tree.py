@@ -1,5 +1,6 @@
-"""Subtree reuse, shared by the tree searches (``mcts``, ``az_search``): find the node of the
-position now to move among the descendants of the node kept from the last decision."""
+"""What the tree searches (``mcts``, ``az_search``) share: subtree reuse (find the node of the
+position now to move among the descendants of the node kept from the last decision), and the
+positions a search warms its kernels on before its first timed move."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from patchwork_env.core import rules
+from patchwork_env.core.state import GameState, new_game
 
 NodeT = TypeVar("NodeT")
 
@@ -34,3 +36,20 @@ def find_below(
         if np.array_equal(state(node), target):
             return node
     return None
+
+
+def warm_positions() -> list[GameState]:
+    """Positions for a search to run a few simulations from, once, when it is built, as its moves
+    run (from ``GameState.array()``, read-only: numba compiles kernels for read-only arrays apart):
+    the first position of a game, and three and one decisions before its end (so that the
+    simulations also reach finished games). Every kernel a move calls is then compiled (or
+    loaded from the disk cache) before any move is timed: a fresh install's first move would
+    otherwise spend seconds of its time budget compiling and, taken for the search's speed, shrink
+    the plans of the moves after it."""
+    state = new_game(0)
+    line = [state]
+    while not state.is_terminal:  # advancing whenever it may: a short game
+        legal = state.legal_actions()
+        state = state.step(rules.ADVANCE if legal[-1] == rules.ADVANCE else int(legal[0]))
+        line.append(state)
+    return [line[0], line[max(0, len(line) - 4)], line[max(0, len(line) - 2)]]

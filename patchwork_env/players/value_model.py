@@ -122,16 +122,6 @@ class ValueModel:
         _mlp_values(states, self.w1, self.b1, self.w2, self.b2, self.w3, self.b3, np.zeros(OBS_DIM, np.float32), out)
         return out
 
-    def kind_logits(self, states: I64) -> F64:
-        """(B, 5) the move-kind head's logits of unfinished states (rows), each for its mover
-        (zeros without a head)."""
-        states = np.ascontiguousarray(states, dtype=np.int64)
-        check_state_rows(states)
-        wp, bp = self.head()
-        out = np.empty((len(states), NUM_GROUPS), dtype=np.float64)
-        _mlp_kind_logits(states, self.w1, self.b1, self.w2, self.b2, wp, bp, np.zeros(OBS_DIM, np.float32), out)
-        return out
-
     def save(self, path: str | Path) -> None:
         """Write the model to ``path`` (``.npz``), atomically."""
         arrays = {name: getattr(self, name) for name in NAMES}
@@ -210,16 +200,6 @@ def _mlp_values(states: I64, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F3
     h2 = np.empty(w2.shape[1], np.float32)
     for k in range(states.shape[0]):
         out[k] = mlp_value(states[k], w1, b1, w2, b2, w3, b3, obs, h1, h2)
-
-
-@jit
-def _mlp_kind_logits(states: I64, w1: F32, b1: F32, w2: F32, b2: F32, wp: F32, bp: F32, obs: F32, out: F64) -> None:
-    h1 = np.empty(w1.shape[1], np.float32)
-    h2 = np.empty(w2.shape[1], np.float32)
-    for k in range(states.shape[0]):
-        mlp_hidden(states[k], w1, b1, w2, b2, obs, h1, h2)
-        for g in range(out.shape[1]):
-            out[k, g] = kind_logit(h2, wp, bp, g)
 
 
 @jit
