@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from patchwork_env.players.registry import make_agent
     from patchwork_env.players.search_stats import SearchStats, search_stats
 
-__version__ = "0.4.0.dev0"
+from patchwork_env.core.version import __version__  # written once, below every layer
 
 ENV_ID = "patchwork/Patchwork-v0"
 SINGLE_AGENT_ENV_ID = "patchwork/PatchworkSingleAgent-v0"

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from patchwork_env import __version__
+from patchwork_env.core.version import __version__
 from patchwork_env.cli.common import (
     MAX_ARENA_SEED,
     MAX_SEED,
@@ -41,6 +41,10 @@ from patchwork_env.evaluation.backend import BACKENDS  # light: the evaluation p
 from patchwork_env.evaluation.sprt import ALPHA, BETA, DEFAULT_MAX_PAIRS, ELO0, ELO1  # numpy alone
 
 DEFAULT_PAIRS = 50
+WORKERS_HELP = (
+    "processes (default: this one, and every core once the games left would take over a minute here: "
+    "starting processes costs more than a short run gains); with ray: local CPUs"
+)
 LADDER_VERSIONS = ("v1", "v2")  # evaluation.ladder.VERSIONS (a test keeps them equal), oldest first
 
 
@@ -67,7 +71,7 @@ def _evaluate(sub: argparse._SubParsersAction[Parser]) -> None:
     p.add_argument("--agents", nargs="+", metavar="SPEC", help="two or more agent specs (--list shows them)")
     add_pairs_option(p, DEFAULT_PAIRS, "per pair of agents")
     p.add_argument("--seed", type=seed_in(MAX_ARENA_SEED), default=0, help="seed of the deals and agents (default 0)")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: every core); with ray: local CPUs")
+    p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
     p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
     p.add_argument("--address", default=None, help="with --backend ray: a Ray cluster (auto or HOST:PORT)")
     p.add_argument("--json", type=Path, default=None, help="write the results here")
@@ -112,7 +116,7 @@ def _ladder(sub: argparse._SubParsersAction[Parser]) -> None:
                    help="the agent's name in the output and the JSON (default: the spec; the JSON keeps the spec "
                    "too)")  # fmt: skip
     p.add_argument("--records", type=Path, default=None, metavar="DIR", help="write every game to DIR/<A>-vs-<B>.jsonl")
-    p.add_argument("--workers", type=int, default=None, help="processes (default: every core); with ray: local CPUs")
+    p.add_argument("--workers", type=int, default=None, help=WORKERS_HELP)
     p.add_argument("--backend", choices=BACKENDS, default="local", help="where games run (default local processes)")
     p.add_argument("--address", default=None, help="with --backend ray: a Ray cluster (auto or HOST:PORT)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

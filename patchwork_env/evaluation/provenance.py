@@ -75,7 +75,7 @@ def built_commit() -> str | None:
 
 def provenance(command: str, seeds: list[int] | None = None) -> dict[str, Any]:
     """The header of a results file: command, commit, version, UTC date, machine, seeds."""
-    from patchwork_env import __version__
+    from patchwork_env.core.version import __version__
 
     return {
         "command": command,
