@@ -25,11 +25,12 @@ never imported by the package) registers the game with OpenSpiel.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import pettingzoo
 
+from patchwork_env.core import factory
 from patchwork_env.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -116,6 +117,17 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())  # the names above, on first use
+
+
+def _players_registry(spec: str) -> Any:
+    """The players' ``make_agent``, imported when a spec first needs it (``core.factory``'s default:
+    how the envs build an opponent from a spec without importing the layer above them)."""
+    from patchwork_env.players.registry import make_agent
+
+    return make_agent(spec)
+
+
+factory.set_default(_players_registry)
 
 
 def _register() -> None:

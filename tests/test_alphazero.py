@@ -16,6 +16,7 @@ from agents.alphazero import Learner, Records, SelfPlay, init_model, prior_logit
 from agents.value_model import ValueNet
 from patchwork_env.core import rules
 from patchwork_env.envs.observation import observe_movers
+from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import deal
 from patchwork_env.players.az_search import SearchConfig
 from patchwork_env.players.az_tree import CompiledSearch
@@ -208,9 +209,12 @@ def test_results_over_runs_and_their_errors(tmp_path: Path, capsys: pytest.Captu
     assert alphazero_results.main([*runs, "--pairs", "1", "--games", "1", "--results", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["kind"] == "training" and [r["seed"] for r in data["runs"]] == [0, 1]
-    raw = data["raw"]["seed 0"]
+    raw = data["raw"]["0"]
     assert raw["last"] == 2 and raw["third"] == 1 and raw["final_vs_third"]["games"] == 2
     assert set(raw["explained_variance"]) >= {"final model", "value model v1"}
+    curves = results_file.curves(data)  # what the results page draws
+    assert set(curves) == {"greedy", "random (prior alone)"} and set(curves["greedy"]) == {"0", "1"}
+    assert curves["greedy"]["0"][0][0] == 0.0  # the start, at minute 0
     for argv, message in [([runs[0], runs[0]], "same seed"), ([str(tmp_path)], "not a run folder of train.alphazero"),
                           ([], "give the run folders"), ([runs[0], "--pairs", "0"], "pairs must be in")]:  # fmt: skip
         with pytest.raises(SystemExit) as stop:

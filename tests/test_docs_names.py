@@ -28,9 +28,10 @@ NAME = re.compile(r"\b((?:patchwork_env|agents|train)(?:\.[A-Za-z_][A-Za-z0-9_]*
 FILE_SUFFIXES = (".py", ".json", ".pt", ".yaml", ".md", ".zip", ".jsonl")
 PLACEHOLDERS = re.compile(r"\.[A-Z]$")  # python -m train.X: "any trainer"
 # commands that measured a published results file and have since been retired (the results stay,
-# with the command that made them); cited on the results page and in the changelog only
+# with the command that made them); cited on the results page, in the changelog and in the schema,
+# which declares what their files hold, only
 RETIRED = {"train.tree_loop", "train.tree_loop_results"}
-HISTORY_PAGES = {"docs/results.md", "CHANGELOG.md"}
+HISTORY_PAGES = {"docs/results.md", "CHANGELOG.md", "patchwork_env/evaluation/results_file.py"}
 # a dotted name in double backquotes, perhaps called: ``serialize.array_from_dict(data)``
 QUOTED = re.compile(r"``([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\([^`]*\))?``")
 MODULE_DOCS = ("patchwork_env", "agents")  # the packages whose module docstrings cite relative names

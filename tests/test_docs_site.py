@@ -138,6 +138,35 @@ def test_the_page_renders_a_file_by_its_kind_not_by_its_keys() -> None:
     assert f"## Reference ratings on ladder {rating['ladder']}" in page and f"| `{rating['agent']}` |" in page
 
 
+def test_the_page_reads_the_declared_fields_only() -> None:
+    """Each file cut down to what its kind declares (``results_file.declared``: no raw counts but a
+    writer's declared curves, no field a schema does not name) renders the same page, README table
+    and figures: the renderer reads nothing else, so nothing it draws depends on guessing a layout."""
+    files = render_results.load()
+    cut = {name: results_file.declared(data) for name, data in files.items()}
+    assert render_results.page(cut) == render_results.page(files)
+    assert render_results.headline(cut) == render_results.headline(files)
+    for name, data in files.items():
+        assert render_results.mark_curves(cut[name]) == render_results.mark_curves(data), name
+    assert {name for name, data in files.items() if render_results.mark_curves(data)} >= {"ppo-scratch", "exit"}
+
+
+def test_the_page_says_once_how_a_tables_elo_is_fitted() -> None:
+    """One section says how each kind of table's Elo is fitted; every table with an Elo column links to it."""
+    files = render_results.load()
+    page = render_results.page(files)
+    assert page.count("## How Elo is fitted") == 1 and "Elo fitted from the games of" not in page
+    headers = [line for line in page.splitlines() if line.startswith("| ") and "Elo" in line.split("|")[2]]
+    headers += [line for line in page.splitlines() if line.startswith("| A | B | decision |")]
+    kinds = [d["kind"] for d in files.values()]  # a table per arena, comparison and ladder; ratings: one per version
+    tables = len(kinds) - kinds.count(results_file.LADDER_RATING) - kinds.count(results_file.SPEED)
+    tables -= kinds.count(results_file.TRAINING)
+    versions = {d["ladder"] for d in files.values() if d["kind"] == results_file.LADDER_RATING}
+    assert len(headers) == tables + len(versions) >= 5, headers
+    for line in headers:
+        assert f"](#{render_results.ELO})" in line, line
+
+
 def test_a_curve_drawn_from_other_counts_than_its_file_is_stale(tmp_path: Path) -> None:
     copy = _copy_of_the_checkout(tmp_path)
     path = copy / "results" / "ppo-scratch.json"
@@ -243,12 +272,11 @@ def test_the_headline_shows_the_from_scratch_curves_first_and_last_marks() -> No
 
 def test_every_elo_table_of_the_results_page_says_what_its_zero_is() -> None:
     page = (ROOT / "docs" / "results.md").read_text()
-    tables = 0
-    for section in re.split(r"\n## ", page):
-        if re.search(r"^\|[^\n]*\bElo\b", section, flags=re.MULTILINE):
-            tables += 1
-            assert re.search(r"` = 0: its own scale|zero is `random`|Its zero is `random`", section), section[:160]
-    assert tables >= 4
+    headers = [line for line in page.splitlines() if re.match(r"\|[^|]*\|[^|]*\bElo\b", line)]
+    headers += [line for line in page.splitlines() if line.startswith("| A | B | decision |")]
+    for header in headers:  # in its Elo column: `random` = 0, `greedy` = 0, ...
+        assert re.search(r"\bElo\b[^|]*` = 0\b", header), header
+    assert len(headers) >= 4
 
 
 @pytest.mark.parametrize(
@@ -256,7 +284,8 @@ def test_every_elo_table_of_the_results_page_says_what_its_zero_is() -> None:
     [
         (lambda text: text[: len(text) // 2], "not a results file"),
         (lambda text: text.replace('"win_rate_a": 0.', '"win_rate_a": NaN, "x": 0.', 1), "NaN is not a number"),
-        (lambda text: text.replace('"wins_a"', '"wins_a_renamed"'), "cannot be rendered"),
+        (lambda text: text.replace('"wins_a"', '"wins_a_renamed"'), "pairs[0] lacks ['wins_a'], the fields of a"),
+        (lambda text: text.replace('"mean_margin_a": ', '"mean_margin_a": "x", "y": ', 1), "cannot be rendered"),
         (lambda text: "[1, 2]", "a JSON object is expected"),
     ],
 )

@@ -274,7 +274,9 @@ def test_a_registered_factory_replaces_the_registry(monkeypatch: pytest.MonkeyPa
     built = agent.resolve_opponent("greedy")
     assert built.name == "greedy" and type(built).__name__ == "GreedyAgent"
     calls: list[str] = []
-    monkeypatch.setattr(agent, "_factory", None)
+    from patchwork_env.core import factory
+
+    monkeypatch.setattr(factory, "_registered", None)
     agent.register_agent_factory(lambda spec: calls.append(spec) or RandomAgent())  # type: ignore[func-returns-value]
     agent.resolve_opponent("anything:x=1")
     assert calls == ["anything:x=1"]

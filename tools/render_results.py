@@ -9,8 +9,9 @@ Every ``results/*.json`` is written by the command that measured it (``patchwork
 trainers' measurement scripts), checked on write against the schema of
 ``patchwork_env.evaluation.results_file``: its provenance (``command``, ``commit``, ``date``,
 ``machine``, ``seeds``), its ``kind`` and that kind's fields, with the raw counts. This script checks
-each file against the same schema, renders it by its ``kind`` and only formats it, so a figure and
-its command cannot drift apart.
+each file against the same schema and renders it by its ``kind``, reading only the fields the schema
+declares (``results_file.SHAPES``; a training file's curves: ``results_file.CURVES``), and only
+formats them, so a figure and its command cannot drift apart.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import argparse
 import hashlib
 import io
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +28,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's library, run from anywhere
 from patchwork_env.core.files import write_atomic
 from patchwork_env.evaluation import results_file
-from patchwork_env.evaluation.results_file import EVALUATION, LADDER_RATING, LADDER_REFERENCE, SPEED, TRAINING
+from patchwork_env.evaluation.results_file import (
+    COMPARISON,
+    EVALUATION,
+    LADDER_RATING,
+    LADDER_REFERENCE,
+    SPEED,
+    TRAINING,
+)
+from patchwork_env.evaluation.sprt import ELO_LIMIT
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -36,6 +44,7 @@ PAGE = ROOT / "docs" / "results.md"
 FIGURES = ROOT / "docs" / "figures"
 README = ROOT / "README.md"
 BEGIN, END = "<!-- results:headline -->", "<!-- /results:headline -->"
+ELO = "how-elo-is-fitted"  # the page's one section on how a table's Elo is fitted (its anchor)
 
 Data = dict[str, Any]
 
@@ -113,13 +122,7 @@ def arena(name: str, data: Data) -> list[str]:
         )
     lines += [
         "",
-        f"Elo fitted from the games of `results/{name}.json` alone, `{data['anchor']}` = 0: its own scale, not the "
-        "ladder's. A fit "
-        "depends on the agents and the number of games in it (a clean sweep is held finite by one virtual draw, "
-        "so the more games a sweep has, the larger the gap it shows): compare numbers within one table or on one "
-        "ladder version only.",
-        "",
-        f"| agent | Elo ({data['anchor']} = 0) | 95% CI |",
+        f"| agent | Elo ([this table's games](#{ELO}), `{data['anchor']}` = 0) | 95% CI |",
         "|---|---:|---|",
     ]
     for agent, elo in sorted(data["elo"].items(), key=lambda kv: -kv[1]):
@@ -128,18 +131,49 @@ def arena(name: str, data: Data) -> list[str]:
     return lines
 
 
+def comparison(name: str, data: Data) -> list[str]:
+    """``patchwork compare A B``: the decision of the sequential test (is A better than B?) and A's Elo
+    over B."""
+    test = data["sprt"]
+
+    def elo(value: float) -> str:  # the end of the estimate's scale is an open end
+        return f"{value:+.0f}" if abs(value) < ELO_LIMIT - 0.5 else ("+inf" if value > 0 else "-inf")
+
+    low, high = data["ci95"]
+    cells = data["pentanomial"]
+    return [
+        f"## Comparison: is `{data['a']}` better than `{data['b']}`?",
+        "",
+        f"Paired deals until a sequential probability ratio test decided (H0: A is {test['elo0']:g} Elo "
+        f"stronger, H1: {test['elo1']:g}; alpha {test['alpha']:g}, beta {test['beta']:g}; at most "
+        f"{test['max_pairs']} pairs), measured by {where(data)}.",
+        "",
+        f"| A | B | decision | Elo of A over B ([its pairs](#{ELO}), `{data['b']}` = 0) [95% CI] | P(A stronger) "
+        "| pairs | pairs A scored 0 / 1 / 2 of 2 | LLR |",
+        "|---|---|---|---|---:|---:|---|---|",
+        f"| `{data['a']}` | `{data['b']}` | {data['decision']} | {elo(data['elo'])} [{elo(low)}, {elo(high)}] "
+        f"| {100 * data['los']:.1f}% | {data['pairs']} | {cells[0]} / {cells[2]} / {cells[4]} "
+        f"| {data['llr']:.2f} in [{test['llr_bounds'][0]:.2f}, {test['llr_bounds'][1]:.2f}] |",
+    ]
+
+
 def ladder_reference(name: str, data: Data) -> list[str]:
-    version = data["ladder"]
-    if "pairs_per_matchup" in data:
-        how = f"A round robin of {2 * data['pairs_per_matchup']} games per pair of rungs"
-    else:
-        design, games = data["design"], sum(p["games"] for p in data["pairs"])
+    """A ladder version's rungs; how they were measured says the file's optional fields (``results_file.SHAPES``):
+    a round robin (``pairs_per_matchup``), or its ``design`` (then more games where neighbours meet) with its
+    ``compute``, and the ``neighbours`` refitted."""
+    version, games = data["ladder"], sum(p["games"] for p in data["pairs"])
+    if "design" in data:
+        design = data["design"]
+        cost = f", {data['compute']['cpu_seconds'] / 3600:.1f} CPU-hours" if "compute" in data else ""
         how = (
             f"A round robin of {2 * design['initial_pairs']} games per pair of rungs, then more games where "
             f"neighbours meet until each neighbouring difference was known to +-{design['precision']:g} Elo "
-            f"({len(design['rounds'])} rounds, {games:,} games, {data['compute']['cpu_seconds'] / 3600:.1f} "
-            f"CPU-hours)"
+            f"({len(design['rounds'])} rounds, {games:,} games{cost})"
         )
+    elif "pairs_per_matchup" in data:
+        how = f"A round robin of {2 * data['pairs_per_matchup']} games per pair of rungs"
+    else:
+        how = f"{games:,} games among the rungs"
     lines = [
         f"## The Patchwork ladder {version}: the reference panel",
         "",
@@ -147,7 +181,7 @@ def ladder_reference(name: str, data: Data) -> list[str]:
         f"file as `patchwork_env/data/ladder-{version}.json`. Its zero is `random`, the uniform random player; "
         f"a rating on {version} is a number on this scale only.",
         "",
-        "| rung | Elo | 95% CI |",
+        f"| rung | Elo ([the rungs' games](#{ELO}), `random` = 0) | 95% CI |",
         "|---|---:|---|",
     ]
     for r in sorted(data["ratings"], key=lambda r: -r["elo"]):
@@ -177,11 +211,9 @@ def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
             f"## Reference ratings on ladder {version}",
             "",
             f"Agents rated on ladder {version} (`patchwork ladder SPEC --json`), the command in the last column; "
-            f"zero is `random` on {version}'s scale. Each interval holds the agent's own games and the "
-            "uncertainty of the rungs it was fitted against"
-            + (" (files made before v2 hold the games alone)." if version == "v1" else "."),
+            f"zero is `random` on {version}'s scale.",
             "",
-            "| agent | Elo (95% CI) | games | budget | measured by |",
+            f"| agent | Elo ([against the rungs](#{ELO}), `random` = 0) [95% CI] | games | budget | measured by |",
             "|---|---|---:|---|---|",
         ]
         for _, d in sorted((f for f in files if f[1]["ladder"] == version), key=lambda nd: -nd[1]["elo"]):
@@ -197,11 +229,11 @@ def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
 
 def training(name: str, data: Data) -> list[str]:
     """A trainer's outcome over seeds: ``runs`` (one per seed) with named metrics (raw counts), and
-    its curves' figure when its raw counts are per mark (``mark_curves``)."""
+    its curves' figure when its writer keeps curves in ``raw`` (``results_file.CURVES``)."""
     lines = [
         f"## {data['title']}",
         "",
-        data.get("description", ""),
+        data["description"],
         "",
         f"Measured by {where(data)}.",
         "",
@@ -219,48 +251,14 @@ def training(name: str, data: Data) -> list[str]:
     return lines
 
 
-Curves = dict[str, dict[str, list[tuple[float, float, float, float]]]]
-MARK = re.compile(r"\d+(\.\d*)?(e-?\d+)?")  # a minute mark as train.baselines writes it: 10, 0.5, 1e-09
-
-
-def mark_curves(data: Data) -> Curves:
-    """Opponent -> seed -> points (minutes, win rate, 95% CI) of a training file whose ``raw`` holds
-    win rates per seed and minute mark: per mark and opponent (``train.baselines``), or per
-    opponent as ``curve_vs_<opponent>`` with the run's start (minute 0) and end
-    (``start_vs_``/``final_vs_<opponent>`` at ``minutes``; ``train.exit_results``). Empty for any
-    other file."""
-    curves: Curves = {}
-    raw = data.get("raw")
-    if data["kind"] != TRAINING or not isinstance(raw, dict):
-        return {}
-    for seed, entry in raw.items():
-        if not isinstance(entry, dict):
-            return {}
-        if entry and all(MARK.fullmatch(m) for m in entry):  # mark -> opponent -> counts
-            found = [(float(m), spec, r) for m, opponents in entry.items() for spec, r in opponents.items()]
-        else:  # curve_vs_<opponent> -> mark -> counts, with the start and the end
-            found = []
-            for key, marks in entry.items():
-                if key.startswith("curve_vs_") and isinstance(marks, dict):
-                    spec = key.removeprefix("curve_vs_")
-                    found += [(float(m), spec, r) for m, r in marks.items() if MARK.fullmatch(m)]
-                    if f"start_vs_{spec}" in entry:
-                        found.append((0.0, spec, entry[f"start_vs_{spec}"]))
-                    if f"final_vs_{spec}" in entry and "minutes" in entry:
-                        found.append((float(entry["minutes"]), spec, entry[f"final_vs_{spec}"]))
-            if not found:
-                return {}
-        for minutes, spec, r in sorted(found, key=lambda item: item[0]):
-            if not isinstance(r, dict) or "win_rate" not in r or "ci95" not in r:
-                return {}
-            curves.setdefault(spec, {}).setdefault(seed, []).append((minutes, r["win_rate"], *r["ci95"]))
-    return curves
+#: a file's learning curves (opponent -> seed -> points), as its writer declares them: the figure's points
+mark_curves = results_file.curves
 
 
 def figure(name: str, data: Data) -> str:
-    """The SVG of ``mark_curves``: per opponent each seed (thin, its 95% band) and their mean. It
-    names the hash of the points it draws (``--check`` compares that: the bytes of an SVG differ
-    between matplotlib versions)."""
+    """The SVG of a file's learning curves (``mark_curves``), the page's one plot: per opponent each
+    seed (thin, its 95% band) and their mean. It names the hash of the points it draws (``--check``
+    compares that: the bytes of an SVG differ between matplotlib versions)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -293,18 +291,39 @@ def figure(name: str, data: Data) -> str:
     return buf.getvalue()
 
 
-def curve_hash(curves: Curves) -> str:
+def curve_hash(curves: results_file.Curves) -> str:
     return hashlib.sha256(json.dumps(curves, sort_keys=True).encode()).hexdigest()[:16]
 
 
-#: the section of a file by its kind; the ladder ratings (``LADDER_RATING``) share one table per
-#: ladder version (``ladder_ratings``) at the end of the page
+#: the section of a file by its kind, in the page's order; the ladder ratings (``LADDER_RATING``)
+#: share one table per ladder version (``ladder_ratings``) at the end of the page
 SECTIONS: dict[str, Callable[[str, Data], list[str]]] = {
     SPEED: speed,
-    LADDER_REFERENCE: ladder_reference,
-    TRAINING: training,
     EVALUATION: arena,
+    COMPARISON: comparison,
+    TRAINING: training,
+    LADDER_REFERENCE: ladder_reference,
 }
+
+#: how each kind of table's Elo is fitted: said once, at the top of the page (tables link to it)
+HOW_ELO_IS_FITTED = [
+    "## How Elo is fitted",
+    "",
+    "Each Elo figure below is on a scale of its own, so compare numbers within one table, or on one ladder "
+    "version, only.",
+    "",
+    "- **An arena table** (`patchwork evaluate`): fitted from that table's games alone, by maximum likelihood "
+    "(Bradley-Terry, one virtual draw per pair so that a clean sweep stays finite, intervals from the Fisher "
+    "information), its anchor (named in the table's header) = 0. It is not the ladder's scale, and it depends on "
+    "the agents and the number of games in the table: the more games a sweep has, the larger the gap it shows.",
+    "- **A comparison** (`patchwork compare A B`): A's Elo over B per game, from its pairs alone, B = 0, with an "
+    "interval from the pairs' own variance (`+inf`, `-inf`: a sweep leaves that end open).",
+    "- **A ladder** (`patchwork ladder`): a version's rungs are fitted once from their own games, `random` = 0 "
+    "([evaluation](evaluation.md)); an agent is then fitted against the fixed rungs, and its interval holds its "
+    "own games and the uncertainty of the rungs (ratings made before v2: its games alone). A rating is a number "
+    "on its version's scale only.",
+    "",
+]
 
 
 def page(files: dict[str, Data]) -> str:
@@ -313,16 +332,21 @@ def page(files: dict[str, Data]) -> str:
         "",
         "Every figure here is rendered from a results file in `results/` written by the command that measured "
         "it, with its commit, date and machine (`python tools/render_results.py` regenerates this page; a test "
-        "fails when it is stale). Win rates carry 95% Wilson intervals; games are paired deals, seats swapped.",
+        "fails when it is stale). Win rates carry 95% Wilson intervals; games are paired deals, seats swapped. "
+        "Probes of a research line and superseded runs leave `results/`; their figures stay in the "
+        "[changelog](changelog.md).",
         "",
+        *HOW_ELO_IS_FITTED,
     ]
     ratings = [(n, d) for n, d in files.items() if d["kind"] == LADDER_RATING]
-    for name, data in files.items():
-        if data["kind"] == LADDER_RATING:
-            continue
-        render = SECTIONS.get(data["kind"])
-        if render is None:
-            raise ValueError(f"results/{name}.json: no section renders the kind {data['kind']!r}")
+    unknown = [n for n, d in files.items() if d["kind"] != LADDER_RATING and d["kind"] not in SECTIONS]
+    if unknown:
+        raise ValueError(f"results/{unknown[0]}.json: no section renders the kind {files[unknown[0]]['kind']!r}")
+    order = list(SECTIONS)
+    for name, data in sorted(
+        ((n, d) for n, d in files.items() if d["kind"] in SECTIONS), key=lambda nd: order.index(nd[1]["kind"])
+    ):
+        render = SECTIONS[data["kind"]]
         try:
             out += [*render(name, data), ""]
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:

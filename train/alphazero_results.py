@@ -182,6 +182,22 @@ def v2_values(states: Any) -> Any:
     return np.clip(values, -1.0, 1.0)
 
 
+def drawn(run: Run) -> dict[str, Any]:
+    """The curves the results page draws (``results_file.CURVES``, listed): the search's against the
+    run's fixed opponent, and the prior alone's (``<opponent> (prior alone)``), each the win rate at
+    every evaluation's minutes, its start and its last."""
+    curves = {}
+    for player in ("", "policy"):
+        points = run.curve(player)
+        if not points:
+            continue
+        name = points[0]["opponent"] + (" (prior alone)" if player else "")
+        counts = [{"win_rate": h["win_rate"], "ci95": [h["ci_low"], h["ci_high"]], "games": h["games"]} for h in points]
+        middle = zip(points[1:-1], counts[1:-1], strict=True)
+        curves[name] = {"curve": {f"{h['minutes']:.6g}": c for h, c in middle}, "start": counts[0], "final": counts[-1]}
+    return {"minutes": run.curve("")[-1]["minutes"], "curves": curves}
+
+
 def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> dict[str, Any]:
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
@@ -213,7 +229,7 @@ def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> 
         numbers["prior alone vs greedy"].append(100 * m["prior_vs_greedy"]["win_rate"])
         numbers["value EV (final / v1 / v2)"].append(ev["final model"])
         rows.append({"seed": run.seed, "cells": cells})
-        raw[f"seed {run.seed}"] = {"config": run.config, "history": run.history, **m}
+        raw[str(run.seed)] = {"config": run.config, "history": run.history, **m, **drawn(run)}
     mean = []
     for c in columns:
         xs = numbers[c]

@@ -6,16 +6,16 @@ can decide for many games at once also implements ``act_batch`` over raw state a
 vector engine, layout in ``patchwork_env.core.rules``) and their legal masks.
 
 ``resolve_opponent`` turns what the envs accept as an opponent into an ``Agent``. The players live
-above the envs (``patchwork_env.players``), so a spec string reaches them by name when it is first
-used, as Gymnasium's ``entry_point`` strings do: ``"random"`` is ``RANDOM_AGENT``, any other spec
-goes to the players' registry (``DEFAULT_FACTORY``; ``register_agent_factory`` puts another factory
-in its place). ``RandomAgent`` lives in ``patchwork_env.players.random``; the name here is kept for
-old imports until 0.5.0, which removes it (a ``DeprecationWarning``).
+above the envs (``patchwork_env.players``), so a spec string reaches them through the factory the
+package face injects below both (``patchwork_env.core.factory``): ``"random"`` is always the
+players' random player, any other spec goes to the players' registry unless
+``register_agent_factory`` puts another factory in its place. ``RandomAgent`` lives in
+``patchwork_env.players.random``; the name here is kept for old imports until 0.5.0, which removes
+it (a ``DeprecationWarning``).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import warnings
 from collections.abc import Callable
@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from patchwork_env.core import factory as _factories
 from patchwork_env.core.actions import IllegalActionError, as_action_id
 from patchwork_env.core.state import GameState
 
@@ -50,17 +51,6 @@ class BatchAgent(Agent, Protocol):
 # --- opponents given as specs, callables or agents ---------------------------------------------
 AgentFactory = Callable[[str], Agent]
 Opponent = str | Agent | Callable[[GameState], Any] | type  # a type: an agent's class, built with no arguments
-#: the factory of spec strings, by name: the players layer's registry unless another is registered
-DEFAULT_FACTORY = "patchwork_env.players.registry:make_agent"
-#: the ``"random"`` opponent, by name (never the registered factory's)
-RANDOM_AGENT = "patchwork_env.players.random:RandomAgent"
-_factory: AgentFactory | None = None
-
-
-def _by_name(target: str) -> Any:
-    """The object ``"module:name"`` names (the module imported on first use)."""
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def __getattr__(name: str) -> Any:
@@ -72,27 +62,21 @@ def __getattr__(name: str) -> Any:
             DeprecationWarning,
             stacklevel=2,
         )
-        return _by_name(RANDOM_AGENT)
+        return type(_factories.default_factory()("random"))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_agent_factory(factory: AgentFactory) -> None:
     """Let spec strings (``"greedy"``, ``"mcts:sims=200"``) be built by ``factory(spec)`` instead of
-    the players registry (``DEFAULT_FACTORY``)."""
-    global _factory
+    the players' registry (``patchwork_env.core.factory.register``)."""
     if not callable(factory):
         raise TypeError(f"an agent factory is a callable (spec: str) -> Agent, got {type(factory).__name__}")
-    _factory = factory
+    _factories.register(factory)
 
 
 def agent_factory() -> AgentFactory:
-    """The factory of spec strings: the registered one, else ``DEFAULT_FACTORY``, looked up by name
-    (the envs sit below the players; a registry by name keeps the dependency pointing up only at
-    run time, as Gymnasium's ``entry_point`` strings do)."""
-    if _factory is not None:
-        return _factory
-    factory: AgentFactory = _by_name(DEFAULT_FACTORY)
-    return factory
+    """The factory of spec strings: the registered one, else the players' registry."""
+    return _factories.agent_factory()
 
 
 class NotAnAction(IllegalActionError):
@@ -130,7 +114,7 @@ def resolve_opponent(opponent: Opponent) -> Agent:
     as ``FILE.py:NAME`` builds one) or a callable ``(GameState) -> action``."""
     if isinstance(opponent, str):
         if is_random_spec(opponent):
-            random_agent: Agent = _by_name(RANDOM_AGENT)()
+            random_agent: Agent = _factories.default_factory()("random")
             return random_agent
         return agent_factory()(opponent)
     if inspect.isclass(opponent):  # the class of an agent: its instance, as FILE.py:NAME makes one

@@ -30,9 +30,9 @@ final reward                ``final_rewards`` / the compiled ``final_reward``: `
 
 An opponent given as a spec string (``"greedy"``, ``"mcts:sims=200"``) is built by
 ``patchwork_env.envs.agent.resolve_opponent`` through the players' registry
-(``patchwork_env.players.registry.make_agent``), which it finds by name when a spec first needs it
-(``agent.DEFAULT_FACTORY``; ``agent.register_agent_factory`` puts another factory in its place):
-the envs sit below the players and never import them.
+(``patchwork_env.players.registry.make_agent``), which the package face injects below the envs
+(``patchwork_env.core.factory``; ``agent.register_agent_factory`` puts another factory in its
+place): the envs sit below the players and never import them.
 """
 
 from __future__ import annotations
