@@ -25,7 +25,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from patchwork_env.core.version import __version__
 from patchwork_env.cli.common import (
     MAX_ARENA_SEED,
     MAX_SEED,
@@ -37,6 +36,7 @@ from patchwork_env.cli.common import (
     report,
     seed_in,
 )
+from patchwork_env.core.version import __version__
 from patchwork_env.evaluation.backend import BACKENDS  # light: the evaluation package loads its modules lazily
 from patchwork_env.evaluation.sprt import ALPHA, BETA, DEFAULT_MAX_PAIRS, ELO0, ELO1  # numpy alone
 

@@ -48,8 +48,8 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from patchwork_env.core.version import __version__
 from patchwork_env.core.files import check_output_path, write_atomic
+from patchwork_env.core.version import __version__
 from patchwork_env.evaluation.arena import (
     MAX_PAIRS,
     AgentLike,
