@@ -10,8 +10,8 @@ its parameters, types and defaults (``describe_agents()``).
 
 The table of specs is light: each agent's module loads when a spec builds it, so that listing the
 specs (``patchwork evaluate --list``, ``--help``) neither compiles the engine nor imports torch.
-``network``, ``az`` and ``pretrained`` need the ``torch`` extra; without it they raise
-``MissingExtraError`` naming the install command.
+``network``, ``az`` and ``pretrained`` need the ``torch`` extra, ``openspiel-mcts`` the ``openspiel``
+extra; without it they raise ``MissingExtraError`` naming the install command.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from patchwork_env.envs.agent import Agent
 
 TORCH_INSTALL = 'pip install "patchwork-env[torch]"'
+OPENSPIEL_INSTALL = 'pip install "patchwork-env[openspiel]"'
 
 
 def _needs_torch(spec: str) -> None:
@@ -133,6 +134,18 @@ def _mcts(**kwargs: Any) -> Agent:
     from patchwork_env.players.mcts import MCTSAgent
 
     return MCTSAgent(**kwargs)
+
+
+def _openspiel_mcts(**kwargs: Any) -> Agent:
+    try:
+        importlib.import_module("pyspiel")
+    except ImportError:
+        raise MissingExtraError(
+            f"openspiel-mcts needs OpenSpiel, which is not installed: {OPENSPIEL_INSTALL}"
+        ) from None
+    from patchwork_env.players.openspiel import OpenSpielMCTSAgent
+
+    return OpenSpielMCTSAgent(**kwargs)
 
 
 def _network(path: str) -> Agent:
@@ -341,6 +354,15 @@ MCTS_PARAMS: tuple[Param, ...] = (
     Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
 )
 
+# defaults must match OpenSpielMCTSAgent's signature
+OPENSPIEL_MCTS_PARAMS: tuple[Param, ...] = (
+    Param("sims", int, None, "simulations per move (400 if time is not given either)", bounds=MAX_SIMS),
+    Param("time", float, None, "seconds per move (with sims too: whichever ends first)", bounds=MAX_TIME),
+    Param("rollouts", int, 1, "random rollouts per leaf (OpenSpiel's RandomRolloutEvaluator)", bounds=(1, 1000)),
+    Param("c", float, 2.0, "UCT exploration constant (returns are in [-1, 1])", bounds=(0, 100)),
+    Param("solve", bool, True, "MCTS-Solver: back up proven wins and losses"),
+)
+
 AGENT_SPECS: dict[str, AgentSpec] = {
     "random": AgentSpec("random", "uniform over the legal actions", (), _random),
     "greedy": AgentSpec(
@@ -401,6 +423,13 @@ AGENT_SPECS: dict[str, AgentSpec] = {
             ),
         ),
         _pretrained,
+    ),
+    "openspiel-mcts": AgentSpec(
+        "openspiel-mcts",
+        "OpenSpiel's MCTSBot (C++) with random rollouts on the game python_patchwork, a new tree every move "
+        "(patchwork_env.players.openspiel)",
+        OPENSPIEL_MCTS_PARAMS,
+        _openspiel_mcts,
     ),
 }
 
