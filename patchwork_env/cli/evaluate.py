@@ -18,7 +18,7 @@ import io
 import re
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from patchwork_env.cli.common import UsageError
@@ -127,12 +127,24 @@ def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
     return write_pair_records(result.pairs, folder)
 
 
+_PATH_LIKE = re.compile(r"[/\\]|\.(zip|pt|py|npz|json)$")
+
+
+def record_name(spec: str) -> str:
+    """An agent's part of a records file name: its spec with every file path in it by the file's stem
+    (``sb3:../w2/maskppo.zip`` -> ``sb3_maskppo``, ``my_agent.py:act`` -> ``my_agent_act``), other
+    characters than letters, digits and ``.=_-`` as one ``_``, no leading or trailing ``._-``."""
+    parts = [PurePath(part).stem if _PATH_LIKE.search(part) else part for part in re.split(r"([:,=])", spec)]
+    name = re.sub(r"[^A-Za-z0-9.=_-]+", "_", "".join(parts))
+    return re.sub(r"_+", "_", name).strip("._-") or "agent"
+
+
 def write_pair_records(pairs: list[PairResult], folder: Path) -> list[Path]:
-    """Every game of each pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
+    """Every game of each pair into ``folder/<A>-vs-<B>.jsonl`` (``record_name`` of each agent)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     for p in pairs:
-        name = re.sub(r"[^A-Za-z0-9.=_-]+", "_", f"{p.a}-vs-{p.b}").strip("_")
+        name = f"{record_name(p.a)}-vs-{record_name(p.b)}"
         path = folder / f"{name}.jsonl"
         if path in paths:  # two names that differ only in characters a file name cannot hold
             path = folder / f"{name}-{len(paths)}.jsonl"
