@@ -193,7 +193,7 @@ def test_a_time_budget_plans_from_the_measured_speed(
 ) -> None:
     path = tmp_path_factory.mktemp("tree") / "model.npz"
     model.save(path)
-    agent = make_agent(f"az:value={path},rollouts=0,prior=greedy,expand=1,time=0.05")
+    agent = make_agent(f"az:value={path},rollouts=0,prior=greedy,expand=1,time=0.05,clock=wall")
     assert isinstance(agent, TreeAgent) and agent.config.sims == FIRST_PLAN
     state, rng = deal(2, 0), np.random.default_rng(0)
     start = time.perf_counter()

@@ -223,7 +223,7 @@ def test_an_interrupted_evaluation_keeps_its_games_and_the_same_command_continue
             "calls = [0]\ndef act(state):\n    calls[0] += 1\n    if calls[0] > 5:\n"
             "        raise ZeroDivisionError('boom')\n    return int(state.legal_actions()[0])\n",
             "2",
-            "raised on deal",
+            "raised on game",  # the agent, the game (deal, seat) and the move: evaluation.games.AgentError
         ),
         (
             "import os\ncalls = [0]\ndef act(state):\n    calls[0] += 1\n    if calls[0] > 5:\n        os._exit(3)\n"

@@ -186,9 +186,55 @@ def sb3_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_an_sb3_model_plays_by_its_spec(sb3_models: dict[str, Path], model: str, algorithm: str) -> None:
     agent = make_agent(f"sb3:{sb3_models[model]}")
     assert agent.algorithm == algorithm  # type: ignore[attr-defined]
-    result = play_pairs(agent, "random", 2, seed=1, workers=1, forfeit=True)
-    if algorithm == "MaskablePPO":
-        assert result.illegal_a == 0  # the mask reaches it: never an illegal move
+    result = play_pairs(agent, "random", 2, seed=1, workers=1)
+    assert result.illegal_a == 0  # the mask reaches every model, trained with masks or not
+    info = agent.agent_info()  # type: ignore[attr-defined]
+    assert info["algorithm"] == algorithm and info["trained_with_masks"] == (algorithm == "MaskablePPO")
+
+
+@pytest.mark.parametrize("model", ["ppo", "a2c", "dqn"])
+def test_a_model_trained_without_masks_plays_its_best_legal_action(sb3_models: dict[str, Path], model: str) -> None:
+    """The mask applied to what the model computes: the most probable legal action of PPO's and
+    A2C's distribution, DQN's legal action of the highest value (the issue: a plain PPO forfeited
+    all 64 games of a rating)."""
+    import torch
+    from stable_baselines3 import A2C, DQN, PPO
+
+    loaded = {"ppo": PPO, "a2c": A2C, "dqn": DQN}[model].load(sb3_models[model], device="cpu")
+    agent = make_agent(f"sb3:{sb3_models[model]}")
+    state = new_game(seed=3)
+    for _ in range(6):
+        obs, mask = observation_and_mask(state)
+        with torch.no_grad():
+            tensor, _ = loaded.policy.obs_to_tensor(obs)
+            if model == "dqn":
+                scores = loaded.policy.q_net(tensor)[0].numpy()
+            else:
+                scores = loaded.policy.get_distribution(tensor).distribution.probs[0].numpy()
+        scores = np.where(mask, scores, -np.inf)
+        action = agent.act(state, np.random.default_rng(0))
+        assert mask[action] and scores[action] == scores.max()
+        state = state.step(action)
+
+
+def test_sampling_a_plain_ppo_draws_legal_actions_only(sb3_models: dict[str, Path]) -> None:
+    agent = make_agent(f"sb3:path={sb3_models['ppo']},sample=1")
+    state = new_game(seed=6)
+    picks = [agent.act(state, np.random.default_rng(seed)) for seed in range(30)]
+    assert all(state.is_legal(a) for a in picks) and len(set(picks)) > 1
+    assert agent.agent_info()["moves"] == "sampled from its policy over the legal actions"  # type: ignore[attr-defined]
+
+
+def test_a_plain_ppo_forfeits_no_game_of_a_rating_and_the_json_says_it_had_no_masks(
+    sb3_models: dict[str, Path],
+) -> None:
+    import patchwork_env
+
+    result = patchwork_env.rate(f"sb3:{sb3_models['ppo']}", budget="quick")
+    assert result.illegal_actions == 0 and result.forfeits == [] and result.games == 64
+    data = result.to_dict()
+    assert data["agent_info"] == {"algorithm": "PPO", "trained_with_masks": False,
+                                  "moves": "the most probable legal action"}  # fmt: skip
 
 
 def test_a_maskable_model_plays_what_sb3_predicts_with_the_mask(sb3_models: dict[str, Path]) -> None:

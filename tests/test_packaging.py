@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -179,7 +180,7 @@ def test_without_extras_evaluate_and_ladder_run_with_their_progress_display(fres
     assert "greedy" in proc.stdout and "Elo" in proc.stdout and "games 4/4 (100%)" in proc.stderr
     proc = _run(fresh_env, patchwork_cmd, "ladder", "greedy", "--ladder", "v1", "--workers", "2")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("greedy: 431 Elo") and "games 20/20 (100%)" in proc.stderr
+    assert proc.stdout.startswith("greedy: 431 Elo") and re.search(r"games (\d+)/\1 \(100%\)", proc.stderr)
 
 
 def test_without_torch_az_searches_with_the_shipped_value_model(fresh_env: Path) -> None:

@@ -7,7 +7,10 @@
 intervals, the Elo ladder is anchored at ``random`` = 0 when it plays (else the first agent), with
 95% intervals (``patchwork_env.evaluation.stats``). ``--backend ray`` plays the games as Ray tasks
 (the ``ray`` extra) on a local Ray runtime, or with ``--address auto`` / ``HOST:PORT`` on a cluster;
-the results are the same as with local processes.
+the results are the same as with local processes. An illegal or wrong-type action forfeits its
+game (the first few forfeits are printed with their reasons, all of them are in the JSON); an
+exception of an agent stops the command with one error line naming the agent, the game and the
+move, the games finished before it kept in the journal.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import os
 import re
 import sys
 import time
@@ -22,14 +26,15 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from patchwork_env.cli.common import UsageError
+from patchwork_env.cli.outcomes import format_forfeits, stopped_by_agent
 from patchwork_env.core.files import check_output_folder, check_output_path, write_atomic
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation import results_file
-from patchwork_env.evaluation.arena import Journal, PairResult, TournamentResult, round_robin
+from patchwork_env.evaluation.arena import AgentError, Journal, PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
-from patchwork_env.players.registry import canonical_spec, describe_agents, make_agent
+from patchwork_env.players.registry import canonical_spec, describe_agents, parse_spec
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -45,8 +50,8 @@ def check_args(args: argparse.Namespace) -> None:
             raise UsageError(f"--agents names one agent twice: {same!r} and {spec!r}")
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise UsageError('--plot needs matplotlib, which is not installed: pip install "patchwork-env[plot]"')
-    for spec in args.agents:  # built, not only parsed: bad values and checkpoints fail here
-        make_agent(spec)
+    for spec in args.agents:  # parsed here; each is built (a bad value, a missing checkpoint) before any game
+        parse_spec(spec)
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     if args.address is not None and args.backend != "ray":
@@ -123,7 +128,7 @@ def plot_elo(result: TournamentResult, path: Path) -> None:
 
 
 def write_game_records(result: TournamentResult, folder: Path) -> list[Path]:
-    """Every game of every pair into ``folder/<A>-vs-<B>.jsonl`` (agent names as file names)."""
+    """Every game of every pair into ``folder/<A>-vs-<B>.jsonl`` (``record_name`` of each agent)."""
     return write_pair_records(result.pairs, folder)
 
 
@@ -159,6 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_args(args)
     if "torch" in sys.modules:  # network agents: batch-1 forward passes, where extra threads only contend
         sys.modules["torch"].set_num_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # and torch imported later by an agent starts with one
     journal = journal_path(args.journal, args.json)
     t0 = time.perf_counter()
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
@@ -174,11 +180,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             backend=backend,
             journal=Journal(journal) if journal is not None else None,
         )
+    except AgentError as exc:
+        raise stopped_by_agent(exc, journal, args.records, write_pair_records) from exc
     finally:
         if backend is not None:
             backend.close()
     seconds = time.perf_counter() - t0
     print(format_table(result))
+    for line in format_forfeits(result.forfeits):
+        print(line)
     print(f"\n{args.pairs} paired deals ({2 * args.pairs} games) per pair of agents, seed {args.seed}, {seconds:.0f} s")
     out = {
         **provenance(args.command_line, [args.seed]),

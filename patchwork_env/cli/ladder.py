@@ -5,20 +5,26 @@ patchwork ladder network:runs/run/checkpoints/final.pt --budget standard --json 
 patchwork ladder my_agent.py:act --workers 2          # a function or agent of your own
 patchwork ladder sb3:model.zip                        # a Stable-Baselines3 / sb3-contrib model
 patchwork ladder --table [--ladder v1]                # the reference ratings of a version
+
+An illegal or wrong-type action of the rated agent forfeits its game (the first few forfeits are
+printed with their reasons, all of them are in the JSON); an exception it raises stops the command
+with one error line naming the game and the move, the games finished before it kept in the journal.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
 
 from patchwork_env.cli.common import UsageError
 from patchwork_env.cli.evaluate import journal_path, write_pair_records
+from patchwork_env.cli.outcomes import format_forfeits, stopped_by_agent
 from patchwork_env.core.files import check_output_folder, check_output_path
 from patchwork_env.evaluation import results_file
-from patchwork_env.evaluation.arena import Journal, PairResult
+from patchwork_env.evaluation.arena import AgentError, Journal, PairResult
 from patchwork_env.evaluation.backend import RayBackend, import_ray
 from patchwork_env.evaluation.ladder import (
     PRECISION,
@@ -31,7 +37,7 @@ from patchwork_env.evaluation.ladder import (
 )
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
-from patchwork_env.players.registry import make_agent
+from patchwork_env.players.registry import parse_spec
 
 MAX_NAME = 80  # characters of --name
 MAX_REBUILD_PAIRS = 2_000
@@ -93,11 +99,12 @@ def run(args: argparse.Namespace) -> None:
         if not 5.0 <= precision <= 1000.0:
             raise UsageError(f"--precision must be in 5..1000 Elo, got {precision}")
     else:
-        make_agent(args.spec)  # a spec that does not build is an error line before any game
+        parse_spec(args.spec)  # a spec that does not parse is an error line here, one that does not build in rate
     journal_file = journal_path(args.journal, args.rebuild if args.rebuild is not None else args.json)
     journal = Journal(journal_file) if journal_file is not None else None
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # batch-1 forward passes: torch imported later gets one thread
     backend = RayBackend(args.address, num_cpus=args.workers) if args.backend == "ray" else None
     started = time.perf_counter()
     try:
@@ -122,6 +129,8 @@ def run(args: argparse.Namespace) -> None:
             journal=journal,
             command=args.command_line,
         )
+    except AgentError as exc:
+        raise stopped_by_agent(exc, journal_file, args.records, write_pair_records) from exc
     finally:
         if backend is not None:
             backend.close()
@@ -133,6 +142,10 @@ def run(args: argparse.Namespace) -> None:
     for row in result.per_opponent:
         rate_text = format_win_rate(row["win_rate"], tuple(row["ci95"]))
         print(f"  vs {row['opponent']:<18} ({row['opponent_elo']:5.0f})  {rate_text:<22} {row['games']} games")
+    if result.agent_info:
+        print("  " + ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in result.agent_info.items()))
+    for line in format_forfeits(result.forfeits):
+        print(line)
     if args.json is not None:
         results_file.write(args.json, {**result.to_dict(), "spec": args.spec.strip()})
         print(f"wrote {args.json}")

@@ -7,65 +7,73 @@ generators the agents receive come from the same seed sequence (``spawn_key=(i, 
 agents with a ``reset()`` method are reset before every game, so a game's result depends only on
 the seed and the agents, never on the number of workers or the order games finish in (agents with
 a time budget are the exception: how far they search depends on the machine). In a round robin
-every pair plays the same deals.
+every pair plays the same deals. Illegal actions and exceptions follow one rule
+(``patchwork_env.evaluation.games``): an illegal or wrong-type action forfeits that game, with its
+reason recorded (``PairResult.forfeits``); an exception stops the run (``AgentError``), the games
+finished before it kept.
 
 Workers. Games run in a pool of spawned processes (``evaluation.workers``: a dead worker or an
-agent's ``SystemExit`` is an error, never a hang; ``workers=None`` uses every core), one deal per
-task. Agents travel to each worker once, as spec strings (your own agent by its ``FILE.py:NAME``)
-or pickled objects; an agent object that cannot be pickled, or that lives in a notebook's
-``__main__``, makes the arena play in-process. A worker limits torch to
-one thread (the processes already share out the cores). With ``backend=`` (``patchwork_env.evaluation.backend``)
-the same deals run as that backend's tasks instead (Ray: on a cluster), with identical results.
+agent's ``SystemExit`` is an error, never a hang), one deal per task, or in this process
+(``workers=1``); ``workers=None`` plays here until the games left would take longer than
+``START_WORKERS_AFTER`` here, then on every core (a short run does not win back the processes'
+start); ``pool=`` (``open_pool``) keeps the processes for several calls, as a command of several
+stages does. Agents travel to the workers as spec strings (your own agent by its ``FILE.py:NAME``)
+or pickled objects, and each worker builds each agent once and keeps it; an agent object that
+cannot be pickled, or that lives in a notebook's ``__main__``, makes the arena play in-process; a
+function defined inside a script's ``if __name__ == "__main__":`` block, which no worker can load,
+is refused in one line. A worker limits torch to one thread (the processes already share out the
+cores). With ``backend=`` (``patchwork_env.evaluation.backend``) the same deals run as that
+backend's tasks instead (Ray: on a cluster), with identical results.
 
 Numbers per pair (``PairResult``): games, wins, win rate of A with a 95% Wilson score interval,
 mean score margin (A - B), mean scores, mean final empty cells, mean seconds per move of each
-agent, and how the deals went (A won both games, split, B won both). ``round_robin`` adds a
-maximum-likelihood Elo ladder anchored at ``random`` = 0 (``patchwork_env.evaluation.stats`` documents the method).
+agent, how the deals went (A won both games, split, B won both) and the forfeits. ``round_robin``
+adds a maximum-likelihood Elo ladder anchored at ``random`` = 0 (``patchwork_env.evaluation.stats``
+documents the method).
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import itertools
 import json
 import os
 import pickle
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from patchwork_env.core.records import Player, Record, record_game
-from patchwork_env.core.state import GameState, IllegalActionError, new_game
+from patchwork_env.core.state import GameState
 from patchwork_env.envs.agent import Agent, resolve_opponent
 from patchwork_env.evaluation.backend import Backend
+from patchwork_env.evaluation.games import AgentError as AgentError
+from patchwork_env.evaluation.games import Forfeit as Forfeit
+from patchwork_env.evaluation.games import Forfeited as Forfeited
+from patchwork_env.evaluation.games import GameRecord as GameRecord
+from patchwork_env.evaluation.games import agent_rng as agent_rng
+from patchwork_env.evaluation.games import deal as deal
+from patchwork_env.evaluation.games import play_deal as play_deal
+from patchwork_env.evaluation.games import play_game as play_game
+from patchwork_env.evaluation.games import warm_up as warm_up
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.stats import Rating, fit_elo, wilson_interval
-from patchwork_env.evaluation.workers import RunError, check_spawn_safe, in_worker, run_unordered
-from patchwork_env.players.registry import make_agent
+from patchwork_env.evaluation.workers import (
+    SpawnError,
+    WorkerPool,
+    check_spawn_safe,
+    in_worker,
+    unreachable_in_workers,
+)
+from patchwork_env.players.registry import make_agent, parse_spec
 
-AgentLike = str | Agent | Callable[[GameState], Any]
+AgentLike = str | Agent | Callable[[GameState], Any] | type
 _Ref = tuple[str, Any]  # ("spec", text) or ("pickle", bytes): how a worker rebuilds an agent
-
-
-@dataclass(frozen=True)
-class GameRecord:
-    """One finished game, seen from agent A."""
-
-    deal: int
-    seat_a: int
-    a_won: bool
-    score_a: int
-    score_b: int
-    empty_a: int
-    empty_b: int
-    moves_a: int
-    moves_b: int
-    seconds_a: float
-    seconds_b: float
-    actions: tuple[int, ...] = field(default=(), repr=False)  # every decision, for game records
-    a_illegal: bool = False  # A lost this game by an illegal action (``forfeit`` mode)
 
 
 @dataclass
@@ -91,14 +99,21 @@ class PairResult:
     deals_b_won_both: int
     wins_a_in_seat0: int
     seed: int
-    illegal_a: int = 0  # games A lost by an illegal action (``forfeit`` mode)
+    illegal_a: int = 0  # games A lost by an illegal or wrong-type action
     records: list[GameRecord] = field(default_factory=list, repr=False)
+    illegal_b: int = 0  # and B
+
+    @property
+    def forfeits(self) -> list[Forfeited]:
+        """Every game lost by an illegal or wrong-type action, in deal order: who, where, what, why."""
+        return [r.forfeit for r in self.records if r.forfeit is not None]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready numbers (without the per-game records)."""
+        """JSON-ready numbers (without the per-game records), with every forfeit."""
         d = asdict(self)
         del d["records"]
         d["ci95_a"] = list(self.ci95_a)
+        d["forfeits"] = [asdict(f) for f in self.forfeits]
         return d
 
     def game_records(
@@ -146,6 +161,7 @@ class PairResult:
             seed=seed,
             illegal_a=sum(r.a_illegal for r in records),
             records=records,
+            illegal_b=sum(r.b_illegal for r in records),
         )
 
 
@@ -157,6 +173,11 @@ class TournamentResult:
     pairs: list[PairResult]
     elo: dict[str, Rating]
     anchor: str
+    agent_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # what agents say of themselves
+
+    @property
+    def forfeits(self) -> list[Forfeited]:
+        return [f for p in self.pairs for f in p.forfeits]
 
     def to_dict(self) -> dict[str, Any]:
         ladder = sorted(self.elo.items(), key=lambda kv: -kv[1].elo)
@@ -166,171 +187,88 @@ class TournamentResult:
             "pairs": [p.to_dict() for p in self.pairs],
             "elo": {name: r.elo for name, r in ladder},
             "elo_ci95": {name: [r.low, r.high] for name, r in ladder},
+            "agent_info": self.agent_info,
         }
 
 
-# --- one game ---------------------------------------------------------------------------------
-def deal(seed: int, index: int) -> GameState:
-    """The starting position of deal ``index`` of an arena run with ``seed``."""
-    return new_game(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,))))
+# --- the agents: here and on workers ---------------------------------------------------------------
+def agent_info(agent: object) -> dict[str, Any]:
+    """What an agent says of itself for the results files: its ``agent_info()``, if it has one
+    (an SB3 model: its algorithm and whether it was trained with masks), else nothing."""
+    method = getattr(agent, "agent_info", None)
+    info = method() if callable(method) else None
+    return dict(info) if isinstance(info, dict) else {}
 
 
-def agent_rng(seed: int, index: int, game: int, seat: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, game + 1, seat)))
+@dataclass
+class Entrant:
+    """An agent as the arena plays it: its name; how a worker rebuilds it (``ref``: a spec, or the
+    pickled object; None: it plays in this process only, silently if it cannot be pickled, refused
+    on workers with ``refusal`` if it would fail there); and the agent built here (``agent()``:
+    built on first use, so that a rung played on workers only is never built in this process)."""
+
+    name: str
+    ref: _Ref | None
+    built: Agent | None = None
+    refusal: str | None = None
+
+    def agent(self) -> Agent:
+        if self.built is None:
+            assert self.ref is not None and self.ref[0] == "spec"
+            self.built = make_agent(self.ref[1])
+            warm_up(self.built)
+        return self.built
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return agent_info(self.built) if self.built is not None else {}
 
 
-class Forfeit(Exception):
-    """The agent in the forfeiting seat chose an illegal action: the game ends there, lost by it."""
-
-    def __init__(self, state: GameState, moves: list[int], seconds: list[float], reason: str) -> None:
-        super().__init__(reason)
-        self.state, self.moves, self.seconds = state, moves, seconds
+def _name(agent: object) -> str:
+    return str(getattr(agent, "name", None) or type(agent).__name__)
 
 
-class AgentError(RunError):
-    """An agent under evaluation raised (not an illegal action): the run stops, naming the game."""
-
-
-def play_game(
-    agents: Sequence[Agent],
-    start: GameState,
-    rngs: Sequence[np.random.Generator],
-    actions: list[int] | None = None,
-    forfeit_seat: int | None = None,
-) -> tuple[GameState, list[int], list[float]]:
-    """Play ``start`` to the end, ``agents[seat]`` deciding for each seat; returns the final state,
-    the moves and the seconds spent per seat (and appends every action to ``actions`` if given).
-    An illegal action raises the engine's error; by the agent in ``forfeit_seat``, ``Forfeit``."""
-    for agent in agents:
-        reset = getattr(agent, "reset", None)
-        if callable(reset):
-            reset()
-    state = start
-    moves = [0, 0]
-    seconds = [0.0, 0.0]
-    while not state.is_terminal:
-        seat = state.current_player
-        t0 = time.perf_counter()
-        try:
-            action = agents[seat].act(state, rngs[seat])
-        except IllegalActionError as exc:  # a callable's answer that is not an action (checked in act)
-            if seat != forfeit_seat:
-                raise
-            raise Forfeit(state, moves, seconds, str(exc)) from None
-        seconds[seat] += time.perf_counter() - t0
-        moves[seat] += 1
-        try:
-            state = state.step(action)
-        except IllegalActionError as exc:
-            if seat != forfeit_seat:
-                raise
-            raise Forfeit(state, moves, seconds, str(exc)) from None
-        if actions is not None:
-            actions.append(int(action))
-    return state, moves, seconds
-
-
-def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int, forfeit: bool = False) -> list[GameRecord]:
-    """Both games of deal ``index``: A in seat 0, then A in seat 1. With ``forfeit`` (an agent under
-    evaluation), an illegal action of A loses that game (recorded as ``a_illegal``) and anything
-    else A raises stops the run as an ``AgentError`` naming the deal and game."""
-    start = deal(seed, index)
-    out = []
-    for game, seat_a in enumerate((0, 1)):
-        seated = [agent_a, agent_b] if seat_a == 0 else [agent_b, agent_a]
-        rngs = [agent_rng(seed, index, game, seat) for seat in (0, 1)]
-        actions: list[int] = []
-        illegal = False
-        try:
-            final, moves, seconds = play_game(seated, start, rngs, actions, seat_a if forfeit else None)
-        except Forfeit as lost:
-            final, moves, seconds, illegal = lost.state, lost.moves, lost.seconds, True
-        except Exception as exc:
-            if not forfeit:
-                raise
-            raise AgentError(
-                f"{agent_a.name} raised on deal {index}, game {2 * index + game} ({type(exc).__name__}: {exc})"
-            ) from exc
-        scores = final.scores()
-        sb = 1 - seat_a
-        out.append(
-            GameRecord(
-                deal=index,
-                seat_a=seat_a,
-                a_won=final.winner == seat_a and not illegal,
-                score_a=scores[seat_a],
-                score_b=scores[sb],
-                empty_a=final.empty_cells(seat_a),
-                empty_b=final.empty_cells(sb),
-                moves_a=moves[seat_a],
-                moves_b=moves[sb],
-                seconds_a=seconds[seat_a],
-                seconds_b=seconds[sb],
-                actions=tuple(actions),
-                a_illegal=illegal,
+def resolve_agent(agent: AgentLike | Entrant, build: bool = True) -> Entrant:
+    """``agent`` (a spec, an agent object or class, a function ``GameState -> action``) ready to
+    play, validated before any game: built and warmed up here (one move that no game keeps), but a
+    spec with ``build=False`` only parsed (built when it first plays in this process)."""
+    if isinstance(agent, Entrant):
+        return agent
+    if isinstance(agent, str):
+        if not build:
+            parse_spec(agent)
+            return Entrant(agent.strip(), ("spec", agent.strip()))
+        local = make_agent(agent)  # validates the spec before any worker starts
+        warm_up(local)
+        return Entrant(local.name, ("spec", agent.strip()), local)
+    if inspect.isclass(agent) or not isinstance(agent, Agent):
+        if not callable(agent) and not callable(getattr(agent, "act", None)):
+            raise TypeError(
+                f"an agent must be a spec string, an object with name and act(state, rng), an agent class or a "
+                f"callable (GameState) -> action; got {agent!r}"
             )
-        )
-    return out
-
-
-def warm_up(agent: Agent) -> None:
-    """One move that no game keeps, so that no game's time per move includes loading or compiling
-    (the first move of a fresh install's process compiles kernels for seconds). An illegal action
-    here is left to the games, which count it; any other exception is an ``AgentError`` naming the
-    agent, before any game."""
+        agent = resolve_opponent(agent)
+    warm_up(agent)
+    name = _name(agent)
+    load_path = getattr(agent, "load_path", None)  # an agent loaded from FILE.py:NAME / MODULE:NAME
+    if isinstance(load_path, str):
+        return Entrant(name, ("spec", load_path), agent)
+    target = getattr(agent, "fn", agent)  # a function behind its agent wrapper
+    if _defined_in_interactive_main(agent):
+        return Entrant(name, None, agent)
+    refusal = unreachable_in_workers(target)
+    if refusal is not None:
+        return Entrant(name, None, agent, refusal)
     try:
-        agent.act(new_game(0), np.random.default_rng(0))
-    except IllegalActionError:
-        pass
-    except Exception as exc:
-        name = getattr(agent, "name", type(agent).__name__)
-        raise AgentError(f"{name} raised on a test move, before any game ({type(exc).__name__}: {exc})") from exc
-    reset = getattr(agent, "reset", None)
-    if callable(reset):
-        reset()
+        return Entrant(name, ("pickle", pickle.dumps(agent)), agent)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return Entrant(name, None, agent)
 
 
-# --- workers ------------------------------------------------------------------------------------
-_WORKER_REFS: list[_Ref | None] = []
-_WORKER_AGENTS: dict[int, Agent] = {}
-
-
-def _init_worker(refs: list[_Ref | None]) -> None:
-    """Runs once in each spawned worker: the agents arrive here once, not with every game. The
-    processes already share out the cores, so torch (if an agent uses it) gets one thread each."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("MKL_NUM_THREADS", "1")
-    _WORKER_REFS[:] = refs
-    _WORKER_AGENTS.clear()
-
-
-def _build(index: int) -> Agent:
-    agent = _WORKER_AGENTS.get(index)
-    if agent is None:
-        ref = _WORKER_REFS[index]
-        assert ref is not None
-        kind, payload = ref
-        agent = make_agent(payload) if kind == "spec" else pickle.loads(payload)
-        if "torch" in sys.modules:
-            sys.modules["torch"].set_num_threads(1)
-        warm_up(agent)
-        _WORKER_AGENTS[index] = agent
-    return agent
-
-
-Job = tuple[int, int, int, int, int, bool]  # matchup, agent i, agent j, seed, deal, forfeit
-
-
-def _task(job: Job) -> tuple[int, list[GameRecord]]:
-    matchup, i, j, seed, index, forfeit = job
-    return matchup, play_deal(_build(i), _build(j), seed, index, forfeit)
-
-
-def _backend_task(refs: list[_Ref | None], job: Job) -> tuple[int, list[GameRecord]]:
-    """One deal on a backend's worker; the agents are rebuilt only when ``refs`` change."""
-    if refs != _WORKER_REFS:
-        _init_worker(refs)
-    return _task(job)
+def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
+    """How to send ``agent`` to a worker (None if it cannot travel), the local object, its name."""
+    entrant = resolve_agent(agent)
+    return entrant.ref, entrant.agent(), entrant.name
 
 
 def _defined_in_interactive_main(agent: object) -> bool:
@@ -341,37 +279,72 @@ def _defined_in_interactive_main(agent: object) -> bool:
     return module == "__main__" and getattr(sys.modules.get("__main__"), "__file__", None) is None
 
 
-def _ref(agent: AgentLike) -> tuple[_Ref | None, Agent, str]:
-    """How to send ``agent`` to a worker (None if it cannot travel), the local object, its name."""
-    if isinstance(agent, str):
-        local = make_agent(agent)  # validates the spec before any worker starts
-        warm_up(local)
-        return ("spec", agent.strip()), local, local.name
-    if not isinstance(agent, Agent):
-        if not callable(agent):
-            raise TypeError(
-                f"an agent must be a spec string, an object with name and act(state, rng), or a callable "
-                f"(GameState) -> action; got {agent!r}"
-            )
-        agent = resolve_opponent(agent)
-    warm_up(agent)
-    load_path = getattr(agent, "load_path", None)  # an agent loaded from FILE.py:NAME / MODULE:NAME
-    if isinstance(load_path, str):
-        return ("spec", load_path), agent, agent.name
-    if _defined_in_interactive_main(agent):
-        return None, agent, agent.name
-    try:
-        return ("pickle", pickle.dumps(agent)), agent, agent.name
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return None, agent, agent.name
+_WORKER_REFS: list[_Ref | None] = []  # ``_task``'s agents: the refs its pool's initializer gave
+_WORKER_AGENTS: dict[tuple[int, str, str], Agent] = {}  # every agent a worker built, by place and ref
+
+
+def _init_worker(refs: list[_Ref | None] | None = None) -> None:
+    """Runs once in each spawned worker. The processes already share out the cores, so torch (if
+    an agent uses it) gets one thread each; ``refs``: the agents of ``_task``'s jobs."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    if refs is not None:
+        _WORKER_REFS[:] = refs
+        _WORKER_AGENTS.clear()
+
+
+def _agent_for(index: int, ref: _Ref | None) -> Agent:
+    """The agent of ``ref`` at place ``index`` of its run, built (and warmed up) once per worker:
+    a pool kept for several stages builds the rated agent once. (Two places holding the same spec
+    get two agents, as in-process play does: a search's kept tree belongs to one seat.)"""
+    assert ref is not None
+    kind, payload = ref
+    key = (index, kind, payload if kind == "spec" else hashlib.sha1(payload).hexdigest())
+    agent = _WORKER_AGENTS.get(key)
+    if agent is None:
+        agent = make_agent(payload) if kind == "spec" else pickle.loads(payload)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(1)
+        warm_up(agent)
+        _WORKER_AGENTS[key] = agent
+    return agent
+
+
+Job = tuple[int, int, int, int, int, bool]  # matchup, agent i, agent j, seed, deal, (forfeit: always)
+_Seated = tuple[_Ref | None, _Ref | None, Job]  # a job with the refs of its two agents
+
+
+def _task(job: Job) -> tuple[int, list[GameRecord]]:
+    """One deal, its agents from the refs of the pool's initializer (``_init_worker``)."""
+    matchup, i, j, seed, index, _ = job
+    return matchup, play_deal(_agent_for(i, _WORKER_REFS[i]), _agent_for(j, _WORKER_REFS[j]), seed, index)
+
+
+def _seated_task(item: _Seated) -> tuple[int, list[GameRecord]]:
+    """One deal, its agents' refs sent with it (a pool kept across stages has no fixed agents)."""
+    ref_a, ref_b, (matchup, i, j, seed, index, _) = item
+    return matchup, play_deal(_agent_for(i, ref_a), _agent_for(j, ref_b), seed, index)
+
+
+def _backend_task(refs: list[_Ref | None], job: Job) -> tuple[int, list[GameRecord]]:
+    """One deal on a backend's worker; each agent is built once per worker."""
+    _init_worker()
+    return _seated_task((refs[job[1]], refs[job[2]], job))
 
 
 MAX_PAIRS = 1_000_000  # deals per matchup: a run of the largest already takes days
 
 
+#: ``workers=None``: the games are played in this process until those left would take longer than
+#: this here (at the pace of the games played so far); then on every core. Starting a worker costs
+#: 1-5 s of CPU (numba's kernels; torch and SB3 for their agents), 3-15 s on a busy machine, which a
+#: shorter run does not win back (``benchmarks.bench_ladder``, ``benchmarks/results/ladder-workers.json``).
+START_WORKERS_AFTER = 60.0
+
+
 def resolve_workers(workers: int | None, jobs: int) -> int:
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
-        raise ValueError(f"workers must be a positive integer or None (all cores), got {workers!r}")
+        raise ValueError(f"workers must be a positive integer or None (as many as pay), got {workers!r}")
     if in_worker():
         return 1  # a worker of a pool already: no pool of its own
     return max(1, min(workers or os.cpu_count() or 1, jobs))
@@ -384,21 +357,30 @@ def _check_pairs(num_pairs: int) -> None:
         )
 
 
+def open_pool(workers: int | None = None) -> WorkerPool:
+    """Worker processes for the games of a whole command (``workers``; None: every core, started
+    only once the games left are worth it: ``START_WORKERS_AFTER``), to give
+    as ``pool=`` to every call of it and close at its end (a ``with`` block): they start at the
+    first games that need them, and each builds an agent once for all the calls."""
+    return WorkerPool(resolve_workers(workers, MAX_PAIRS), _init_worker)
+
+
 def _run(
-    agents: Sequence[AgentLike],
+    agents: Sequence[AgentLike | Entrant],
     matchups: list[tuple[int, int]],
     num_pairs: int | Sequence[range],
     seed: int,
     workers: int | None,
     progress: bool,
     backend: Backend | None = None,
-    forfeit: bool = False,
     journal: Journal | None = None,
+    pool: WorkerPool | None = None,
 ) -> tuple[list[str], list[list[GameRecord]]]:
     """Play the deals of each matchup (indices into ``agents``): ``num_pairs`` deals each, or
     ``num_pairs[m]`` (a range of deal indices) for matchup ``m``. Returns the agents' names and each
     matchup's records ordered by deal (A in seat 0 first). ``journal``: deals it holds are not
-    played again, and every deal played is added to it as soon as it ends."""
+    played again, and every deal played is added to it as soon as it ends. ``pool``: play on its
+    processes (``workers`` is then its size), which stay for the caller's next call."""
     if isinstance(num_pairs, int):
         _check_pairs(num_pairs)
         deals: list[range] = [range(num_pairs)] * len(matchups)
@@ -408,60 +390,110 @@ def _run(
             raise ValueError(f"one range of deals per matchup: {len(matchups)} matchups, {len(deals)} ranges")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    resolved = [_ref(a) for a in agents]
-    names = [name for _, _, name in resolved]
+    entrants = [resolve_agent(a) for a in agents]
+    names = [e.name for e in entrants]
     by_matchup: list[dict[int, list[GameRecord]]] = [{} for _ in matchups]
     if journal is not None:
         for m, (i, j) in enumerate(matchups):
-            by_matchup[m] = journal.played(names[i], names[j], seed, forfeit, deals[m])
-    jobs = (
-        (m, i, j, seed, d, forfeit) for m, (i, j) in enumerate(matchups) for d in deals[m] if d not in by_matchup[m]
-    )
+            by_matchup[m] = journal.played(names[i], names[j], seed, deals[m])
+    jobs = _interleaved(matchups, deals, by_matchup, seed)
     todo = sum(len(r) - len(done) for r, done in zip(deals, by_matchup, strict=True))
-    n_workers = resolve_workers(workers, todo)
-    refs = [ref for ref, _, _ in resolved]
+    refs = [e.ref for e in entrants]
     if backend is not None and None in refs:
         raise ValueError("every agent must be a spec string or picklable to play on a backend's workers")
-    in_process = backend is None and (n_workers == 1 or None in refs)
-    if not in_process and backend is None:
-        check_spawn_safe("workers")
+    auto = workers is None  # as many as pay (``START_WORKERS_AFTER``): none for a short run
+    parallel = backend is None and resolve_workers(pool.workers if pool else workers, max(todo, 1)) > 1 and todo > 1
+    if parallel and not auto:
+        for e in entrants:
+            if e.refusal is not None:
+                raise SpawnError(f"workers > 1: {e.refusal}")
+        parallel = None not in refs  # an agent that cannot be pickled plays in this process
+        if parallel:
+            check_spawn_safe("workers")
+    elif parallel:  # not asked for: processes only where they can start and every agent can travel
+        parallel = None not in refs and _spawn_safe()
     bar = _progress_bar(2 * todo, progress)
 
     def finished(m: int, recs: list[GameRecord]) -> None:
         by_matchup[m][recs[0].deal] = recs
         if journal is not None:
             i, j = matchups[m]
-            journal.add(names[i], names[j], seed, forfeit, recs)
+            journal.add(names[i], names[j], seed, recs)
         bar(2)
 
+    def describe(item: _Seated) -> str:
+        _, i, j, _, d, _ = item[2]
+        return f"{names[i]} vs {names[j]}, deal {d} (games {2 * d} and {2 * d + 1})"
+
     try:
-        if in_process:
-            for m, i, j, _, d, _ in jobs:
-                finished(m, play_deal(resolved[i][1], resolved[j][1], seed, d, forfeit))
-        elif backend is not None:
+        if backend is not None:
             for m, recs in backend.map(_backend_task, refs, list(jobs)):
                 finished(m, recs)
+        elif not parallel:
+            for m, i, j, _, d, _ in jobs:
+                finished(m, play_deal(entrants[i].agent(), entrants[j].agent(), seed, d))
         else:
-
-            def describe(job: Job) -> str:
-                _, i, j, _, d, _ = job
-                return f"{names[i]} vs {names[j]}, deal {d} (games {2 * d} and {2 * d + 1})"
-
-            for _, (m, recs) in run_unordered(_task, jobs, n_workers, _init_worker, (refs,), describe):
-                finished(m, recs)
+            left = todo
+            if auto and not (pool is not None and pool.started):  # here, while the games left are few
+                started = time.perf_counter()
+                for m, i, j, _, d, _ in jobs:
+                    finished(m, play_deal(entrants[i].agent(), entrants[j].agent(), seed, d))
+                    left -= 1
+                    spent = time.perf_counter() - started
+                    if spent / (todo - left) * left > START_WORKERS_AFTER:
+                        break
+            own = pool is None
+            use = pool if pool is not None else WorkerPool(resolve_workers(workers, left), _init_worker)
+            try:
+                seated = ((refs[job[1]], refs[job[2]], job) for job in jobs)
+                if left:
+                    for _, (m, recs) in use.run_unordered(_seated_task, seated, describe):
+                        finished(m, recs)
+            finally:
+                if own:
+                    use.close()
+    except AgentError as exc:  # the run stops: the games finished before it go with the error
+        exc.finished = [
+            PairResult.from_records(names[i], names[j], seed, [r for d in sorted(done) for r in done[d]])
+            for (i, j), done in zip(matchups, by_matchup, strict=True)
+            if done
+        ]
+        raise
     finally:
         bar(0, close=True)
     return names, [[r for d in sorted(recs) for r in recs[d]] for recs in by_matchup]
 
 
+def _interleaved(
+    matchups: list[tuple[int, int]], deals: list[range], done: list[dict[int, list[GameRecord]]], seed: int
+) -> Iterator[Job]:
+    """The deals to play, a deal of each matchup in turn (so that the first ones played tell the pace
+    of the whole run), drawn lazily: a run of a million deals lists none of them up front."""
+
+    def of(m: int) -> Iterator[Job]:
+        i, j = matchups[m]
+        return ((m, i, j, seed, d, True) for d in deals[m] if d not in done[m])
+
+    for batch in itertools.zip_longest(*(of(m) for m in range(len(matchups)))):
+        yield from (job for job in batch if job is not None)
+
+
+def _spawn_safe() -> bool:
+    try:
+        check_spawn_safe("workers")
+    except SpawnError:
+        return False
+    return True
+
+
 class Journal:
     """Finished deals on disk, one JSON line each, appended (and flushed) as each deal ends, so
     that an interrupted run keeps its games and a rerun with the same journal continues from them.
-    A deal is known by its agents' names, the seed, the forfeit mode and its index."""
+    A deal is known by its agents' names, the seed and its index."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._known: dict[tuple[str, str, int, bool, int], list[GameRecord]] = {}
+        self._known: dict[tuple[str, str, int, int], list[GameRecord]] = {}
         if not os.path.exists(self.path):
             return
         complete = 0  # bytes of whole lines: a last line cut by a kill is dropped (its deal is played again)
@@ -471,7 +503,7 @@ class Journal:
                     break
                 try:
                     entry = json.loads(raw)
-                    key = (entry["a"], entry["b"], entry["seed"], entry["forfeit"], entry["deal"])
+                    key = (entry["a"], entry["b"], entry["seed"], entry["deal"])
                     games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
                 except (ValueError, KeyError, TypeError) as exc:
                     raise ValueError(f"{self.path}, line {number}: not a journal entry of the arena ({exc})") from None
@@ -480,17 +512,16 @@ class Journal:
         if complete < os.path.getsize(self.path):
             os.truncate(self.path, complete)
 
-    def played(self, a: str, b: str, seed: int, forfeit: bool, deals: range) -> dict[int, list[GameRecord]]:
-        return {d: recs for d in deals if (recs := self._known.get((a, b, seed, forfeit, d))) is not None}
+    def played(self, a: str, b: str, seed: int, deals: range) -> dict[int, list[GameRecord]]:
+        return {d: recs for d in deals if (recs := self._known.get((a, b, seed, d))) is not None}
 
-    def add(self, a: str, b: str, seed: int, forfeit: bool, records: list[GameRecord]) -> None:
+    def add(self, a: str, b: str, seed: int, records: list[GameRecord]) -> None:
         deal_index = records[0].deal
-        self._known[(a, b, seed, forfeit, deal_index)] = records
+        self._known[(a, b, seed, deal_index)] = records
         entry = {
             "a": a,
             "b": b,
             "seed": seed,
-            "forfeit": forfeit,
             "deal": deal_index,
             "games": [asdict(r) for r in records],
         }
@@ -527,21 +558,22 @@ def play_pairs(
     workers: int | None = None,
     progress: bool = False,
     backend: Backend | None = None,
-    forfeit: bool = False,
+    forfeit: bool = True,
     journal: Journal | None = None,
+    pool: WorkerPool | None = None,
 ) -> PairResult:
     """``num_pairs`` deals, each played twice with the seats swapped (``2 * num_pairs`` games);
     ``backend``: play them as its tasks (e.g. ``backend.RayBackend``) instead of ``workers``;
-    ``forfeit``: an illegal action of A loses the game instead of raising (see ``play_deal``);
-    ``journal``: deals it holds are not played again, and each deal played is added (``Journal``)."""
-    names, (records,) = _run(
-        [agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend, forfeit, journal
-    )
+    ``journal``: deals it holds are not played again, and each deal played is added (``Journal``);
+    ``pool``: play on these processes (``open_pool``), kept for the caller's next call. An illegal
+    action forfeits its game and an exception stops the run (``patchwork_env.evaluation.games``;
+    ``forfeit`` is kept for old callers and changes nothing)."""
+    names, (records,) = _run([agent_a, agent_b], [(0, 1)], num_pairs, seed, workers, progress, backend, journal, pool)
     return PairResult.from_records(names[0], names[1], seed, records)
 
 
 def play_matchups(
-    agents: Sequence[AgentLike],
+    agents: Sequence[AgentLike | Entrant],
     matchups: Sequence[tuple[int, int]],
     deals: Sequence[range],
     seed: int = 0,
@@ -549,11 +581,13 @@ def play_matchups(
     progress: bool = False,
     backend: Backend | None = None,
     journal: Journal | None = None,
+    pool: WorkerPool | None = None,
 ) -> list[PairResult]:
     """Each matchup ``(i, j)`` (indices into ``agents``) plays the deals of its range in
-    ``deals`` (each twice, seats swapped), all in one pool: how a ladder version is built, the
-    matchups of neighbouring rungs playing more deals than the others."""
-    names, records = _run(agents, list(matchups), deals, seed, workers, progress, backend, journal=journal)
+    ``deals`` (each twice, seats swapped), all at once: how a ladder version is built, the
+    matchups of neighbouring rungs playing more deals than the others, and how an agent is rated
+    against several rungs."""
+    names, records = _run(agents, list(matchups), deals, seed, workers, progress, backend, journal, pool)
     return [
         PairResult.from_records(names[i], names[j], seed, recs) for (i, j), recs in zip(matchups, records, strict=True)
     ]
@@ -568,6 +602,7 @@ def round_robin(
     anchor: str = "random",
     backend: Backend | None = None,
     journal: Journal | None = None,
+    pool: WorkerPool | None = None,
 ) -> TournamentResult:
     """Every pair of agents plays ``num_pairs`` deals (twice each, the same deals for every pair);
     the Elo ladder is anchored at the agent named ``anchor`` (else the first agent)."""
@@ -578,11 +613,13 @@ def round_robin(
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ValueError(f"agent names must be distinct in a round robin, repeated: {dupes}")
-    names, records = _run(specs, matchups, num_pairs, seed, workers, progress, backend, journal=journal)
+    entrants = [resolve_agent(s) for s in specs]
+    names, records = _run(entrants, matchups, num_pairs, seed, workers, progress, backend, journal, pool)
     pairs = [
         PairResult.from_records(names[i], names[j], seed, recs) for (i, j), recs in zip(matchups, records, strict=True)
     ]
     anchor_index = names.index(anchor) if anchor in names else 0
     results = [(i, j, p.wins_a, p.wins_b) for (i, j), p in zip(matchups, pairs, strict=True)]
     elo = fit_elo(names, results, anchor=anchor_index)
-    return TournamentResult(agents=names, pairs=pairs, elo=elo, anchor=names[anchor_index])
+    info = {e.name: e.info for e in entrants if e.info}
+    return TournamentResult(agents=names, pairs=pairs, elo=elo, anchor=names[anchor_index], agent_info=info)

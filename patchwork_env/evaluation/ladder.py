@@ -23,8 +23,11 @@ agent against greedy (4 games), then plays the three rungs nearest that estimate
 +-100 to +-130 Elo on v2); ``standard`` probes with 8 games and plays the four nearest (160 games:
 about +-75 to +-85 Elo on v2).
 An agent that beats the strongest reference or loses to random beyond the scale is reported as
-``above`` / ``below`` the scale with a bound, not an extrapolated number. An illegal action of the
-rated agent loses that game (counted); an exception it raises stops the run with the game named.
+``above`` / ``below`` the scale with a bound, not an extrapolated number. An illegal or wrong-type
+action of the rated agent loses that game (counted, each with its reason in ``forfeits``); an
+exception it raises stops the run naming the game and the move (``arena``'s rule, that of every
+harness: ``patchwork_env.evaluation.games``). A rating's games run on one set of processes
+(``workers``) for all its stages: the probe, then the nearest rungs together.
 """
 
 from __future__ import annotations
@@ -41,8 +44,16 @@ from typing import Any, Literal
 import numpy as np
 
 from patchwork_env.core.state import GameState
-from patchwork_env.envs.agent import Agent, resolve_opponent
-from patchwork_env.evaluation.arena import Journal, PairResult, play_matchups, play_pairs
+from patchwork_env.envs.agent import Agent
+from patchwork_env.evaluation.arena import (
+    AgentError,
+    Entrant,
+    Journal,
+    PairResult,
+    open_pool,
+    play_matchups,
+    resolve_agent,
+)
 from patchwork_env.evaluation.backend import Backend
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.results_file import LADDER_RATING
@@ -179,6 +190,11 @@ class LadderResult:
     ci95_games: tuple[float, float] = (math.nan, math.nan)
     budget: str = "quick"
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)  # a rating equals itself whenever made
+    forfeits: list[dict[str, Any]] = field(default_factory=list)
+    """Every game lost by an illegal or wrong-type action: the agent, the game, the move, what it
+    played (the decoded action or the value returned) and the engine's reason (``games.Forfeited``)."""
+    agent_info: dict[str, Any] = field(default_factory=dict)
+    """What the agent says of itself (an SB3 model: its algorithm, whether it was trained with masks)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The provenance fields first (command, commit, version, date, machine, seeds), the kind
@@ -219,7 +235,7 @@ def _fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float
     return theta[0] * ELO_SCALE, ELO_SCALE * math.sqrt(cov[0, 0]), info[0, 1:] / info[0, 1:].sum()
 
 
-AgentInput = str | Agent | Callable[[GameState], Any]
+AgentInput = str | Agent | Callable[[GameState], Any] | type
 
 
 def _call_text(agent: AgentInput, name: str | None, budget: str, workers: int | None, ladder: str) -> str:
@@ -245,9 +261,11 @@ def rate(
     journal: Journal | None = None,
     command: str | None = None,
 ) -> LadderResult:
-    """Rate ``agent`` (a spec string, an agent object, or a callable ``GameState -> action``) on
-    ladder version ``ladder`` (or on ``scale``, a version file already loaded); ``name`` labels it
-    (default: its spec or its ``name``). ``records``, if a list, receives every pair's result (with
+    """Rate ``agent`` (a spec string, an agent object or class, or a callable ``GameState ->
+    action``) on ladder version ``ladder`` (or on ``scale``, a version file already loaded);
+    ``name`` labels it (default: its spec or its ``name``). ``workers`` processes play the games of
+    every stage (None: this one, and every core once the games left are worth it:
+    ``arena.START_WORKERS_AFTER``); ``records``, if a list, receives every opponent's result (with
     its games); ``journal`` keeps the games as they end (``arena.Journal``); ``command``: the
     provenance's command line (default: this call, written out)."""
     if budget not in BUDGETS:
@@ -257,34 +275,49 @@ def rate(
     scale = scale or load_scale(version=ladder)
     refs = references(scale)
     cov = scale_covariance(scale)
-    rated = agent if isinstance(agent, str) else resolve_opponent(agent)
-    label = name or (rated if isinstance(rated, str) else rated.name)
+    rated = resolve_agent(agent)  # built, checked and warmed up here once, for every stage
+    label = name or rated.name
     probe_pairs, opponents, pairs = BUDGETS[budget]
     by_spec = {r.spec: r for r in refs}
+    rungs: dict[str, Entrant] = {}  # built here only if they play here
+    pool = open_pool(workers) if backend is None else None  # one set of processes for every stage
 
-    def play(spec: str, num_pairs: int) -> PairResult:
-        result = play_pairs(
-            rated,
-            play_spec(spec),
-            num_pairs,
+    def play(specs: list[str], deals: list[range]) -> list[PairResult]:
+        for spec in specs:
+            rungs.setdefault(spec, resolve_agent(play_spec(spec), build=False))
+        return play_matchups(
+            [rated, *(rungs[s] for s in specs)],
+            [(0, k + 1) for k in range(len(specs))],
+            deals,
             seed=scale["seed"],
             workers=workers,
             progress=progress,
             backend=backend,
-            forfeit=True,
             journal=journal,
+            pool=pool,
         )
-        if records is not None:
-            records.append(result)
-        return result
 
-    probe_spec = PROBE if PROBE in by_spec else refs[len(refs) // 2].spec  # a scale without greedy: its middle
-    probe = play(probe_spec, probe_pairs)
-    guess = by_spec[probe_spec].elo + ELO_SCALE * math.log((probe.wins_a + 0.5) / (probe.wins_b + 0.5))
-    nearest = sorted(refs, key=lambda r: abs(r.elo - guess))[:opponents]
+    try:
+        probe_spec = PROBE if PROBE in by_spec else refs[len(refs) // 2].spec  # a scale without greedy: its middle
+        (probe,) = play([probe_spec], [range(probe_pairs)])
+        guess = by_spec[probe_spec].elo + ELO_SCALE * math.log((probe.wins_a + 0.5) / (probe.wins_b + 0.5))
+        nearest = [r.spec for r in sorted(refs, key=lambda r: abs(r.elo - guess))[:opponents]]
+        # the rungs together; the probe's deals are the first of the probe rung's own, not played again
+        try:
+            results = play(nearest, [range(probe_pairs if s == probe_spec else 0, pairs) for s in nearest])
+        except AgentError as exc:  # the games finished before it: the probe's too
+            exc.finished.insert(0, probe)
+            raise
+    finally:
+        if pool is not None:
+            pool.close()
     played = {probe_spec: probe}
-    for ref in nearest:  # the probe's deals are the first of these: a replay of greedy replaces it
-        played[ref.spec] = play(ref.spec, pairs)
+    for spec, result in zip(nearest, results, strict=True):
+        if spec == probe_spec:
+            result = PairResult.from_records(result.a, result.b, result.seed, probe.records + result.records)
+        played[spec] = result
+    if records is not None:
+        records.extend(played.values())
     specs = list(played)
     elo, se, weights = _fit_rating([(by_spec[s].elo, played[s].wins_a, played[s].wins_b) for s in specs])
     ref_var = sum(weights[i] * weights[j] * cov[a, b] for i, a in enumerate(specs) for j, b in enumerate(specs))
@@ -307,6 +340,7 @@ def rate(
         }
         for s, p in sorted(played.items(), key=lambda kv: by_spec[kv[0]].elo)
     ]
+    forfeits = [asdict(f) for s in sorted(played, key=lambda s: by_spec[s].elo) for f in played[s].forfeits]
     header = provenance(command or _call_text(agent, name, budget, workers, scale["ladder"]), [scale["seed"]])
     return LadderResult(
         label,
@@ -320,6 +354,8 @@ def rate(
         (elo - Z95 * se, elo + Z95 * se),
         budget,
         header,
+        forfeits,
+        rated.info,
     )
 
 
@@ -354,36 +390,40 @@ def build_scale(
     deals = {m: pairs for m in matchups}
     say = log or (lambda text: None)
     rounds: list[dict[str, Any]] = []
-    for round_index in range(MAX_ROUNDS + 1):
-        results = play_matchups(
-            [play_spec(n) for n in names],
-            matchups,
-            [range(deals[m]) for m in matchups],
-            seed=seed,
-            workers=workers,
-            progress=progress,
-            backend=backend,
-            journal=journal,
-        )
-        scale = _scale_file(names, matchups, results, seed)
-        gaps = neighbours(scale)
-        short = [g for g in gaps if (g["ci95"][1] - g["ci95"][0]) / 2 > precision]
-        games = sum(r.games for r in results)
-        rounds.append({"round": round_index, "games": games, "imprecise_neighbours": len(short)})
-        say(
-            f"round {round_index}: {games} games; neighbours: "
-            + ", ".join(
-                f"{g['low']}->{g['high']} {g['difference']:.0f}+-{(g['ci95'][1] - g['ci95'][0]) / 2:.0f}" for g in gaps
+    rungs = [resolve_agent(play_spec(n), build=False) for n in names]
+    with open_pool(workers) as pool:  # one set of processes for every round
+        for round_index in range(MAX_ROUNDS + 1):
+            results = play_matchups(
+                rungs,
+                matchups,
+                [range(deals[m]) for m in matchups],
+                seed=seed,
+                workers=workers,
+                progress=progress,
+                backend=backend,
+                journal=journal,
+                pool=pool,
             )
-        )
-        if not short or round_index == MAX_ROUNDS:
-            break
-        index = {n: i for i, n in enumerate(names)}
-        for g in short:
-            m = tuple(sorted((index[g["low"]], index[g["high"]])))
-            half = (g["ci95"][1] - g["ci95"][0]) / 2
-            more = math.ceil(deals[m] * ((half / precision) ** 2 - 1) * 1.1)  # type: ignore[index]
-            deals[m] = min(MAX_BUILD_PAIRS, deals[m] + max(10, min(more, 400)))  # type: ignore[index]
+            scale = _scale_file(names, matchups, results, seed)
+            gaps = neighbours(scale)
+            short = [g for g in gaps if (g["ci95"][1] - g["ci95"][0]) / 2 > precision]
+            games = sum(r.games for r in results)
+            rounds.append({"round": round_index, "games": games, "imprecise_neighbours": len(short)})
+            say(
+                f"round {round_index}: {games} games; neighbours: "
+                + ", ".join(
+                    f"{g['low']}->{g['high']} {g['difference']:.0f}+-{(g['ci95'][1] - g['ci95'][0]) / 2:.0f}"
+                    for g in gaps
+                )
+            )
+            if not short or round_index == MAX_ROUNDS:
+                break
+            index = {n: i for i, n in enumerate(names)}
+            for g in short:
+                m = tuple(sorted((index[g["low"]], index[g["high"]])))
+                half = (g["ci95"][1] - g["ci95"][0]) / 2
+                more = math.ceil(deals[m] * ((half / precision) ** 2 - 1) * 1.1)  # type: ignore[index]
+                deals[m] = min(MAX_BUILD_PAIRS, deals[m] + max(10, min(more, 400)))  # type: ignore[index]
     scale["neighbours"] = neighbours(scale)
     scale["design"] = {
         "initial_pairs": pairs,

@@ -3,6 +3,8 @@
 ``run_unordered(fn, items, workers, initializer, initargs)`` yields ``(item, fn(item))`` as items
 finish, on ``workers`` processes started with the ``spawn`` method (``concurrent.futures``), with
 at most two items in flight per worker so that a huge run never builds its list of work up front.
+``WorkerPool`` keeps its processes for several such calls: a command of several stages starts its
+processes (and imports what its work needs in each) once.
 
 What can go wrong, and what the caller sees instead of a hang:
 
@@ -22,6 +24,7 @@ Inside a worker, ``in_worker()`` is true: code that would start a pool of its ow
 from __future__ import annotations
 
 import ast
+import inspect
 import multiprocessing
 import os
 import signal
@@ -73,13 +76,59 @@ def _guarded(fn: Callable[[T], R], item: T) -> R:
         raise WorkerError(f"{type(exc).__name__}({exc!s}) raised in a worker") from None
 
 
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test)
+
+
 def _main_guard_lines(source: str) -> list[tuple[int, int]]:
     """The line ranges of ``if __name__ == "__main__":`` blocks at a module's top level."""
-    spans = []
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and "__name__" in ast.unparse(node.test):
-            spans.append((node.lineno, node.end_lineno or node.lineno))
-    return spans
+    return [(node.lineno, node.end_lineno or node.lineno) for node in ast.parse(source).body if _is_main_guard(node)]
+
+
+def _names_outside_main_guard(body: list[ast.stmt]) -> set[str]:
+    """The names a module's import binds at its top level: what it defines, assigns and imports,
+    in nested ``if``/``try``/``with`` blocks too, but not inside ``if __name__ == "__main__":``."""
+    names: set[str] = set()
+    for node in body:
+        if _is_main_guard(node):
+            continue
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        for block in ("body", "orelse", "finalbody"):
+            inner = getattr(node, block, None)
+            if isinstance(inner, list) and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names |= _names_outside_main_guard(inner)
+        for handler in getattr(node, "handlers", []):
+            names |= _names_outside_main_guard(handler.body)
+    return names
+
+
+def unreachable_in_workers(obj: object) -> str | None:
+    """Why a spawned worker could not load ``obj`` from the script that runs this process: pickled
+    by reference (a function, a class, an instance of a class), it must be defined at the script's
+    top level, and it is defined inside its ``if __name__ == "__main__":`` block, which a worker's
+    import of the script skips. None when it can be loaded (or does not come from a script)."""
+    target = obj if inspect.isfunction(obj) or inspect.isclass(obj) else type(obj)
+    qualname = str(getattr(target, "__qualname__", ""))
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if getattr(target, "__module__", None) != "__main__" or path is None or not qualname or "<locals>" in qualname:
+        return None  # not from a script (or not picklable by reference at all: it plays in-process)
+    try:
+        defined = _names_outside_main_guard(ast.parse(Path(path).read_text()).body)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    if qualname.split(".")[0] in defined:
+        return None
+    return (
+        f'{qualname} is defined inside the `if __name__ == "__main__":` block of {path}, which worker processes '
+        "skip when they import the script: define it above that block (at the top level), or use workers=1"
+    )
 
 
 def check_spawn_safe(what: str = "workers") -> None:
@@ -116,6 +165,84 @@ def _terminate(executor: ProcessPoolExecutor) -> None:
     executor.shutdown(wait=False, cancel_futures=True)
 
 
+class WorkerPool:
+    """``workers`` spawned processes kept for every step of one run (a command's stages: the
+    ladder's probe then its rungs, a ladder build's rounds), so that each process starts, imports
+    what the work needs (numba's kernels, torch) and builds what it caches once, not once a step.
+    The processes start at the first ``run_unordered`` (a pool never used starts none) and end
+    with ``close`` (or the ``with`` block). An error, an interruption or a step abandoned half-way
+    ends them at once, and a pool that ended so starts afresh at its next use."""
+
+    def __init__(
+        self, workers: int, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = ()
+    ) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers!r}")
+        self.workers = workers
+        self._initializer = initializer
+        self._initargs = initargs
+        self._executor: ProcessPoolExecutor | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._executor is not None
+
+    def run_unordered(
+        self, fn: Callable[[T], R], items: Iterable[T], describe: Callable[[T], str] = repr
+    ) -> Iterator[tuple[T, R]]:
+        """``(item, fn(item))`` for every item, in the order they finish, at most
+        ``IN_FLIGHT_PER_WORKER`` items in flight per process (see the module docstring for what goes
+        wrong and how it is reported)."""
+        if self._executor is None:
+            ctx = multiprocessing.get_context("spawn")
+            self._executor = ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=_init, initargs=(self._initializer, self._initargs)
+            )
+        executor = self._executor
+        source = iter(items)
+        pending: dict[Future[R], T] = {}
+
+        def fill() -> None:
+            while len(pending) < IN_FLIGHT_PER_WORKER * self.workers:
+                item = next(source, _END)
+                if item is _END:
+                    return
+                pending[executor.submit(_guarded, fn, item)] = item  # type: ignore[arg-type]
+
+        try:
+            fill()
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    item = pending.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        lost = [describe(x) for x in [item, *pending.values()]]
+                        raise WorkerError(
+                            "a worker process died (killed, out of memory, or crashed) while one of these was "
+                            f"running: {'; '.join(lost[: 2 * self.workers])}"
+                        ) from None
+                    yield item, result
+                fill()
+        except BaseException:  # an error, Ctrl-C, or the caller stopped reading (GeneratorExit)
+            self._executor = None
+            _terminate(executor)
+            raise
+
+    def close(self) -> None:
+        """End the processes (after the work in flight, which a finished step has none of)."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_unordered(
     fn: Callable[[T], R],
     items: Iterable[T],
@@ -125,39 +252,9 @@ def run_unordered(
     describe: Callable[[T], str] = repr,
 ) -> Iterator[tuple[T, R]]:
     """``(item, fn(item))`` for every item, in the order they finish, on ``workers`` spawned
-    processes (see the module docstring for what goes wrong and how it is reported)."""
-    ctx = multiprocessing.get_context("spawn")
-    executor = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(initializer, initargs))
-    source = iter(items)
-    pending: dict[Future[R], T] = {}
-
-    def fill() -> None:
-        while len(pending) < IN_FLIGHT_PER_WORKER * workers:
-            item = next(source, _END)
-            if item is _END:
-                return
-            pending[executor.submit(_guarded, fn, item)] = item  # type: ignore[arg-type]
-
-    try:
-        fill()
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                item = pending.pop(future)
-                try:
-                    result = future.result()
-                except BrokenProcessPool:
-                    lost = [describe(x) for x in [item, *pending.values()]]
-                    raise WorkerError(
-                        "a worker process died (killed, out of memory, or crashed) while one of these was "
-                        f"running: {'; '.join(lost[: 2 * workers])}"
-                    ) from None
-                yield item, result
-            fill()
-    except BaseException:
-        _terminate(executor)
-        raise
-    executor.shutdown(wait=True)
+    processes started for this call alone (``WorkerPool`` keeps them for several)."""
+    with WorkerPool(workers, initializer, initargs) as pool:
+        yield from pool.run_unordered(fn, items, describe)
 
 
 _END: Any = object()

@@ -276,6 +276,7 @@ class AZAgent:
         except ValueError as exc:
             raise ValueError(f"az: {exc}") from None
         self.search = BatchedSearch(self.evaluator, config)
+        self.search.warm()  # its kernels compiled (or loaded) now, not in a first timed move
         self.budget = TimeBudget(config.sims, time)
         self.last_visits: list[tuple[int, int]] = []
         """(root action, visits) of the last decision's search, as ``mcts``'s (a distillation's targets,

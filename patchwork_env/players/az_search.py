@@ -54,10 +54,12 @@ import numpy.typing as npt
 from patchwork_env.core import rules
 from patchwork_env.core.jit import jit
 from patchwork_env.core.validate import check_state_rows
+from patchwork_env.players.clock import CLOCKS, DEFAULT_CLOCK, Deadline, check_clock, reached
 from patchwork_env.players.search_config import GREEDY_PRIOR_TEMP as GREEDY_PRIOR_TEMP
 from patchwork_env.players.search_config import MAX_LEAVES as MAX_LEAVES  # re-exported: the search's names
 from patchwork_env.players.search_config import TREE_SIMS as TREE_SIMS
 from patchwork_env.players.search_config import SearchConfig as SearchConfig
+from patchwork_env.players.tree import warm_positions
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -290,6 +292,7 @@ class SearchResult:
 OVERPLAN = 1.2  # time budget: simulations planned from the measured speed, times this
 FIRST_PLAN = 10_000  # time budget, first move (no speed measured yet): the deadline ends the search
 MAX_PLAN = 100_000  # time budget: at most this many (a spec's largest sims): late moves are cheap, a tree is not
+MIN_SHARE_SECONDS = 0.01  # a move shorter than this on the wall clock: its share of the CPU is not measured
 
 
 class TimeBudget:
@@ -297,34 +300,48 @@ class TimeBudget:
     the simulations planned ``OVERPLAN`` x above what the measured speed of earlier moves affords
     (the plan sets Gumbel's sequential-halving schedule; the deadline, not a cautious plan, should end
     the search: a move's speed varies by a fifth, and at the plan alone moves used 60-95% of their
-    time). The first move plans ``sims`` (``FIRST_PLAN`` for a time budget)."""
+    time). The first move plans ``sims`` (``FIRST_PLAN`` for a time budget). ``clock``: the seconds
+    are CPU seconds of this process (``cpu``, the default) or seconds on the wall clock (``wall``;
+    ``patchwork_env.players.clock``)."""
 
-    def __init__(self, sims: int, seconds: float | None = None) -> None:
+    def __init__(self, sims: int, seconds: float | None = None, clock: str = DEFAULT_CLOCK) -> None:
         if seconds is not None and not seconds > 0:
             raise ValueError(f"time must be > 0 seconds, got {seconds}")
         self.sims = sims
         self.seconds = seconds
-        self.seconds_per_sim = 0.0  # measured (time budget only)
+        self.clock = check_clock(clock)
+        self.seconds_per_sim = 0.0  # measured on the budget's clock (time budget only)
+        self._started: tuple[float, float] | None = None  # the last plan's moment on its clock and the wall's
 
     def plan(self) -> tuple[int | None, float | None]:
-        """(simulations, deadline as ``time.perf_counter()``) for the next move: (None, None) without
-        a time budget (the search's own ``sims``)."""
+        """(simulations, ``Deadline`` on the budget's clock) for the next move: (None, None) without a
+        time budget (the search's own ``sims``)."""
         import time
 
         if self.seconds is None:
             return None, None
-        deadline = time.perf_counter() + self.seconds
+        self._started = (CLOCKS[self.clock](), time.perf_counter())
+        deadline = Deadline(self.seconds, self.clock)
         planned = OVERPLAN * self.seconds / self.seconds_per_sim if self.seconds_per_sim else self.sims
         return max(4, min(MAX_PLAN, int(planned))), deadline
 
     def measure(self, sims: int, seconds: float) -> None:
-        """A move's ``sims`` simulations took ``seconds`` (the root's evaluation apart): the speed
-        the next plans take (an average weighing the newest move 0.3). A move without a simulation
-        (a single candidate) says nothing of the speed."""
-        if self.seconds is not None and sims:
-            per_sim = seconds / sims
-            old = self.seconds_per_sim
-            self.seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
+        """A move's ``sims`` simulations took ``seconds`` on the wall clock (the root's evaluation
+        apart): the speed the next plans take (an average weighing the newest move 0.3), on the
+        budget's clock (the CPU clock: ``seconds`` times the share of the CPU the move had since
+        its plan). A move without a simulation (a single candidate) says nothing of the speed."""
+        import time
+
+        if self.seconds is None or not sims:
+            return
+        if self.clock != "wall" and self._started is not None:
+            began, wall_began = self._started
+            wall = time.perf_counter() - wall_began
+            if wall >= MIN_SHARE_SECONDS:
+                seconds *= max(CLOCKS[self.clock]() - began, 0.0) / wall
+        per_sim = seconds / sims
+        old = self.seconds_per_sim
+        self.seconds_per_sim = per_sim if old == 0 else 0.7 * old + 0.3 * per_sim
 
 
 def considered_visits(num_considered: int, sims: int) -> tuple[int, ...]:
@@ -368,7 +385,8 @@ class BatchedSearch:
         nodes: Sequence[Node | None] | None = None,
     ) -> SearchResult:
         """Search each of the unfinished ``states`` (rows) with its own generator; ``noise`` adds
-        the root noise of self-play. ``deadline`` (``time.perf_counter()``) may stop it early.
+        the root noise of self-play. ``deadline`` (a ``clock.Deadline``, or a ``time.perf_counter()``
+        moment) may stop it early.
         ``nodes``: per row, a node of an earlier search holding that state (its subtree is kept,
         its edge statistics restart) or None."""
         import time
@@ -398,13 +416,27 @@ class BatchedSearch:
         started = time.perf_counter()
         searched = [r for r in roots if len(r.node.children) > 1]  # a single action needs no search
         while searched and self.last_sims < sims:
-            if deadline is not None and time.perf_counter() >= deadline:
+            if reached(deadline):
                 break
             paths = min(cfg.leaves, sims - self.last_sims)
             self._simulate(searched, self.last_sims, paths)
             self.last_sims += paths
         self.last_sim_seconds = time.perf_counter() - started
         return self._results(roots)
+
+    def warm(self, sims: int = 32) -> None:
+        """A few simulations from a first and a late position (``tree.warm_positions``), which no
+        game keeps: every kernel the search and its evaluator call is compiled (or loaded) now, not
+        in a first timed move. The evaluator's counters and the search's statistics are left as
+        they were."""
+        counters = {k: getattr(self.evaluator, k) for k in ("evaluations", "value_evaluations")
+                    if isinstance(getattr(self.evaluator, k, None), int)}  # fmt: skip
+        last = self.last_sims, self.last_sim_seconds
+        for state in warm_positions():
+            self.run(state.array()[None, :], [np.random.default_rng(0)], noise=False, sims=sims)
+        for key, value in counters.items():
+            setattr(self.evaluator, key, value)
+        self.last_sims, self.last_sim_seconds = last
 
     def _evaluate(self, nodes: list[Node]) -> None:
         if not nodes:

@@ -21,7 +21,11 @@ Choices, all documented here because Patchwork is unlike the textbook two-player
   ``0.9 * win + 0.1 * (1 + tanh(margin / 20)) / 2`` for player 0, so that among won (or lost)
   lines a larger margin is still preferred.
 * **Budget:** ``sims`` simulations and/or ``time`` seconds per move, whichever ends first
-  (``sims=400`` if neither is given). With ``time`` the agent is not reproducible.
+  (``sims=400`` if neither is given). ``time`` counts CPU seconds of this process (``clock=cpu``,
+  the default: the same search on a busy machine) or wall seconds (``clock=wall``;
+  ``patchwork_env.players.clock``). With ``time`` the agent is not reproducible. The kernels are
+  compiled (or loaded) when the agent is built, by a few simulations from two positions that no game
+  keeps, so that no timed move spends its budget compiling.
 * **Subtree reuse:** after a move the chosen child becomes the root; on the next call the new
   position is looked up among the nodes exactly ``ply`` difference deeper (plies count every
   decision, so no other depth can hold it), and its subtree is kept if found.
@@ -32,7 +36,6 @@ Choices, all documented here because Patchwork is unlike the textbook two-player
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import numpy as np
@@ -40,6 +43,7 @@ import numpy as np
 from patchwork_env.core import rules
 from patchwork_env.core.jit import compile_notice
 from patchwork_env.core.state import GameState
+from patchwork_env.players.clock import DEFAULT_CLOCK, Deadline, check_clock
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
     ROLLOUT_CANDIDATES,
@@ -50,7 +54,7 @@ from patchwork_env.players.heuristic import (
     rng_state,
     rollout,
 )
-from patchwork_env.players.tree import find_below
+from patchwork_env.players.tree import find_below, warm_positions
 
 MARGIN_WEIGHT = 0.1
 MARGIN_SCALE = 20.0
@@ -92,6 +96,7 @@ class MCTSAgent:
         rtemp: float = ROLLOUT_TEMP,
         rcands: int = ROLLOUT_CANDIDATES,
         reuse: bool = True,
+        clock: str = DEFAULT_CLOCK,
     ) -> None:
         if sims is not None and sims < 1:
             raise ValueError(f"mcts: sims must be >= 1, got {sims}")
@@ -104,9 +109,10 @@ class MCTSAgent:
                 f"mcts: need c >= 0, width >= 1, rtemp >= 0, rcands >= 1; got c={c}, width={width}, "
                 f"rtemp={rtemp}, rcands={rcands}"
             )
-        compile_notice("the greedy and search kernels", rollout, "10 s")
+        compile_notice("the greedy and search kernels", candidate_actions, "5-20 s")
         self.sims = 400 if sims is None and time is None else sims
         self.time = time
+        self.clock = check_clock(clock)
         self.rollout = rollout
         self.c = float(c)
         self.width = int(width)
@@ -127,6 +133,20 @@ class MCTSAgent:
         """The last decision's searched value for the player to move, in [0, 1] (``result_for_player0``'s
         scale): the mean result of the move played; None when the search ran no simulation (a single
         candidate). A value target for leaf evaluation (``agents.value_head.search_targets``)."""
+        self._warm()
+
+    def _warm(self) -> None:
+        """A few simulations from each of ``tree.warm_positions`` (no tree kept, down to finished
+        games): every kernel a move calls is compiled (or loaded from disk) now, not in the first
+        timed move."""
+        st = rng_state(0)
+        for state in warm_positions():
+            root = Node(state.array().copy())
+            self._expand(root)
+            for _ in range(8):
+                self._simulate(root, st)
+            rules.winner(root.arr)  # what a finished game's node asks
+            rules.score(root.arr, 0)
 
     def reset(self) -> None:
         """Forget the tree (the arena calls this before each game)."""
@@ -144,10 +164,8 @@ class MCTSAgent:
         self.last_sims = 0
         if len(root.actions) > 1:
             st = rng_state(int(rng.integers(1 << 62)))
-            deadline = None if self.time is None else time.perf_counter() + self.time
-            while (self.sims is None or self.last_sims < self.sims) and (
-                deadline is None or time.perf_counter() < deadline
-            ):
+            deadline = None if self.time is None else Deadline(self.time, self.clock)
+            while (self.sims is None or self.last_sims < self.sims) and (deadline is None or not deadline.reached()):
                 self._simulate(root, st)
                 self.last_sims += 1
         visits = [child.n for child in root.children]

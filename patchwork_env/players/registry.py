@@ -5,8 +5,11 @@ A spec is ``name`` or ``name:key=value,key=value``; ``network`` takes a checkpoi
 key=value pairs (everything after ``network:`` is the path). ``AGENT_ALIASES`` holds old names that
 still work: ``ppo:PATH`` is ``network:PATH``, the one spec for every trained network (PPO,
 AlphaZero, ExIt, distillation). An unknown name or parameter, or a value of
-the wrong type, raises ``AgentSpecError`` (a ``ValueError``) whose message lists every agent with
-its parameters, types and defaults (``describe_agents()``).
+the wrong type, raises ``AgentSpecError`` (a ``ValueError``) of one line that says what would be
+right: the closest name (``did you mean 'greedy'?``, ``difflib.get_close_matches``), the names
+there are, the parameter's type and bounds; ``FILE.py`` without ``:NAME`` names the agents the
+file defines. ``describe_agents()`` (``patchwork evaluate --list``) lists every agent with its
+parameters, types and defaults.
 
 The table of specs is light: each agent's module loads when a spec builds it, so that listing the
 specs (``patchwork evaluate --list``, ``--help``) neither compiles the engine nor imports torch.
@@ -17,11 +20,12 @@ extra; without it they raise ``MissingExtraError`` naming the install command.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +44,15 @@ if TYPE_CHECKING:
     from patchwork_env.envs.agent import Agent
 
 TORCH_INSTALL = 'pip install "patchwork-env[torch]"'
+LIST_HINT = "patchwork evaluate --list describes every agent"
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """``": did you mean 'x'?"`` for the option closest to ``word`` (``difflib``), or nothing."""
+    close = difflib.get_close_matches(word.lower(), list(options), n=1, cutoff=0.6)
+    return f": did you mean {close[0]!r}?" if close else ""
+
+
 OPENSPIEL_INSTALL = 'pip install "patchwork-env[openspiel]"'
 
 
@@ -75,7 +88,7 @@ class Param:
                 value = self.type(text)
         except ValueError:
             raise AgentSpecError(
-                f"{agent}: parameter {self.name!r} must be {self.type.__name__}, got {text!r}\n\n{describe_agents()}"
+                f"{agent}: parameter {self.name!r} must be {self.type.__name__}, got {text!r} ({self.describe()})"
             ) from None
         if isinstance(value, float) and not math.isfinite(value):
             raise AgentSpecError(f"{agent}: parameter {self.name!r} must be a finite number, got {text!r}")
@@ -85,6 +98,7 @@ class Param:
         if self.choices and value not in self.choices:
             raise AgentSpecError(
                 f"{agent}: parameter {self.name!r} must be one of {', '.join(self.choices)}, got {text!r}"
+                + did_you_mean(str(value), self.choices)
             )
         return value
 
@@ -175,6 +189,7 @@ def _az(
     value: str,
     prior: str | None,
     ptemp: float | None,
+    clock: str,
     **search: Any,
 ) -> Agent:
     from patchwork_env.players.az_tree import make_tree_agent, network_free
@@ -192,12 +207,20 @@ def _az(
                 f"path={path!r} or net={net!r} names a network, but these settings search without one (a value "
                 "model's leaves, prior=greedy, rollouts=0, expand=1, leaves=1): give prior=network to use it"
             )
-        tree: Agent = make_tree_agent(value, sims=sims, time=time, reuse=reuse, ptemp=ptemp, **search)
-        return tree
+        tree = make_tree_agent(value, sims=sims, time=time, reuse=reuse, ptemp=ptemp, **search)
+        tree.budget.clock = clock
+        # its search warms up on a writable row, a move passes GameState.array() (read-only), which numba
+        # compiles apart: that too before any timed move
+        from patchwork_env.core.state import new_game
+
+        tree.search.run(new_game(0).array(), sims=2)
+        tree.search.reset()
+        agent: Agent = tree
+        return agent
     _needs_torch("az")
     from patchwork_env.players.az import make_az_agent
 
-    agent: Agent = make_az_agent(
+    searcher = make_az_agent(
         path=path,
         net=net,
         time=time,
@@ -212,6 +235,8 @@ def _az(
         ptemp=ptemp,
         **search,
     )
+    searcher.budget.clock = clock
+    agent = searcher
     return agent
 
 
@@ -226,6 +251,14 @@ def _pretrained(net: str) -> Agent:
 # the search budgets a spec may ask for: a move of the largest takes minutes, not days
 MAX_SIMS = (1, 100_000)
 MAX_TIME = (0.001, 3600.0)
+CLOCK_PARAM = Param(
+    "clock",
+    str,
+    "cpu",
+    "what time counts: cpu (this process's CPU seconds: the same search on a busy machine) or wall (seconds on "
+    "the clock); patchwork_env.players.clock",
+    choices=("cpu", "wall"),
+)
 
 
 def _search(name: str) -> tuple[float, float]:
@@ -258,6 +291,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         bounds=MAX_SIMS,
     ),
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
+    CLOCK_PARAM,
     Param("path", str, "", "checkpoint of the network (none: the shipped network of version net)"),
     Param("net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
@@ -334,6 +368,7 @@ AZ_PARAMS: tuple[Param, ...] = (
 MCTS_PARAMS: tuple[Param, ...] = (
     Param("sims", int, None, "simulations per move (400 if time is not given either)", bounds=MAX_SIMS),
     Param("time", float, None, "seconds per move (with sims too: whichever ends first)", bounds=MAX_TIME),
+    CLOCK_PARAM,
     Param("rollout", str, "greedy", "rollout policy", choices=("greedy", "random")),
     Param("c", float, 0.4, "UCT exploration constant (results are in [0, 1])", bounds=(0, 100)),
     Param(
@@ -477,14 +512,14 @@ def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
     """The agent named by ``spec`` and the keyword arguments the spec gives (parsed and checked; the
     defaults of the parameters it leaves out are not filled in)."""
     if not isinstance(spec, str) or not spec.strip():
-        raise AgentSpecError(f"an agent spec must be a non-empty string, got {spec!r}\n\n{describe_agents()}")
+        raise AgentSpecError(f"an agent spec must be a non-empty string, got {spec!r} ({LIST_HINT})")
     name, _, rest = spec.strip().partition(":")
     given = name.strip().lower()
     entry = AGENT_SPECS.get(AGENT_ALIASES.get(given, given))
     if entry is None and is_user_spec(spec, {*AGENT_SPECS, *AGENT_ALIASES}):
         return USER_AGENT, {"spec": spec.strip()}
     if entry is None:
-        raise AgentSpecError(f"unknown agent {name!r} in spec {spec!r}\n\n{describe_agents()}")
+        raise AgentSpecError(_unknown_agent(spec, name))
     if entry.positional and not (entry.params and rest.strip().lower().startswith(f"{entry.positional}=")):
         if not rest.strip():
             raise AgentSpecError(f"{given} needs {given}:{entry.positional.upper()}, got {spec!r}")
@@ -494,17 +529,35 @@ def parse_spec(spec: str) -> tuple[AgentSpec, dict[str, Any]]:
     for item in filter(None, (x.strip() for x in rest.split(","))):
         key, eq, value = item.partition("=")
         key = key.strip().lower()
+        allowed = ", ".join(by_name) or "no parameters"
         if not eq or not value.strip():
-            raise AgentSpecError(f"{spec!r}: expected key=value, got {item!r}\n\n{entry.usage()}")
+            raise AgentSpecError(f"{spec!r}: expected key=value, got {item!r} ({entry.name} takes {allowed})")
         if key not in by_name:
-            allowed = ", ".join(by_name) or "no parameters"
             raise AgentSpecError(
-                f"{spec!r}: {entry.name} has no parameter {key!r} (it takes {allowed})\n\n{describe_agents()}"
+                f"{spec!r}: {entry.name} has no parameter {key!r}{did_you_mean(key, by_name)} (it takes {allowed})"
             )
         if key in kwargs:
             raise AgentSpecError(f"{spec!r}: parameter {key!r} given twice")
         kwargs[key] = by_name[key].parse(entry.name, value)
     return entry, kwargs
+
+
+def _unknown_agent(spec: str, name: str) -> str:
+    """The one line for a spec whose name is no agent's: the closest name, else every name; for a
+    Python file without ``:NAME``, the agents it defines."""
+    text = spec.strip()
+    if text.removesuffix(":").endswith(".py"):
+        from patchwork_env.players.user import suggest_names
+
+        return suggest_names(text.removesuffix(":"))
+    names = [*AGENT_SPECS, *AGENT_ALIASES]
+    close = did_you_mean(name.strip(), names)
+    if close:
+        return f"unknown agent {name!r} in spec {spec!r}{close} ({LIST_HINT})"
+    return (
+        f"unknown agent {name!r} in spec {spec!r}: the agents are {', '.join(names)}, FILE.py:NAME and MODULE:NAME "
+        f"({LIST_HINT})"
+    )
 
 
 def canonical_spec(spec: str) -> str:

@@ -7,12 +7,16 @@
 The model must have been trained on the project's single-agent observation and actions
 (``SingleAgentEnv``, ``PatchworkVectorEnv``: ``Box(float32, (1452,))`` and ``Discrete(2026)``); it
 sees the observation from the seat of the player to move, as the envs show it to the learner.
-``MaskablePPO`` (sb3-contrib) gets the legal-action mask, as ``action_masks()`` gives it in
-training; ``PPO``, ``A2C`` and ``DQN`` take no mask, and an illegal action they choose loses the
-game (counted, as the arena counts every illegal action of a rated agent). Moves are the policy's
-most probable action (SB3's ``deterministic=True``) unless ``sample=1``: then they are drawn from
-the policy (with the arena's generator, so a game is reproducible from its seed); DQN has no
-policy to sample from. A model of another observation or action space is one clear error.
+
+Every model plays a legal move: the legal-action mask is applied to what the model computes over
+the actions. ``MaskablePPO`` (sb3-contrib) gets the mask as ``action_masks()`` gives it in training
+(its ``predict`` with ``action_masks``); ``PPO`` and ``A2C``, trained without masks, have their
+action distribution's illegal actions removed, and ``DQN`` its illegal actions' values. Moves are
+the most probable legal action (the best legal value for DQN) unless ``sample=1``: then they are
+drawn from the policy's distribution over the legal actions (with the arena's generator, so a game
+is reproducible from its seed); DQN has no policy to sample from. ``agent_info()`` (in the results
+files as ``agent_info``) says which algorithm saved the model and whether it was trained with
+masks. A model of another observation or action space is one clear error.
 
 Needs stable-baselines3 (and sb3-contrib for MaskablePPO): ``pip install "patchwork-env[sb3]"``.
 """
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from patchwork_env.core.rules import NUM_ACTIONS
 from patchwork_env.core.state import GameState
@@ -110,30 +115,53 @@ def _describe(space: Any) -> str:
 
 
 class SB3Agent:
-    """A Stable-Baselines3 model as an agent (module docstring)."""
+    """A Stable-Baselines3 model as an agent that plays legal moves only (module docstring)."""
 
     def __init__(self, path: str, sample: bool = False) -> None:
         self.model = load_sb3_model(path)
         self.algorithm = type(self.model).__name__
-        self.masked = self.algorithm == "MaskablePPO"
+        self.masked = self.algorithm == "MaskablePPO"  # trained with the legal-action mask
         if sample and self.algorithm == "DQN":
             raise AgentSpecError(f"sb3:{path}: a DQN model has no policy to sample from (leave out sample=1)")
         self.sample = sample
         self.name = f"sb3:{path}"
+        self.model.policy.set_training_mode(False)
+
+    def agent_info(self) -> dict[str, Any]:
+        """What the results files say of the model."""
+        if self.sample:
+            moves = "sampled from its policy over the legal actions"
+        elif self.algorithm == "DQN":
+            moves = "the legal action of the highest value"
+        else:
+            moves = "the most probable legal action"
+        return {"algorithm": self.algorithm, "trained_with_masks": self.masked, "moves": moves}
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         obs, mask = observation_and_mask(state)
-        if not self.sample:
-            kwargs = {"action_masks": mask} if self.masked else {}
-            action, _ = self.model.predict(obs, deterministic=True, **kwargs)
+        if self.masked and not self.sample:
+            action, _ = self.model.predict(obs, deterministic=True, action_masks=mask)
             return int(action)
+        scores = self._scores(obs, mask)
+        legal = np.flatnonzero(mask)
+        if not self.sample:
+            return int(legal[np.argmax(scores[legal])])
+        logp = scores[legal] - scores[legal].max()
+        probs = np.exp(logp)
+        return int(legal[rng.choice(len(legal), p=probs / probs.sum())])
+
+    def _scores(self, obs: npt.NDArray[np.float32], mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+        """The model's score of every action: the log-probabilities of its action distribution (the
+        masked one for MaskablePPO), or DQN's action values."""
         import torch
 
         policy = self.model.policy
         with torch.no_grad():
             tensor, _ = policy.obs_to_tensor(obs)
-            dist = (
-                policy.get_distribution(tensor, action_masks=mask) if self.masked else policy.get_distribution(tensor)
-            )
-            probs = dist.distribution.probs[0].double().numpy()
-        return int(rng.choice(len(probs), p=probs / probs.sum()))
+            if self.algorithm == "DQN":
+                values = policy.q_net(tensor)
+            else:
+                masks = {"action_masks": mask} if self.masked else {}
+                values = policy.get_distribution(tensor, **masks).distribution.logits
+        scores: npt.NDArray[np.float64] = values[0].double().numpy()
+        return scores

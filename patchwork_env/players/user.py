@@ -19,6 +19,8 @@ a script needs no ``if __name__ == "__main__":`` guard and nothing needs to be p
 
 from __future__ import annotations
 
+import ast
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -34,6 +36,37 @@ import numpy as np
 from patchwork_env.core.state import GameState
 from patchwork_env.envs.agent import Agent, resolve_opponent
 from patchwork_env.players.errors import AgentSpecError
+
+
+def defined_names(path: Path) -> list[str]:
+    """The public names a Python file defines at its top level, read without running it: its
+    functions and classes, then what it assigns (imports left out)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    defs, assigned = [], []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defs.append(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            assigned += [t.id for t in targets if isinstance(t, ast.Name)]
+    return [n for n in dict.fromkeys(defs + assigned) if not n.startswith("_")]
+
+
+def suggest_names(file: str) -> str:
+    """The one line for a spec that names a Python file but no agent in it (``my_agent.py``)."""
+    path = Path(file)
+    if not path.is_file():
+        return f"{file}: no such file (FILE.py:NAME names a Python file and the agent in it)"
+    try:
+        names = defined_names(path)
+    except (OSError, SyntaxError, ValueError) as exc:
+        return f"{file} names a file but not the agent in it: give FILE.py:NAME (and the file does not parse: {exc})"
+    if not names:
+        return f"{file} names a file but not the agent in it (FILE.py:NAME), and it defines no public function or class"
+    return (
+        f"{file} names a file but not the agent in it: give FILE.py:NAME, e.g. {file}:{names[0]} "
+        f"(it defines {', '.join(names[:8])}{', ...' if len(names) > 8 else ''})"
+    )
 
 
 def _import_file(path: Path) -> Any:
@@ -111,8 +144,11 @@ def load_user_agent(spec: str) -> Agent:
     target: Any = module
     for part in name.split("."):
         if not hasattr(target, part):
-            found = ", ".join(n for n in dir(module) if not n.startswith("_"))[:300]
-            raise AgentSpecError(f"{head} has no {name!r} (it defines: {found or 'nothing public'})")
+            public = [n for n in dir(target) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, public, n=1)
+            hint = f": did you mean {close[0]!r}?" if close else ""
+            found = ", ".join(public)[:300]
+            raise AgentSpecError(f"{head} has no {name!r}{hint} (it defines: {found or 'nothing public'})")
         target = getattr(target, part)
     obj = target
     if inspect.isclass(obj) or (not callable(getattr(obj, "act", None)) and _takes_no_arguments(obj)):
