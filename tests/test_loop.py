@@ -187,3 +187,41 @@ def test_the_time_limit_stops_after_the_step_that_reaches_it(tmp_path: Path) -> 
     trainer = _Counting(Run(cfg, "t", "update"))
     summary = run_loop(trainer.run, trainer, 5, None)
     assert trainer.steps == [1] and summary["stopped_early"] is True
+
+
+def test_an_alphazero_run_killed_between_a_step_and_its_checkpoint_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step moves the window (its oldest decision files leave it); the process dies before the
+    checkpoint that records that (here in the evaluation after step 2; a kill has no Ctrl-C
+    checkpoint). ``latest.pt`` still lists step 1's window, whose files must still be there."""
+    from train.alphazero import AlphaZero
+
+    whole = _run("alphazero", tmp_path / "whole", window=1)  # each step's decisions push out the last's
+    evaluate = AlphaZero.evaluate
+
+    def killed(self: AlphaZero, n: int) -> None:
+        if n == 2:
+            raise SystemExit("killed")
+        evaluate(self, n)
+
+    monkeypatch.setattr(AlphaZero, "evaluate", killed)
+    with pytest.raises(SystemExit):
+        _run("alphazero", tmp_path / "killed", window=1)
+    monkeypatch.setattr(AlphaZero, "evaluate", evaluate)
+    latest = tmp_path / "killed" / "checkpoints" / "latest.pt"
+    saved = read_checkpoint(latest)["trainer"]
+    assert saved["loop"]["step"] == 1 and saved["state"]["window"] == [1]
+    assert sorted(p.name for p in (tmp_path / "killed" / "data").iterdir()) == ["records-1.npz", "records-2.npz"]
+    resumed = importlib.import_module("train.alphazero").main(
+        from_dict(AlphaZeroConfig, {**saved["config"], "resume": str(latest), "run_dir": ""}, "test")
+    )
+    assert resumed["iterations"] == whole["iterations"] == 3
+    a = read_checkpoint(tmp_path / "whole" / "checkpoints" / "final.pt")["model"]
+    b = read_checkpoint(tmp_path / "killed" / "checkpoints" / "final.pt")["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    # what left the window leaves the folder once a checkpoint no longer lists it
+    window = read_checkpoint(latest)["trainer"]["state"]["window"]
+    assert window == [3] and sorted(p.name for p in (tmp_path / "killed" / "data").iterdir()) == [
+        f"records-{k}.npz" for k in window
+    ]

@@ -145,14 +145,22 @@ class AlphaZero(Trainer[SearchModel]):
         )
 
     def add(self, step: int, records: Records) -> None:
-        """``records`` join the window (and ``data/``); the oldest iterations beyond ``window`` leave."""
+        """``records`` join the window (and ``data/``); the oldest iterations beyond ``window`` leave
+        it (their files stay until a checkpoint no longer needs them: ``checkpointed``)."""
         folder = self.run.folder / "data"
         folder.mkdir(exist_ok=True)
         records.save(str(folder / f"records-{step}.npz"))
         self.window.append((step, records))
         while len(self.window) > 1 and sum(len(r) for _, r in self.window[1:]) >= self.cfg.window:
-            old, _ = self.window.pop(0)
-            (folder / f"records-{old}.npz").unlink(missing_ok=True)
+            self.window.pop(0)
+
+    def checkpointed(self) -> None:
+        """``latest.pt`` lists the window: decision files older than its first iteration go."""
+        first = self.window[0][0] if self.window else 0
+        for path in (self.run.folder / "data").glob("records-*.npz"):
+            number = path.stem.removeprefix("records-")
+            if number.isdigit() and int(number) < first:
+                path.unlink(missing_ok=True)
 
     # 4. evaluate and checkpoint ----------------------------------------------------------------
     def evaluate(self, step: int) -> None:

@@ -70,6 +70,10 @@ class Trainer(Generic[A]):
             self.start.load_state_dict(resumed.start)
             self.load_state_dict(resumed.trainer)
 
+    def checkpointed(self) -> None:
+        """After ``latest.pt`` is written: what only a checkpoint may let go of (files the run no
+        longer needs, which an earlier checkpoint would still need to resume) can go now."""
+
     def evaluate(self, step: int) -> None:
         """The periodic evaluation after ``step`` (0: the start): the network alone against the
         config's ``eval_opponents``; a trainer may add its own."""
@@ -207,7 +211,9 @@ def save_latest(run: Run, trainer: Trainer[Any], step: int) -> Path:
         "state": trainer.state_dict(),
         "start": as_artefact(trainer.start).state_dict(),
     }
-    return run.checkpoint(trainer.net, "latest.pt", state)
+    path = run.checkpoint(trainer.net, "latest.pt", state)
+    trainer.checkpointed()
+    return path
 
 
 def unit_count(n: int, unit: str) -> str:
