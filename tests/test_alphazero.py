@@ -229,3 +229,30 @@ def test_greedy_places_every_patch_at_its_own_best_and_others_do_not(tmp_path: P
     raw = json.loads(out.read_text())["raw"]
     assert raw["greedy"]["purchases"] > 10 and raw["greedy"]["own_placements"] == 0
     assert raw["random"]["own_share"] > 0.5
+
+
+def test_az_searches_a_trained_models_best_placements_and_pretrained_plays_it_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``az:value=FILE`` of a model with a placement head takes PLACEMENT_WIDTH candidates per kind
+    (its prior's best), greedy's prior one; ``width`` overrides, and a search with a network refuses
+    it. A shipped network that is a search model (``.npz``) is ``pretrained`` without torch: the
+    prior's move, ModelPolicy's; ``az``'s torch network is never one."""
+    from patchwork_env.players import registry, shipped
+    from patchwork_env.players.errors import AgentSpecError
+    from patchwork_env.players.search_config import PLACEMENT_WIDTH
+
+    trained = random_heads(init_model((16, 8), 20.0, seed=5), seed=6)
+    trained.save(tmp_path / "v9.npz")
+    assert make_agent(f"az:value={tmp_path / 'v9.npz'},sims=4").width == PLACEMENT_WIDTH == 2
+    assert make_agent("az:sims=4").width == 1 and make_agent("az:sims=4,width=3").width == 3
+    with pytest.raises(AgentSpecError, match="width=2 is the compiled search's setting"):
+        make_agent("az:net=v1,width=2")
+    monkeypatch.setitem(shipped.SHIPPED_NETWORKS, "v9", tmp_path / "v9.npz")
+    agent = registry._pretrained("v9")
+    assert isinstance(agent, ModelPolicy) and np.array_equal(agent.model.wf, trained.wf)
+    state = deal(3, 0)
+    alone = ModelPolicy(trained)
+    assert agent.act(state, np.random.default_rng(0)) == alone.act(state, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="network v9 is a search model, not a torch network: az:value=v9"):
+        shipped.network_path(net="v9", torch=True)

@@ -59,7 +59,7 @@ from patchwork_env.players.network import PatchworkNet, net_from_config, net_inp
 from patchwork_env.players.policy import NetworkAgent, kind_policy, one_thread_in_workers, one_torch_thread
 from patchwork_env.players.search_config import NETWORK_SIMS
 from patchwork_env.players.shipped import (
-    NEWEST_NETWORK,
+    NEWEST_TORCH_NETWORK,
     NO_VALUE_MODEL,
     SHIPPED_NETWORKS,
     network_path,
@@ -68,7 +68,7 @@ from patchwork_env.players.shipped import (
 from patchwork_env.players.tree import find_below
 from patchwork_env.players.value_model import ValueModel, load_value_model
 
-PRETRAINED_PATH = SHIPPED_NETWORKS[NEWEST_NETWORK]
+PRETRAINED_PATH = SHIPPED_NETWORKS[NEWEST_TORCH_NETWORK]  # the torch network az searches with by default
 
 IntArray = npt.NDArray[np.int64]
 MAX_ROLLOUTS = 1000  # per leaf; beyond it a leaf costs seconds
@@ -378,7 +378,7 @@ def make_az_agent(
     (``shipped.value_model_path``); ``prior``, ``ptemp``: the search's prior
     (``NetEvaluator.prior``, ``prior_temp``). ``sims`` unless given: ``SIMS``,
     or with ``time`` the first move's plan ``FIRST_PLAN`` (then the measured speed)."""
-    network = load_network(network_path(path, net))
+    network = load_network(network_path(path, net, torch=True))
     model_path = value_model_path(value)
     value_model = None if model_path is None else load_value_model(model_path)
     if sims is None:
@@ -392,6 +392,6 @@ def make_az_agent(
 
 
 def make_pretrained_agent(path: str = "", net: str = "") -> NetworkAgent:
-    """``pretrained``: a shipped network alone (version ``net``, default the newest), its most
-    probable legal move."""
-    return NetworkAgent(load_network(network_path(path, net)), deterministic=True, name="pretrained")
+    """``pretrained`` with a torch network (``path``, or the shipped version ``net``, default the
+    newest torch network): the network alone, its most probable legal move."""
+    return NetworkAgent(load_network(network_path(path, net, torch=True)), deterministic=True, name="pretrained")

@@ -49,6 +49,7 @@ from patchwork_env.players.az_search import (
     root_outcome,
 )
 from patchwork_env.players.heuristic import NUM_FEATURES, NUM_GROUPS, model_candidates
+from patchwork_env.players.search_config import PLACEMENT_WIDTH
 from patchwork_env.players.shipped import value_model_path
 from patchwork_env.players.tree import find_below
 from patchwork_env.players.value_model import ValueModel, kind_logit, load_value_model, mlp_value, term_weights
@@ -316,20 +317,25 @@ def make_tree_agent(
     time: float | None = None,
     reuse: bool = True,
     ptemp: float = GREEDY_PRIOR_TEMP,
+    width: int | None = None,
     **search: Any,
 ) -> TreeAgent:
     """``az`` with network-free settings (``network_free``): the value model ``value`` (a shipped
     version or a file, ``shipped.value_model_path``) and a ``SearchConfig`` of ``search``; ``sims``
-    unless given: ``TREE_SIMS``, or with ``time`` the first move's plan ``FIRST_PLAN``."""
+    unless given: ``TREE_SIMS``, or with ``time`` the first move's plan ``FIRST_PLAN``; ``width``
+    candidates per kind of move unless given: ``PLACEMENT_WIDTH`` for a model with a placement
+    head (its prior ranks placements), else 1 (greedy's best placement of each patch)."""
     path = value_model_path(value)
     if path is None:
         raise ValueError("the compiled search needs a value model (value=...)")
     model = load_value_model(path)
     if sims is None:
         sims = TREE_SIMS if time is None else FIRST_PLAN
+    if width is None:
+        width = PLACEMENT_WIDTH if model.has_placement else 1
     config = SearchConfig(sims=sims, **search)
     config.validate()
-    return TreeAgent(config, model, ptemp, time=time, reuse=reuse)
+    return TreeAgent(config, model, ptemp, time=time, reuse=reuse, width=width)
 
 
 class _Arrays:

@@ -31,12 +31,22 @@ from typing import TYPE_CHECKING, Any
 
 from patchwork_env.core.bounds import field_bounds, number, out_of_bounds
 from patchwork_env.players.errors import AgentSpecError, MissingExtraError
-from patchwork_env.players.search_config import GREEDY_PRIOR_TEMP, NETWORK_SIMS, TREE_SIMS, SearchConfig
+from patchwork_env.players.search_config import (
+    GREEDY_PRIOR_TEMP,
+    MAX_WIDTH,
+    NETWORK_SIMS,
+    PLACEMENT_WIDTH,
+    TREE_SIMS,
+    SearchConfig,
+)
 from patchwork_env.players.shipped import (
     NEWEST_VALUE_MODEL,
     NO_VALUE_MODEL,
     SHIPPED_NETWORKS,
     SHIPPED_VALUE_MODELS,
+    TORCH_NETWORKS,
+    is_search_model,
+    network_path,
     value_model_path,
 )
 
@@ -190,6 +200,7 @@ def _az(
     prior: str | None,
     ptemp: float | None,
     clock: str,
+    width: int | None,
     **search: Any,
 ) -> Agent:
     from patchwork_env.players.az_tree import make_tree_agent, network_free
@@ -207,7 +218,7 @@ def _az(
                 f"path={path!r} or net={net!r} names a network, but these settings search without one (a value "
                 "model's leaves, prior=greedy, rollouts=0, expand=1, leaves=1): give prior=network to use it"
             )
-        tree = make_tree_agent(value, sims=sims, time=time, reuse=reuse, ptemp=ptemp, **search)
+        tree = make_tree_agent(value, sims=sims, time=time, reuse=reuse, ptemp=ptemp, width=width, **search)
         tree.budget.clock = clock
         # its search warms up on a writable row, a move passes GameState.array() (read-only), which numba
         # compiles apart: that too before any timed move
@@ -217,6 +228,8 @@ def _az(
         tree.search.reset()
         agent: Agent = tree
         return agent
+    if width is not None:
+        raise ValueError(f"width={width} is the compiled search's setting; a search with a network takes kinds")
     _needs_torch("az")
     from patchwork_env.players.az import make_az_agent
 
@@ -241,6 +254,13 @@ def _az(
 
 
 def _pretrained(net: str) -> Agent:
+    path = network_path(net=net)
+    if is_search_model(path):  # a search model of train.alphazero: its prior alone, no torch
+        from patchwork_env.players.model_policy import ModelPolicy
+        from patchwork_env.players.value_model import load_value_model
+
+        policy: Agent = ModelPolicy(load_value_model(path), name="pretrained")
+        return policy
     _needs_torch("pretrained")
     from patchwork_env.players.az import make_pretrained_agent
 
@@ -293,7 +313,7 @@ AZ_PARAMS: tuple[Param, ...] = (
     Param("time", float, None, "seconds per move (simulations planned from the measured speed)", bounds=MAX_TIME),
     CLOCK_PARAM,
     Param("path", str, "", "checkpoint of the network (none: the shipped network of version net)"),
-    Param("net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)),
+    Param("net", str, "", "version of the shipped torch network (default: the newest)", choices=TORCH_NETWORKS),
     Param("kinds", bool, True, "search kinds of move, each at the network's best placement (~4 children, not ~100)"),
     Param(
         "rollouts",
@@ -311,6 +331,14 @@ AZ_PARAMS: tuple[Param, ...] = (
         bounds=(0, 1),
     ),
     Param("reuse", bool, True, "keep the subtree of the move played for the next decision"),
+    Param(
+        "width",
+        int,
+        None,
+        "compiled search: candidates per kind of move, the prior's best (default: "
+        f"{PLACEMENT_WIDTH} with a model that has a placement head, train.alphazero's; else 1, greedy's best)",
+        bounds=(1, MAX_WIDTH),
+    ),
     Param("root", str, "gumbel", "root selection", choices=("gumbel", "puct")),
     Param("considered", int, 16, "Gumbel root: actions kept for sequential halving", bounds=_search("considered")),
     Param("c_puct", float, 1.25, "PUCT exploration constant (values in [-1, 1])", bounds=_search("c_puct")),

@@ -11,6 +11,8 @@ from patchwork_env.core.bounds import above, bounded, field_problem, one_of
 MAX_LEAVES = 256  # paths per game per evaluator call (``SearchConfig.leaves``)
 TREE_SIMS = 3000  # az's compiled search: simulations per move unless given (about mcts:sims=1000's time)
 NETWORK_SIMS = 300  # az's search with a network: simulations per move unless given
+PLACEMENT_WIDTH = 2  # az's compiled search with a placement head: candidates per kind (train.alphazero's width)
+MAX_WIDTH = 16  # candidates per kind at most (a node holds NUM_GROUPS * width edges)
 GREEDY_PRIOR_TEMP = 20.0  # az's greedy prior: the strongest temperature measured (2, 8, 20, 50 score points)
 
 

@@ -22,25 +22,47 @@ NETWORK_SHA256 = {
     "v2": "33cda39c4f3892453939af0d744227cbb46ade1db76344d832c26cf57fa33171",
 }
 NEWEST_NETWORK = "v2"
+#: the versions that are torch networks (``.pt``): the ones ``az`` can search with; a ``.npz``
+#: version is a search model of ``train.alphazero`` (a value model with prior heads, no torch),
+#: played alone by ``players.model_policy`` and searched with by ``az:value=<version>``
+TORCH_NETWORKS = tuple(v for v, p in SHIPPED_NETWORKS.items() if p.suffix == ".pt")
+NEWEST_TORCH_NETWORK = TORCH_NETWORKS[-1]
 
 
-def network_path(path: str = "", net: str = "") -> Path | str:
-    """The checkpoint an agent loads: ``path`` if given, else the shipped network of version
-    ``net`` (default: the newest)."""
+def is_search_model(path: str | Path) -> bool:
+    """Whether a network file is a search model (``.npz``, ``players.value_model``), not a torch checkpoint."""
+    return Path(path).suffix == ".npz"
+
+
+def network_path(path: str = "", net: str = "", torch: bool = False) -> Path | str:
+    """The file an agent loads: ``path`` if given, else the shipped network of version ``net``
+    (default: the newest; ``torch``: the newest torch network, and a search model is refused)."""
     if path and net:
         raise ValueError(f"give a checkpoint path or a shipped network version, not both (path={path!r}, net={net!r})")
     if path:
         return path
     if net and net not in SHIPPED_NETWORKS:
         raise ValueError(f"no shipped network {net!r}; the versions are {', '.join(SHIPPED_NETWORKS)}")
-    return SHIPPED_NETWORKS[net or NEWEST_NETWORK]
+    if torch and net and net not in TORCH_NETWORKS:
+        raise ValueError(
+            f"network {net} is a search model, not a torch network: az:value={net} searches with it "
+            f"(the torch networks are {', '.join(TORCH_NETWORKS)})"
+        )
+    return SHIPPED_NETWORKS[net or (NEWEST_TORCH_NETWORK if torch else NEWEST_NETWORK)]
 
 
 #: the shipped value models (``patchwork_env.players.value_model``) by version: ``az:value=v1``; a
 #: version's file never changes, a better model ships as the next version
-SHIPPED_VALUE_MODELS: dict[str, Path] = {"v1": Path(__file__).parent / "value-v1.npz"}
+#: (from network v3 on, a shipped search model is a value model of the same version)
+SHIPPED_VALUE_MODELS: dict[str, Path] = {
+    "v1": Path(__file__).parent / "value-v1.npz",
+    **{v: p for v, p in SHIPPED_NETWORKS.items() if v not in TORCH_NETWORKS},
+}
 #: each shipped value model file's sha256 (a test holds the files to them: a version never changes)
-VALUE_MODEL_SHA256 = {"v1": "1b0430669cf766473bf99f26fc6bf238682a06587e6d7a80f26b679cdbd94daf"}
+VALUE_MODEL_SHA256 = {
+    "v1": "1b0430669cf766473bf99f26fc6bf238682a06587e6d7a80f26b679cdbd94daf",
+    **{v: NETWORK_SHA256[v] for v in SHIPPED_VALUE_MODELS if v in NETWORK_SHA256},
+}
 NEWEST_VALUE_MODEL = "v1"  # az's leaves unless a spec names another (or none)
 NO_VALUE_MODEL = "none"  # az:value=none: no value model (the leaves' values from the network or rollouts)
 
