@@ -254,5 +254,9 @@ def test_az_searches_a_trained_models_best_placements_and_pretrained_plays_it_al
     state = deal(3, 0)
     alone = ModelPolicy(trained)
     assert agent.act(state, np.random.default_rng(0)) == alone.act(state, np.random.default_rng(0))
+    by_path = make_agent(f"network:{tmp_path / 'v9.npz'}")  # any run's model file, alone
+    assert isinstance(by_path, ModelPolicy) and by_path.act(state, np.random.default_rng(0)) == alone.act(
+        state, np.random.default_rng(0)
+    )
     with pytest.raises(ValueError, match="network v9 is a search model, not a torch network: az:value=v9"):
         shipped.network_path(net="v9", torch=True)

@@ -27,6 +27,7 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchwork_env.core.bounds import field_bounds, number, out_of_bounds
@@ -173,11 +174,21 @@ def _openspiel_mcts(**kwargs: Any) -> Agent:
 
 
 def _network(path: str) -> Agent:
+    if is_search_model(path):
+        return _model_policy(path)
     _needs_torch(f"network:{path}")
     from patchwork_env.players.policy import load_network_agent
 
     agent: Agent = load_network_agent(path)
     return agent
+
+
+def _model_policy(path: str | Path, name: str = "") -> Agent:
+    """A search model of train.alphazero (``.npz``) alone: its prior's move (no torch)."""
+    from patchwork_env.players.model_policy import ModelPolicy
+    from patchwork_env.players.value_model import load_value_model
+
+    return ModelPolicy(load_value_model(path), name=name or f"network:{path}")
 
 
 def _sb3(path: str, sample: bool) -> Agent:
@@ -256,11 +267,7 @@ def _az(
 def _pretrained(net: str) -> Agent:
     path = network_path(net=net)
     if is_search_model(path):  # a search model of train.alphazero: its prior alone, no torch
-        from patchwork_env.players.model_policy import ModelPolicy
-        from patchwork_env.players.value_model import load_value_model
-
-        policy: Agent = ModelPolicy(load_value_model(path), name="pretrained")
-        return policy
+        return _model_policy(path, "pretrained")
     _needs_torch("pretrained")
     from patchwork_env.players.az import make_pretrained_agent
 
@@ -451,7 +458,8 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     "network": AgentSpec(
         "network",
         "a trained policy network, whichever trainer made it: network:PATH loads the checkpoint at PATH "
-        "(patchwork_env.players.policy.load_network_agent) and plays its most probable legal move",
+        "(patchwork_env.players.policy.load_network_agent; a .npz of train.alphazero: its prior, "
+        "players.model_policy) and plays its most probable legal move",
         (),
         _network,
         positional="path",
