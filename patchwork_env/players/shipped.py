@@ -26,6 +26,7 @@ NEWEST_NETWORK = "v2"
 #: version is a search model of ``train.alphazero`` (a value model with prior heads, no torch),
 #: played alone by ``players.model_policy`` and searched with by ``az:value=<version>``
 TORCH_NETWORKS = tuple(v for v, p in SHIPPED_NETWORKS.items() if p.suffix == ".pt")
+SEARCH_NETWORKS = tuple(v for v in SHIPPED_NETWORKS if v not in TORCH_NETWORKS)
 NEWEST_TORCH_NETWORK = TORCH_NETWORKS[-1]
 
 
@@ -56,12 +57,12 @@ def network_path(path: str = "", net: str = "", torch: bool = False) -> Path | s
 #: (from network v3 on, a shipped search model is a value model of the same version)
 SHIPPED_VALUE_MODELS: dict[str, Path] = {
     "v1": Path(__file__).parent / "value-v1.npz",
-    **{v: p for v, p in SHIPPED_NETWORKS.items() if v not in TORCH_NETWORKS},
+    **{v: SHIPPED_NETWORKS[v] for v in SEARCH_NETWORKS},
 }
 #: each shipped value model file's sha256 (a test holds the files to them: a version never changes)
 VALUE_MODEL_SHA256 = {
     "v1": "1b0430669cf766473bf99f26fc6bf238682a06587e6d7a80f26b679cdbd94daf",
-    **{v: NETWORK_SHA256[v] for v in SHIPPED_VALUE_MODELS if v in NETWORK_SHA256},
+    **{v: NETWORK_SHA256[v] for v in SEARCH_NETWORKS},
 }
 NEWEST_VALUE_MODEL = "v1"  # az's leaves unless a spec names another (or none)
 NO_VALUE_MODEL = "none"  # az:value=none: no value model (the leaves' values from the network or rollouts)
