@@ -11,10 +11,14 @@ Files written by 0.3.0 and earlier name the format ``"patchwork-ppo"`` (``OLD_FO
 trainer wrote them; they load as before (the shipped ``pretrained-v1.pt`` is one).
 
 ``load_network(path)`` is the one way from a path to a network (the players, the trainers and the
-research code call it); ``read_checkpoint`` accepts a regular file only, checks the format and version, verifies the
-checksum (a file without one, written before 0.2.0, loads with a warning) and that every weight is
-a finite number of magnitude at most ``MAX_WEIGHT``; ``net_from_checkpoint`` checks the network's
-sizes (``NetConfig.validate``) before it builds anything.
+research code call it). A checkpoint is data, read without running anything it holds:
+``read_checkpoint`` accepts a regular file only, of at most ``MAX_BYTES``, in ``torch.save``'s zip
+format with a directory within ``ZIP_LIMITS`` (checked before ``torch.load``, which gives each
+record the memory the directory announces and inflates deflated ones: no zip bomb unpacks), loads
+it with ``torch.load(weights_only=True)`` (tensors and plain containers only), checks the format and
+version, verifies the checksum (a file without one, written before 0.2.0, loads with a warning) and
+that every weight is a finite number of magnitude at most ``MAX_WEIGHT``; ``net_from_checkpoint``
+checks the network's sizes (``NetConfig.validate``) before it builds anything.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 import torch
 
+from patchwork_env.players.archive import ArchiveError, NotAnArchiveError, ZipLimits, check_torch_file
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.network import PatchworkNet, net_from_config
 
@@ -35,6 +40,7 @@ OLD_FORMATS = ("patchwork-ppo",)  # the same format under its name up to 0.3.0: 
 VERSION = 1
 MAX_WEIGHT = 1e4  # trained weights stay below 10; a larger one is a damaged or hostile file
 MAX_BYTES = 4 * 2**30  # the largest network allowed with a trainer's state (optimizer, pool)
+ZIP_LIMITS = ZipLimits(entries=65536, entry_bytes=MAX_BYTES, total_bytes=MAX_BYTES)  # a record per tensor
 
 
 def checksum(model: dict[str, Any]) -> str:
@@ -79,6 +85,12 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{p} is not a regular file (a pipe or a device?): a checkpoint is a file")
     if p.stat().st_size > MAX_BYTES:
         raise CheckpointError(f"{p} is larger than {MAX_BYTES // 2**30} GiB: not a checkpoint of this project")
+    try:
+        check_torch_file(p, ZIP_LIMITS)
+    except NotAnArchiveError as exc:
+        raise CheckpointError(f"{p} is not a network checkpoint ({exc})") from None
+    except ArchiveError as exc:
+        raise CheckpointError(f"{p} is refused before loading: {exc}") from None
     try:
         data = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:

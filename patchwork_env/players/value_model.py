@@ -29,14 +29,22 @@ The file format is numpy's ``.npz`` (no pickles): arrays ``w1`` (1452, H1), ``b1
 (H1, H2), ``b2`` (H2,), ``w3`` (H2, 1), ``b3`` (1,), float32, and ``format`` = ``FORMAT``; with a
 move-kind head also ``wp`` (H2, 5) and ``bp`` (5,), and ``format`` = ``FORMAT_HEAD``; with both
 heads also ``wf`` (H2, 9) and ``bf`` (9,), and ``format`` = ``FORMAT_POLICY``.
+
+A model file is data (``patchwork_env.players.archive``): ``load_value_model`` reads a file of at
+most ``MAX_BYTES`` whose zip directory keeps within ``ZIP_LIMITS``, and of each array it needs,
+the ``.npy`` header first: its dtype and shape must be what the format allows (``MAX_SHAPES``:
+float32, hidden sizes at most ``MAX_HIDDEN``) before any memory is given to the array, and no
+pickle is ever read.
 """
 
 from __future__ import annotations
 
 import io
+import math
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +54,7 @@ from patchwork_env.core.files import write_atomic
 from patchwork_env.core.jit import jit
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import OBS_DIM, observe_into
+from patchwork_env.players.archive import ArchiveError, NotAnArchiveError, ZipLimits, open_archive, open_entry
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_FEATURES, NUM_GROUPS, feature_weights, model_candidates
 
 F32 = npt.NDArray[np.float32]
@@ -59,6 +68,15 @@ NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
 HEAD_NAMES = ("wp", "bp")
 PLACEMENT_NAMES = ("wf", "bf")
 MAX_HIDDEN = 4096  # per layer: a larger model would no longer be cheap
+# the largest shape of each array (its hidden sizes at most MAX_HIDDEN), checked in the file's headers
+MAX_SHAPES = {
+    "w1": (OBS_DIM, MAX_HIDDEN), "b1": (MAX_HIDDEN,), "w2": (MAX_HIDDEN, MAX_HIDDEN), "b2": (MAX_HIDDEN,),
+    "w3": (MAX_HIDDEN, 1), "b3": (1,), "wp": (MAX_HIDDEN, NUM_GROUPS), "bp": (NUM_GROUPS,),
+    "wf": (MAX_HIDDEN, NUM_FEATURES), "bf": (NUM_FEATURES,),
+}  # fmt: skip
+MAX_STAMP_CHARS = 64  # the format stamp: a short text
+MAX_BYTES = 4 * sum(math.prod(shape) for shape in MAX_SHAPES.values()) + 2**20  # the largest model and headers
+ZIP_LIMITS = ZipLimits(entries=2 * len(MAX_SHAPES), entry_bytes=MAX_BYTES, total_bytes=MAX_BYTES)
 
 
 class ValueModelError(ValueError):
@@ -174,24 +192,92 @@ def load_value_model(path: str | Path) -> ValueModel:
         raise FileNotFoundError(f"no value-model file at {source}")
     if not zipfile.is_zipfile(source):
         raise ValueModelError(f"{source} is not a value-model file: not an .npz archive")
+    if source.stat().st_size > MAX_BYTES:
+        raise ValueModelError(
+            f"{source} is larger than {MAX_BYTES // 2**20} MiB, the largest value model (hidden sizes {MAX_HIDDEN}): "
+            "not a value-model file"
+        )
     try:
-        with np.load(source, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        names, arrays = _read_arrays(source)
+    except NotAnArchiveError as exc:
         raise ValueModelError(f"{source} is not a value-model file (.npz): {exc}") from None
-    stamp = arrays.get("format", np.array(""))
-    stamp_text = str(stamp.reshape(-1)[0]) if stamp.dtype.kind == "U" and stamp.size == 1 else ""
-    formats = {FORMAT: NAMES, FORMAT_HEAD: NAMES + HEAD_NAMES, FORMAT_POLICY: NAMES + HEAD_NAMES + PLACEMENT_NAMES}
-    if stamp_text not in formats:
-        raise ValueModelError(f"{source} is not a value-model file: its format is not one of {', '.join(formats)}")
-    names = formats[stamp_text]
+    except ArchiveError as exc:
+        raise ValueModelError(f"{source} is refused before loading: {exc}") from None
     missing = [name for name in names if name not in arrays]
     if missing:
         raise ValueModelError(f"{source} lacks the arrays {', '.join(missing)}")
     try:
-        return ValueModel(**{name: np.ascontiguousarray(arrays[name]) for name in names})
+        return ValueModel(**{name: arrays[name] for name in names})
     except ValueModelError as exc:
         raise ValueModelError(f"{source}: {exc}") from None
+
+
+def _read_arrays(source: Path) -> tuple[tuple[str, ...], dict[str, npt.NDArray[Any]]]:
+    """The names the file's format stamp asks for, and those of its arrays it holds, each read
+    after its header was checked (``_read_npy``); ``ValueModelError`` for a bad stamp or header."""
+    formats = {FORMAT: NAMES, FORMAT_HEAD: NAMES + HEAD_NAMES, FORMAT_POLICY: NAMES + HEAD_NAMES + PLACEMENT_NAMES}
+    archive, entries = open_archive(source, ZIP_LIMITS)
+    with archive:
+        stamp = _read_npy(archive, entries, "format", source) if "format.npy" in entries else None
+        stamp_text = str(stamp.reshape(-1)[0]) if stamp is not None and stamp.size == 1 else ""
+        if stamp_text not in formats:
+            raise ValueModelError(f"{source} is not a value-model file: its format is not one of {', '.join(formats)}")
+        names = formats[stamp_text]
+        arrays = {name: _read_npy(archive, entries, name, source) for name in names if f"{name}.npy" in entries}
+    return names, arrays
+
+
+def _read_npy(
+    archive: zipfile.ZipFile, entries: dict[str, zipfile.ZipInfo], name: str, source: Path
+) -> npt.NDArray[Any]:
+    """The array ``name`` of the archive: its ``.npy`` header read and checked (``_header_problem``)
+    before the array's memory is given, then exactly its bytes; a C-contiguous copy."""
+    with open_entry(archive, entries[f"{name}.npy"]) as stream:
+        try:
+            shape, fortran, dtype = _read_header(stream)
+        except ValueError as exc:
+            raise ValueModelError(f"{source} is not a value-model file (.npz): {name}: {exc}") from None
+        problem = _header_problem(name, shape, dtype)
+        if problem:
+            raise ValueModelError(f"{source}: {problem}")
+        size = math.prod(shape) * dtype.itemsize
+        try:
+            raw = stream.read(size)
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
+            raise ValueModelError(f"{source} is not a value-model file (.npz): {name}: {exc}") from None
+    if len(raw) != size:
+        raise ValueModelError(f"{source} is not a value-model file (.npz): {name} holds fewer bytes than its shape")
+    array = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return np.ascontiguousarray(array).copy()
+
+
+def _read_header(stream: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[np.generic]]:
+    """(shape, Fortran order, dtype) of a ``.npy`` header (versions 1.0 and 2.0, as ``np.save``
+    writes): numpy parses it as literals, nothing is evaluated."""
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(stream)  # type: ignore[no-any-return]
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(stream)  # type: ignore[no-any-return]
+    raise ValueError(f".npy version {version[0]}.{version[1]} (np.save writes 1.0 or 2.0)")
+
+
+def _header_problem(name: str, shape: tuple[int, ...], dtype: np.dtype[np.generic]) -> str:
+    """Why a header's array is not one the format allows ("" if it is): the format stamp a short
+    text, a weight float32 within its largest shape (``MAX_SHAPES``): no larger array is read."""
+    if name == "format":
+        if dtype.kind != "U" or dtype.itemsize > 4 * MAX_STAMP_CHARS or shape not in ((), (1,)):
+            return f"its format stamp is {dtype} of shape {shape}, not a text of at most {MAX_STAMP_CHARS} characters"
+        return ""
+    if dtype != np.dtype(np.float32):
+        return f"{name} must be a C-contiguous float32 array, got {dtype}"
+    bound = MAX_SHAPES[name]
+    if len(shape) != len(bound) or any(not 0 <= n <= most for n, most in zip(shape, bound, strict=False)):
+        return (
+            f"{name}'s header claims shape {shape}; the format allows at most {bound} "
+            f"(observation {OBS_DIM}, hidden sizes at most {MAX_HIDDEN})"
+        )
+    return ""
 
 
 @jit
