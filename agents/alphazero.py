@@ -28,6 +28,8 @@ given value model's.
 from __future__ import annotations
 
 import io
+import zipfile
+import zlib
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -38,6 +40,7 @@ from torch import nn
 from agents.value_model import ValueNet, perceptron
 from patchwork_env.core import rules
 from patchwork_env.core.files import write_atomic
+from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
 from patchwork_env.players.az_search import final_value
@@ -97,9 +100,44 @@ class Records:
         write_atomic(path, buffer.getvalue())
 
     @staticmethod
-    def load(path: str) -> Records:
-        with np.load(path, allow_pickle=False) as data:
-            return Records(*(data[f.name] for f in fields(Records)))
+    def load(path: str, width: int | None = None) -> Records:
+        """A file ``save`` wrote, checked (``check``) before any compiled code reads it; anything else is a
+        ``RecordsError`` naming the file and what is wrong."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                records = Records(*(data[f.name] for f in fields(Records)))
+            records.check(width)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise RecordsError(f"{path} is not a decisions file of this run: {exc}") from None
+        return records
+
+    def check(self, width: int | None = None) -> None:
+        """Raise ``ValueError`` at the first field ``self_play`` cannot have written: a dtype, a shape (N rows
+        everywhere, ``NUM_GROUPS * width`` candidates), a state the rules refuse, a candidate out of range, a
+        number that is not finite."""
+        n = len(self.states) if self.states.ndim else 0
+        k = NUM_GROUPS * width if width else (self.actions.shape[1] if self.actions.ndim == 2 else NUM_GROUPS)
+        k = k if k % NUM_GROUPS == 0 else NUM_GROUPS  # whole kinds of move (width candidates each)
+        shapes = {"states": (n, rules.STATE_LEN), "actions": (n, k), "targets": (n, k), "terms": (n, k, NUM_FEATURES)}
+        for f in fields(Records):
+            a, dtype = getattr(self, f.name), LAYOUT[f.name]
+            if a.dtype != dtype or a.shape != shapes.get(f.name, (n,)):
+                raise ValueError(f"{f.name} must be {np.dtype(dtype)} of shape {shapes.get(f.name, (n,))}, "
+                                 f"got {a.dtype} of shape {a.shape}")  # fmt: skip
+            if dtype == np.float32 and not np.isfinite(a).all():
+                raise ValueError(f"{f.name} holds NaN or infinity")
+        check_state_rows(self.states)
+        if ((self.actions < -1) | (self.actions >= rules.NUM_ACTIONS)).any():
+            raise ValueError(f"actions must be -1 (none) or in 0..{rules.NUM_ACTIONS - 1}")
+
+
+class RecordsError(ValueError):
+    """A decisions file (``Records.load``) that ``Records.save`` did not write: the message names it."""
+
+
+# each field's dtype in a file (``Records.check``)
+LAYOUT = {"states": np.int64, "full": np.bool_, "actions": np.int64, "targets": np.float32, "terms": np.float32,
+          "values": np.float32, "results": np.float32, "games": np.int64}  # fmt: skip
 
 
 @dataclass(frozen=True)

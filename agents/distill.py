@@ -40,10 +40,13 @@ import numpy.typing as npt
 import torch
 
 from patchwork_env.core import rules
+from patchwork_env.core.actions import IllegalActionError, as_action_id
 from patchwork_env.core.state import GameState
+from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.envs.vector import VectorGames
 from patchwork_env.evaluation.backend import Backend, LocalBackend
+from patchwork_env.evaluation.games import AgentError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, NUM_GROUPS, greedy_batch, rng_state
 from patchwork_env.players.network import GROUP_BOUNDS, GROUP_OF_ACTION, PatchworkNet, prior_for
 from patchwork_env.players.policy import NetworkAgent
@@ -102,12 +105,25 @@ def student_positions(num: int, seed: int, net: PatchworkNet, mirror: bool = Fal
 
 
 def _as_states(states: IntArray) -> IntArray:
-    """``states`` as a contiguous (N, STATE_LEN) int64 block, or a clear error (the compiled
-    kernels would read out of bounds)."""
-    arr = np.ascontiguousarray(states, dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] != rules.STATE_LEN:
-        raise ValueError(f"states must have shape (N, {rules.STATE_LEN}) (rows of game states), got {arr.shape}")
-    return arr
+    """``states`` as a contiguous (N, STATE_LEN) int64 block of states the rules accept
+    (``check_state_rows``), or a clear error (the compiled kernels would read out of bounds)."""
+    check_state_rows(states)
+    return np.ascontiguousarray(states, dtype=np.int64)
+
+
+def check_labels(
+    states: IntArray, targets: npt.NDArray[Any], held_out: npt.NDArray[np.bool_] | None = None
+) -> tuple[IntArray, FloatArray]:
+    """Labelled positions as distillation reads them, checked before any compiled code does: (N, STATE_LEN)
+    states the rules accept, their (N, 5) target distributions or (N,) group labels (``_as_targets``), and
+    ``held_out`` None or (N,) bools; the states and the targets as distributions, else a ValueError."""
+    states, dist = _as_states(states), _as_targets(targets)
+    if len(states) != len(dist):
+        raise ValueError(f"states and targets differ in length: {len(states)} vs {len(dist)}")
+    held = np.asarray(held_out if held_out is not None else np.zeros(len(states), np.bool_))
+    if held.shape != (len(states),) or held.dtype != np.bool_:
+        raise ValueError(f"held_out must be ({len(states)},) bools, got {held.dtype} of shape {held.shape}")
+    return states, dist
 
 
 def legal_groups(states: IntArray) -> npt.NDArray[np.bool_]:
@@ -143,7 +159,13 @@ def _label(job: tuple[int, IntArray]) -> FloatArray:
     if callable(reset):
         reset()  # positions are unrelated: no tree (or other memory) carries over
     rng = np.random.default_rng(np.random.SeedSequence(_TEACHER["seed"], spawn_key=(index,)))
-    action = agent.act(GameState._wrap(row.copy()), rng)
+    state = GameState._wrap(row.copy())
+    try:  # the engine's reason (it names the move), if the teacher's answer is not a legal move
+        action = as_action_id(agent.act(state, rng))
+        state.step(action)
+    except IllegalActionError as exc:
+        spec = _TEACHER["key"][0]
+        raise AgentError(f"the teacher {spec} played no legal move in labelled position {index}: {exc}", spec) from None
     return group_target(action, getattr(agent, "last_policy", None), getattr(agent, "last_visits", None))
 
 
@@ -264,15 +286,12 @@ def distill(
     untrained net; accuracy: the net's most probable group is the target's). ``held_out`` (N,)
     bool: these positions instead (DAgger rounds keep earlier rounds' held-out positions out of
     training)."""
-    states = _as_states(states)
-    if len(states) != len(targets):
-        raise ValueError(f"states and targets differ in length: {len(states)} vs {len(targets)}")
+    states, dist = check_labels(states, targets, held_out)
     if len(states) < 2:
         raise ValueError(f"distillation needs at least 2 labelled positions, got {len(states)}")
     n = len(states)
     masks = _legal_masks(states)
     obs = observe_movers(states)
-    dist = _as_targets(targets)
     if (dist[~_groups_of(masks)] > 0).any():
         raise ValueError(
             "a target puts mass on a group with no legal action in its position (targets and states out of step?)"
@@ -286,8 +305,8 @@ def distill(
         n_val = max(1, round(val_share * n))
         val, train = order[:n_val], order[n_val:]
     else:
-        if np.shape(held_out) != (n,) or not held_out.any():
-            raise ValueError(f"held_out must be ({n},) bools with at least one True")
+        if not held_out.any():
+            raise ValueError("held_out must hold at least one True (the positions the statistics measure)")
         val, train = np.flatnonzero(held_out), rng.permutation(np.flatnonzero(~held_out))
     if len(train) == 0:
         raise ValueError("no positions left to train on after the held-out share")
@@ -335,6 +354,7 @@ __all__ = [
     "GROUP_OF_ACTION",
     "NUM_GROUPS",
     "DistillStats",
+    "check_labels",
     "distill",
     "group_logits",
     "group_parameters",

@@ -125,6 +125,11 @@ def fit_value_model(
     ``init``: start from that model's weights (its sizes; ``hidden`` is then not used)."""
     if epochs < 1 or not (math.isfinite(lr) and lr > 0) or batch_size < 1:
         raise ValueError(f"need epochs >= 1, lr > 0 and batch_size >= 1; got {epochs}, {lr}, {batch_size}")
+    for name, column in (("targets", targets), ("results", results), ("games", games)):
+        if np.shape(column) != (len(states),):
+            raise ValueError(f"{name} must hold one entry per state ({len(states)}), got shape {np.shape(column)}")
+        if not np.isfinite(column).all():
+            raise ValueError(f"{name} hold NaN or infinity: a fit to them would train to NaN")
     train_rows, val_rows = held_out_split(games, val_share, seed)
     x = observations(states)
     y, r = torch.from_numpy(targets), torch.from_numpy(results)

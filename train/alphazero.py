@@ -185,7 +185,7 @@ class AlphaZero(Trainer[SearchModel]):
             path = folder / f"records-{step}.npz"
             if not path.is_file():
                 raise ConfigError(f"cannot resume: {path} (a decision file of the window) is missing")
-            self.window.append((int(step), Records.load(str(path))))
+            self.window.append((int(step), Records.load(str(path), self.cfg.width)))
 
     def finish(self) -> tuple[SearchModel | None, dict[str, Any]]:
         self.net.model.save(Path(self.run.folder) / "checkpoints" / "final.npz")

@@ -21,7 +21,7 @@ Per run (one seed):
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import shlex
 import statistics
 import sys
@@ -30,12 +30,20 @@ from pathlib import Path
 from typing import Any
 
 import tyro
-import yaml
 
 from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
-from train.cli import check_results_path, parse_args, reports_input_errors, write_results
-from train.config import ConfigError
+from train.cli import (
+    check_results_path,
+    exit_quietly_on_ctrl_c,
+    load_yaml,
+    one_run_per_seed,
+    parse_args,
+    read_history,
+    reports_input_errors,
+    write_results,
+)
+from train.config import AlphaZeroConfig, ConfigError
 
 
 @dataclass
@@ -64,12 +72,12 @@ class AlphaZeroResultsArgs:
 @dataclass
 class Run:
     folder: Path
-    config: dict[str, Any]
+    config: AlphaZeroConfig
     history: list[dict[str, Any]]
 
     @property
     def seed(self) -> int:
-        return int(self.config["seed"])
+        return self.config.seed
 
     def curve(self, player: str) -> list[dict[str, Any]]:
         """The periodic evaluations of ``player`` ("" the search, "policy" the prior), in order."""
@@ -80,24 +88,30 @@ class Run:
 
 
 def load(folder: Path) -> Run:
-    """A run's config and history (the start and at least one evaluation after it), else one ``error:`` line."""
+    """A run's config (read as a config file is), history (the start and at least one evaluation after it)
+    and the models ``measure`` plays, all checked before any game; else one ``error:`` line."""
+    from patchwork_env.players.value_model import load_value_model
+
     try:
-        config = yaml.safe_load((folder / "config.yaml").read_text())
-        history = json.loads((folder / "eval_history.json").read_text())
-        run = Run(folder, config, history)
-        if not isinstance(config, dict) or "eval_sims" not in config:
-            raise ValueError("its config.yaml is not train.alphazero's")
+        config = load_yaml(AlphaZeroConfig, folder / "config.yaml")
+        config.validate()
+        run = Run(folder, config, read_history(folder / "eval_history.json", "iteration"))
         iterations = [h["iteration"] for h in run.curve("")]
         if len(iterations) < 2 or iterations[0] != 0:
             raise ValueError("it needs the start and one evaluated iteration")
-        missing = [k for k in iterations if not run.model_path(k).is_file()]
-        if missing:
-            raise ValueError(f"checkpoints/model-{missing[0]}.npz is missing")
-    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        for k in marks(run):
+            load_value_model(run.model_path(k))
+    except (OSError, ValueError) as exc:
         raise ConfigError(
             f"{folder} is not a run folder of train.alphazero (config.yaml, eval_history.json: {exc})"
         ) from None
     return run
+
+
+def marks(run: Run) -> tuple[int, int]:
+    """The evaluated iterations whose models ``measure`` plays: the one nearest a third of the run, the last."""
+    iterations = [h["iteration"] for h in run.curve("")]
+    return min(iterations, key=lambda k: abs(k - iterations[-1] / 3)), iterations[-1]
 
 
 def last_third_slope(rates: list[float]) -> float:
@@ -114,25 +128,21 @@ def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
     from patchwork_env.evaluation.arena import play_pairs
     from patchwork_env.players.az_tree import TreeAgent
     from patchwork_env.players.model_policy import ModelPolicy
-    from patchwork_env.players.search_config import SearchConfig
     from patchwork_env.players.value_model import load_value_model
 
     cfg = run.config
-    search = SearchConfig(**{**cfg["search"], "sims": cfg["eval_sims"]})
-    iterations = [h["iteration"] for h in run.curve("")]
-    last = iterations[-1]
-    third = min(iterations, key=lambda k: abs(k - last / 3))
+    search = dataclasses.replace(cfg.search, sims=cfg.eval_sims)
+    third, last = marks(run)
     final = load_value_model(run.model_path(last))
     earlier = load_value_model(run.model_path(third))
-    width = int(cfg["width"])
+    width = cfg.width
     versus = play_pairs(
         TreeAgent(search, final, name=f"final-{last}", width=width),
         TreeAgent(search, earlier, name=f"third-{third}", width=width),
         args.pairs, seed=args.seed, workers=args.workers,
     )  # fmt: skip
     greedy = play_pairs(ModelPolicy(final, name="prior"), "greedy", args.pairs, seed=args.seed, workers=args.workers)
-    shared = SelfPlay(final, SearchConfig(**cfg["search"]), cfg["fast_sims"], cfg["full_share"], cfg["opening"],
-                      width, args.seed)  # fmt: skip
+    shared = SelfPlay(final, cfg.search, cfg.fast_sims, cfg.full_share, cfg.opening, width, args.seed)
     records = Records.concat([self_play(shared, (0, args.games))], width)
     results = np.sign(records.results).astype(np.float64)
     values = {"final model": final.values(records.states), "value model v1": v1_values(records.states)}
@@ -229,7 +239,7 @@ def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> 
         numbers["prior alone vs greedy"].append(100 * m["prior_vs_greedy"]["win_rate"])
         numbers["value EV (final / v1 / v2)"].append(ev["final model"])
         rows.append({"seed": run.seed, "cells": cells})
-        raw[str(run.seed)] = {"config": run.config, "history": run.history, **m, **drawn(run)}
+        raw[str(run.seed)] = {"config": dataclasses.asdict(run.config), "history": run.history, **m, **drawn(run)}
     mean = []
     for c in columns:
         xs = numbers[c]
@@ -247,10 +257,10 @@ def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> 
         **provenance(command, [run.seed for run in runs]),
         "kind": results_file.TRAINING,
         "title": "Gumbel AlphaZero with the compiled search (train.alphazero): a prior over whole moves",
-        "description": f"Each seed one run of `python -m train.alphazero` ({cfg['games_per_iteration']} self-play "
-        f"games an iteration, {100 * cfg['full_share']:.0f}% of the decisions searched in full at "
-        f"{cfg['search']['sims']} simulations and the rest at {cfg['fast_sims']}, from `init: {cfg['init']}`); "
-        f"every {cfg['eval_every']} iterations its search ({cfg['eval_sims']} simulations, width {cfg['width']}) "
+        "description": f"Each seed one run of `python -m train.alphazero` ({cfg.games_per_iteration} self-play "
+        f"games an iteration, {100 * cfg.full_share:.0f}% of the decisions searched in full at "
+        f"{cfg.search.sims} simulations and the rest at {cfg.fast_sims}, from `init: {cfg.init}`); "
+        f"every {cfg.eval_every} iterations its search ({cfg.eval_sims} simulations, width {cfg.width}) "
         f"against `{opponent}` on the same paired deals. The slope: a least-squares line through the last third "
         "of those win rates. Final vs its third, the prior alone vs greedy: paired games on fresh deals. Value EV: "
         "explained variance of game results (+1/-1 for the mover) on the positions of fresh self-play games of the "
@@ -267,9 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(AlphaZeroResultsArgs, argv, __doc__.splitlines()[0])
     runs = [load(folder) for folder in args.runs]
-    seeds = [run.seed for run in runs]
-    if len(set(seeds)) != len(seeds):
-        raise ConfigError(f"two runs have the same seed ({seeds}): each folder is one seed")
+    one_run_per_seed(args.runs, [run.seed for run in runs])
     if len({run.curve("")[0]["opponent"] for run in runs}) > 1:
         raise ConfigError("the runs were evaluated against different opponents: give runs of one recipe")
     measured = []
@@ -287,4 +295,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(exit_quietly_on_ctrl_c(main))

@@ -16,12 +16,15 @@ import contextlib
 import dataclasses
 import functools
 import io
+import json
+import math
 import re
+import signal
 import sys
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import dacite
 import tyro
@@ -31,6 +34,7 @@ from patchwork_env.core.bounds import field_problem
 from patchwork_env.core.files import check_output_path
 from patchwork_env.core.usage import report
 from patchwork_env.evaluation import results_file
+from patchwork_env.evaluation.workers import RunError
 from patchwork_env.players.errors import AgentSpecError, CheckpointError
 from train.config import CommonConfig, ConfigError
 
@@ -39,9 +43,13 @@ A = TypeVar("A")
 P = ParamSpec("P")
 R = TypeVar("R")
 MAX_CONFIG_BYTES = 1_000_000
-# what a run raises at its start because of what it was given: a config, an agent spec, a checkpoint,
-# a file, a Ray cluster that cannot be joined, a missing optional extra (Ray, an agent's torch)
-INPUT_ERRORS = (ConfigError, AgentSpecError, CheckpointError, FileNotFoundError, ConnectionError, ImportError)
+# what a run raises because of what it was given: a config, an agent spec, a checkpoint, a file (missing, a
+# name too long), a Ray cluster that cannot be joined, a missing optional extra (Ray, an agent's torch), an
+# agent that stops the run (``RunError``: an illegal move of distillation's teacher, an opponent that raised)
+INPUT_ERRORS = (ConfigError, AgentSpecError, CheckpointError, OSError, ImportError, RunError)
+# the fields of a row of ``eval_history.json`` (``train.run.Run.evaluate``) that the results commands read
+_EVAL_ROW = {"minutes": float, "opponent": str, "final": bool, "games": int, "win_rate": float, "ci_low": float,
+            "ci_high": float}  # fmt: skip
 
 
 SEARCH_FIELDS = ("sims", "root", "considered", "rescale_values", "c_puct", "expand", "dirichlet_alpha", "dirichlet_eps")
@@ -166,6 +174,8 @@ def parse_known_args(
             validate()
     except (ValueError, OSError) as exc:  # ConfigError, OutputPathError
         raise SystemExit(report(exc)) from None
+    if argv is None:  # the process's own command line: its command goes on to import its modules
+        quiet_ctrl_c_while_loading()
     return args, rest
 
 
@@ -212,7 +222,14 @@ def _no_bools_for_numbers(cls: type, data: dict[str, Any], source: str) -> None:
 def resumed_config(path: str) -> dict[str, Any]:
     """The config stored in a checkpoint's trainer state (torch loads only when a run resumes)."""
     from train.artefact import read_artefact
+    from train.loop import run_folder_of
 
+    folder = Path(run_folder_of(path))
+    if Path(path).name == "latest.pt" and not Path(path).exists() and (folder / "config.yaml").is_file():
+        raise ConfigError(
+            f"{path} does not exist: the run in {folder} was stopped before its first checkpoint (nothing to "
+            "resume); start it again with --overwrite"
+        )
     trainer = read_artefact(path)[1].get("trainer", {})
     if "config" not in trainer:
         raise ConfigError(f"{path} holds a network but no trainer state: it cannot be resumed")
@@ -246,18 +263,11 @@ def parse_or_exit(cls: type[C], doc: str | None = None) -> tuple[C, str]:
     module = Path(sys.argv[0]).stem
     description = "\n\n".join((doc or "").split("\n\n")[:2]) or None
     try:
-        return parse_config(cls, sys.argv[1:], description, prog=f"python -m train.{module}")
+        parsed = parse_config(cls, sys.argv[1:], description, prog=f"python -m train.{module}")
     except (ValueError, OSError, ImportError) as exc:  # ConfigError, a checkpoint that does not resume
         raise SystemExit(report(exc)) from None
-
-
-def checked_results_path(path: Path | None, option: str = "--results") -> Path | None:
-    """A results file's path checked before any training or game (a folder, a FIFO, a missing folder
-    is one ``error:`` line and exit 2), or None."""
-    try:
-        return check_results_path(path, option)
-    except ValueError as exc:
-        raise SystemExit(report(exc)) from None
+    quiet_ctrl_c_while_loading()  # the trainer's module goes on to import torch
+    return parsed
 
 
 def check_results_path(path: str | Path | None, option: str = "--results") -> Path | None:
@@ -294,30 +304,76 @@ def write_fit_run(
     )
 
 
+def read_history(path: Path, unit: str = "") -> list[dict[str, Any]]:
+    """A run's history file, checked before a results command plays a game: a JSON list of rows, each with
+    its ``minutes``; with ``unit`` (``iteration``, ``round``: an ``eval_history.json``) also that count and
+    an evaluation's fields (``_EVAL_ROW``), each of its type (numbers finite). Else a ``ConfigError``
+    naming the row and the field."""
+    row = {**_EVAL_ROW, unit: int} if unit else {"minutes": float}
+    rows = json.loads(path.read_text())
+    if not isinstance(rows, list) or not rows:
+        raise ConfigError(f"{path.name} must hold a list of rows, got {type(rows).__name__} {str(rows)[:40]}")
+    for i, values in enumerate(rows):
+        for name, kind in row.items():
+            value = values.get(name) if isinstance(values, dict) else None
+            ok = isinstance(value, int | float) and math.isfinite(value) if kind is float else isinstance(value, kind)
+            if isinstance(value, bool) is not (kind is bool) or not ok:
+                what = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}[kind]
+                raise ConfigError(f"row {i} has {name} {value!r}, not {what}")
+    return rows
+
+
+def one_run_per_seed(folders: Sequence[Path], seeds: Sequence[int]) -> None:
+    """A results file holds one run per seed (its row and raw counts keyed by the seed): two folders of one
+    seed are a ``ConfigError`` naming both, so that neither run's counts are dropped."""
+    seen: dict[int, Path] = {}
+    for folder, seed in zip(folders, seeds, strict=True):
+        if seed in seen:
+            raise ConfigError(f"{seen[seed]} and {folder} are runs of the same seed ({seed}): give one run per seed")
+        seen[seed] = folder
+
+
+def _interrupted_while_loading(signum: int, frame: object) -> NoReturn:
+    print("interrupted", file=sys.stderr)
+    raise SystemExit(130)
+
+
+def quiet_ctrl_c_while_loading() -> None:
+    """Ctrl-C once a command has parsed its command line, while its modules load (torch takes seconds): the
+    line ``interrupted`` and exit code 130, not an import's traceback, until ``exit_quietly_on_ctrl_c`` gives
+    Python's handler back for the work (a trainer checkpoints on ``KeyboardInterrupt``). A process that
+    ignores Ctrl-C (a background job) goes on ignoring it."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupted_while_loading)
+
+
 def exit_quietly_on_ctrl_c(main: Callable[[], object]) -> int:
-    """Run a command's ``main``; Ctrl-C ends it with the line ``interrupted`` and exit code 130,
-    not a traceback (what it finished is already on disk)."""
+    """Run a command's ``main``; Ctrl-C ends it with one line (a trainer's says what it kept and how to
+    resume it: ``train.loop.interrupted``; else ``interrupted``) and exit code 130, not a traceback."""
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_loading:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         result = main()
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(str(exc) or "interrupted", file=sys.stderr)
         return 130
     return result if isinstance(result, int) else 0
 
 
 def train_or_report(train: Callable[[C, str], object], cfg: C, name: str) -> int:
-    """``train(cfg, name)``; what stops a run at its start because of its input (a checkpoint that
-    does not load, an agent spec that does not build, a missing extra, a Ray cluster that cannot be
-    joined) is one ``error:`` line and the return value 2. Errors of the training itself keep
-    their traceback."""
-    try:
-        train(cfg, name)
-    except INPUT_ERRORS as exc:
-        return report(exc)
-    except KeyboardInterrupt:  # the trainer has said where its checkpoint is
-        print("interrupted", file=sys.stderr)
-        return 130
-    return 0
+    """``train(cfg, name)``; what stops a run because of its input (``INPUT_ERRORS``: a checkpoint that does
+    not load, an agent spec that does not build, a missing extra, a Ray cluster that cannot be joined, a
+    teacher's illegal move) is one ``error:`` line and the return value 2, Ctrl-C one line and 130
+    (``exit_quietly_on_ctrl_c``). Errors of the training itself keep their traceback."""
+
+    def run() -> int:
+        try:
+            train(cfg, name)
+        except INPUT_ERRORS as exc:
+            return report(exc)
+        return 0
+
+    return exit_quietly_on_ctrl_c(run)
 
 
 def run_trainer(

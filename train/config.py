@@ -41,8 +41,10 @@ CLOCKS = ("wall", "process")
 # the engine's sizes, for memory estimates without loading it (tests/test_config.py checks them)
 OBS_DIM, NUM_ACTIONS, STATE_LEN, PRIOR_FEATURES = 1452, 2026, 129, 9
 RUN_DIR = re.compile(r"^[A-Za-z0-9._/\-]*$")
+NAME_MAX = 255  # bytes of a file name on Linux and macOS (run_dir's characters are one byte each)
 INF = math.inf
 MAX_POSITIONS = 10**7  # positions labelled, played or trained on
+MAX_GAMES = 100_000  # a value fit's games: about 4 million positions, beyond it they outgrow the memory
 # a labelled position of distillation and expert iteration: its state, targets and network inputs
 LABEL_BYTES = 8 * STATE_LEN + 40 + 4 * OBS_DIM + NUM_ACTIONS + 2 * NUM_ACTIONS * PRIOR_FEATURES
 
@@ -109,6 +111,9 @@ class CommonConfig:
         check_bounds(self)
         if not RUN_DIR.match(self.run_dir) or ".." in self.run_dir.split("/"):
             raise ConfigError(f"run_dir may hold letters, digits and ._-/ (no '..'), got {self.run_dir!r}")
+        longest = max(self.run_dir.split("/"), key=len)
+        if len(longest) > NAME_MAX:
+            raise ConfigError(f"run_dir: a folder name is at most {NAME_MAX} characters, got {len(longest)}")
         check_opponents(self, "eval_opponents")
         if any(not spec.strip() for spec in self.final_eval_opponents):
             raise ConfigError("final_eval_opponents: an agent spec must not be empty")

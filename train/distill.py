@@ -40,7 +40,15 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from agents.distill import DistillStats, distill, legal_groups, sample_positions, student_positions, teacher_targets
+from agents.distill import (
+    DistillStats,
+    check_labels,
+    distill,
+    legal_groups,
+    sample_positions,
+    student_positions,
+    teacher_targets,
+)
 from patchwork_env.evaluation.backend import Backend, open_backend
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.network import PatchworkNet
@@ -104,8 +112,8 @@ class Distill(Trainer[PatchworkNet]):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.states, self.targets = state["states"].numpy(), state["targets"].numpy()
         self.held_out, self.accuracy = state["held_out"].numpy(), [list(a) for a in state["accuracy"]]
+        self.states, self.targets = check_labels(state["states"].numpy(), state["targets"].numpy(), self.held_out)
 
     def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
         return None, {

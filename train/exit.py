@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agents.distill import check_labels
 from agents.exit import (
     SearchSettings,
     Window,
@@ -148,9 +149,10 @@ class ExIt(Trainer[PatchworkNet]):
         return {"window": parts, "rows": json.dumps(self.rows)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.window.parts = [
-            (p["states"].numpy(), p["targets"].numpy(), p["held_out"].numpy()) for p in state["window"]
-        ]
+        self.window.parts = []
+        for part in state["window"]:  # checked before the compiled kernels read them (a damaged latest.pt)
+            held = part["held_out"].numpy()
+            self.window.parts.append((*check_labels(part["states"].numpy(), part["targets"].numpy(), held), held))
         self.rows = json.loads(state["rows"])
 
     def write_history(self) -> None:

@@ -18,6 +18,7 @@ use other seeds). ``--results`` writes the per-seed rows, the mean and the least
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import statistics
@@ -31,8 +32,17 @@ import yaml
 
 from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
-from train.cli import check_results_path, exit_quietly_on_ctrl_c, parse_args, reports_input_errors, write_results
-from train.config import ConfigError
+from train.cli import (
+    check_results_path,
+    exit_quietly_on_ctrl_c,
+    load_yaml,
+    one_run_per_seed,
+    parse_args,
+    read_history,
+    reports_input_errors,
+    write_results,
+)
+from train.config import CommonConfig, ConfigError, DistillConfig, ExItConfig
 
 #: the network the final ones are measured against: the first shipped one (a pinned version, so
 #: that shipping the next does not change what an earlier file's column measured)
@@ -44,8 +54,11 @@ class Trainer:
     """What a run folder of one trainer holds and how its results file calls it."""
 
     module: str
+    config: type[CommonConfig]
     history: str
     """the run's file that only this trainer writes (its rows: the iterations, or the evaluations)"""
+    unit: str
+    """the count in each row of ``history`` beside its minutes, if it is an ``eval_history.json``"""
     title: str
     recipe: str
     headline: str
@@ -53,12 +66,14 @@ class Trainer:
 
 TRAINERS = (
     Trainer(
-        "train.exit", "exit_history.json", "Expert iteration (train.exit): the network alone, on several seeds",
+        "train.exit", ExItConfig, "exit_history.json", "",
+        "Expert iteration (train.exit): the network alone, on several seeds",
         "`python -m train.exit --config configs/exit.yaml` (from the shipped network",
         "Expert iteration: the network alone against greedy",
     ),
     Trainer(
-        "train.distill", "eval_history.json", "Distillation (train.distill): the network alone, on several seeds",
+        "train.distill", DistillConfig, "eval_history.json", "round",
+        "Distillation (train.distill): the network alone, on several seeds",
         "`python -m train.distill --config CONFIG` (the config is in each run's `config` in `raw`: its teacher",
         "Distillation of az's search: the network alone against greedy",
     ),
@@ -115,24 +130,22 @@ def trainer_of(folder: Path) -> Trainer:
     )
 
 
-def load_run(folder: Path, trainer: Trainer) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A finished run of ``trainer``: its config and history, its checkpoints loadable (else
-    ``ConfigError``, or the agent's error, naming what is wrong)."""
+def load_run(folder: Path, trainer: Trainer) -> tuple[CommonConfig, list[dict[str, Any]]]:
+    """A finished run of ``trainer``: its config (read as a config file is) and history, its checkpoints
+    loadable (else ``ConfigError``, or the agent's error, naming what is wrong)."""
     from patchwork_env.players.registry import make_agent
 
     more = ", final_eval.json" if trainer is TRAINERS[1] else ""
     try:
-        config = yaml.safe_load((folder / "config.yaml").read_text())
-        history = json.loads((folder / trainer.history).read_text())
-        seed, _ = config["seed"], history[-1]["minutes"]
-        if trainer is TRAINERS[1]:
-            _ = finished(folder)["rounds"]
-    except (OSError, ValueError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
+        config = load_yaml(trainer.config, folder / "config.yaml")
+        config.validate()
+        history = read_history(folder / trainer.history, trainer.unit)
+        if trainer is TRAINERS[1] and not isinstance(finished(folder)["rounds"], int):
+            raise ValueError("final_eval.json: rounds is not a number")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(
             f"{folder} is not a finished run of {trainer.module} (config.yaml, {trainer.history}{more}: {exc})"
         ) from None
-    if not isinstance(seed, int):
-        raise ConfigError(f"{folder}/config.yaml: seed must be an integer, got {seed!r}")
     for path in (folder / "checkpoints" / "start.pt", folder / "checkpoints" / "final.pt", *minute_checkpoints(folder)):
         make_agent(f"network:{path}")  # a missing or corrupt checkpoint: the registry says what
     return config, history
@@ -155,9 +168,7 @@ def minute_checkpoints(folder: Path) -> list[Path]:
     return [marks[m] for m in sorted(marks)]
 
 
-def measure(
-    folder: Path, config: dict[str, Any], history: list[dict[str, Any]], args: ExitResultsArgs
-) -> dict[str, Any]:
+def measure(folder: Path, config: CommonConfig, history: list[dict[str, Any]], args: ExitResultsArgs) -> dict[str, Any]:
     """One run's figures (raw counts) and what it was (seed, iterations or rounds, gates kept,
     minutes)."""
     checkpoints = folder / "checkpoints"
@@ -166,8 +177,8 @@ def measure(
     exit_run = (folder / "exit_history.json").is_file()
     evaluations = [row for row in history if not exit_run and not row.get("final") and row.get("opponent") == "greedy"]
     return {
-        "seed": config["seed"],
-        "config": config,  # the run's every setting (time limit, iterations, checkpoint minutes...)
+        "seed": config.seed,
+        "config": dataclasses.asdict(config),  # the run's every setting (time limit, iterations, checkpoint minutes...)
         "iterations": len(history) - 1 if exit_run else int(finished(folder)["rounds"]),
         "kept": sum(bool(row.get("kept_new")) for row in history[1:]) if exit_run else None,
         "minutes": round(history[-1]["minutes"], 1),
@@ -269,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError(f"the run folders are of different trainers ({names}): give one's")
     trainer = trainers.pop()
     runs = [load_run(folder, trainer) for folder in args.runs]  # every folder checked before a game is played
+    one_run_per_seed(args.runs, [config.seed for config, _ in runs])  # a results file keys its runs by seed
     measured = []
     for folder, (config, history) in zip(args.runs, runs, strict=True):
         print(f"{folder}:", flush=True)

@@ -66,9 +66,16 @@ class Trainer(Generic[A]):
     def resume(self, resumed: Resumed | None) -> None:
         """A resumed run's start network and trainer state, put back (nothing for a fresh run);
         a trainer calls it once ``net``, ``start`` and what ``load_state_dict`` fills exist."""
-        if resumed is not None:
+        if resumed is None:
+            return
+        try:
             self.start.load_state_dict(resumed.start)
             self.load_state_dict(resumed.trainer)
+        except ConfigError:
+            raise
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:  # a damaged state, torch's of other sizes
+            what = f"its trainer state has no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ConfigError(f"cannot resume {self.run.cfg.resume}: {what}") from None
 
     def checkpointed(self) -> None:
         """After ``latest.pt`` is written: what only a checkpoint may let go of (files the run no
@@ -158,10 +165,14 @@ def run_loop(run: Run, trainer: Trainer[Any], total: int, resumed: Resumed | Non
     cfg = run.cfg
     step = 0
     if resumed is None:
-        run.checkpoint(trainer.start, "start.pt")
-        if cfg.eval_every:
-            trainer.evaluate(0)
-        save_latest(run, trainer, 0)
+        try:
+            run.checkpoint(trainer.start, "start.pt")
+            if cfg.eval_every:
+                trainer.evaluate(0)
+            save_latest(run, trainer, 0)
+        except KeyboardInterrupt:
+            run.discard()
+            raise interrupted(run, 0) from None
     else:
         step = resumed.step
         torch.set_rng_state(resumed.torch_rng)  # last: building the trainer drew from it
@@ -183,18 +194,34 @@ def run_loop(run: Run, trainer: Trainer[Any], total: int, resumed: Resumed | Non
                 stopped_early = True
                 break
     except KeyboardInterrupt:
-        path = save_latest(run, trainer, step)
-        print(f"\ninterrupted after {unit_count(step, run.unit)}; resume with --resume {path}", flush=True)
-        raise
+        save_latest(run, trainer, step)
+        raise interrupted(run, step) from None
     finally:
         trainer.close()
-    evaluated, summary = trainer.finish()
-    summary = {
-        **summary,
-        "stopped_early": stopped_early,
-        "start_checkpoint": str(run.folder / "checkpoints" / "start.pt"),
-    }
-    return run.finish(trainer.net, trainer.start, step, summary, evaluated)
+    try:
+        evaluated, summary = trainer.finish()
+        summary = {
+            **summary,
+            "stopped_early": stopped_early,
+            "start_checkpoint": str(run.folder / "checkpoints" / "start.pt"),
+        }
+        return run.finish(trainer.net, trainer.start, step, summary, evaluated)
+    except KeyboardInterrupt:
+        raise interrupted(run, step, " (in the final evaluation)") from None
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C of a run, with the one line a command prints for it (``train.cli.exit_quietly_on_ctrl_c``)."""
+
+
+def interrupted(run: Run, step: int, where: str = "") -> Interrupted:
+    """What Ctrl-C after ``step`` leaves: ``latest.pt`` to resume, or before the first one nothing (the run
+    removes its files: ``Run.discard``)."""
+    latest = run.folder / "checkpoints" / "latest.pt"
+    if not latest.exists():
+        return Interrupted(f"interrupted before the first checkpoint (nothing to resume; the run's files are "
+                           f"removed): the same command starts it again in {run.folder}")  # fmt: skip
+    return Interrupted(f"interrupted after {unit_count(step, run.unit)}{where}; resume with --resume {latest}")
 
 
 def save_latest(run: Run, trainer: Trainer[Any], step: int) -> Path:

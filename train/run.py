@@ -72,6 +72,16 @@ class Run:
         self.started = self.clock()
         set_threads(cfg.torch_threads)
 
+    def discard(self) -> None:
+        """Remove what this run wrote, and its folder if nothing else is left there: a run stopped before its
+        first checkpoint (nothing to resume) leaves nothing that would stop the same command."""
+        self.writer.close()
+        remove_files(self.folder, used_files(self.folder))
+        self._lock.close()
+        (self.folder / LOCK).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
+
     def minutes(self) -> float:
         """Minutes of training, a resumed run's earlier ones included."""
         return self.minutes_before + (self.clock() - self.started) / 60
@@ -176,7 +186,8 @@ class Run:
         return out
 
 
-RUN_FILES = ("config.yaml", "checkpoints", "eval_history.json", "final_eval.json", "games", "learning_curve.png")
+RUN_FILES = ("config.yaml", "checkpoints", "data", "eval_history.json", "final_eval.json", "games",
+             "learning_curve.png")  # fmt: skip
 LOCK = ".lock"
 
 
@@ -221,10 +232,15 @@ def claim_folder(folder: Path, resumed: bool, overwrite: bool) -> Any:
                 f"run_dir: {folder} holds another run ({', '.join(sorted(used)[:3])}); resume it (--resume), give a "
                 "new --run-dir, or pass --overwrite to remove its files"
             )
-        for name in used:
-            path = folder / name
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        remove_files(folder, used)
     return lock
+
+
+def remove_files(folder: Path, names: list[str]) -> None:
+    """Remove the files and folders ``names`` of ``folder`` (a run's: ``used_files``)."""
+    for name in names:
+        path = folder / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def preflight(cfg: CommonConfig) -> None:

@@ -30,9 +30,8 @@ from patchwork_env.core.files import check_output_path
 from patchwork_env.core.usage import fail
 from patchwork_env.players.registry import MAX_SIMS
 from train.cli import check_results_path, parse_args, reports_input_errors
-from train.config import ConfigError
+from train.config import MAX_GAMES, ConfigError
 
-MAX_GAMES = 100_000  # about 4 million positions; beyond it the games alone outgrow the memory
 MAX_ROLLOUTS = 1000  # = patchwork_env.players.az.MAX_ROLLOUTS (a test keeps them equal; az loads torch)
 
 

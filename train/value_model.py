@@ -28,9 +28,8 @@ from patchwork_env.core.files import check_output_path
 from patchwork_env.core.usage import fail
 from patchwork_env.players.registry import MAX_SIMS
 from patchwork_env.players.value_model import MAX_HIDDEN
-from train.cli import check_results_path, parse_args, reports_input_errors
-from train.config import ConfigError
-from train.value_head import MAX_GAMES
+from train.cli import check_results_path, exit_quietly_on_ctrl_c, parse_args, reports_input_errors
+from train.config import MAX_GAMES, ConfigError
 
 
 @dataclass
@@ -192,4 +191,4 @@ def write_fit_results(
 
 
 if __name__ == "__main__":
-    sys.exit(main(args=ARGS))
+    sys.exit(exit_quietly_on_ctrl_c(lambda: main(args=ARGS)))
