@@ -34,27 +34,33 @@ def test_the_same_seed_gives_the_same_games_with_one_or_two_workers() -> None:
 
 class FirstStates:
     """A random player that remembers the first position it sees in each game (and, holding a
-    lambda, cannot be pickled: the arena must play it in-process)."""
+    lambda, cannot be pickled: the arena must play it in this process's own fork of it). It plays
+    in a process of its own (``players.contained``): it writes them down in ``log``."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, log: Path) -> None:
         self.name = name
-        self.seen: list[GameState] = []
+        self.log = log
         self._random = RandomAgent()
         self._unpicklable = lambda: None
         self._fresh = True
+
+    @property
+    def seen(self) -> list[GameState]:
+        return [GameState.from_notation(line) for line in self.log.read_text().splitlines()]
 
     def reset(self) -> None:
         self._fresh = True
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         if self._fresh:
-            self.seen.append(state)
+            with self.log.open("a") as f:
+                f.write(state.to_notation() + "\n")
             self._fresh = False
         return self._random.act(state, rng)
 
 
-def test_each_deal_is_played_twice_with_the_seats_swapped() -> None:
-    a, b = FirstStates("rec-a"), FirstStates("rec-b")
+def test_each_deal_is_played_twice_with_the_seats_swapped(tmp_path: Path) -> None:
+    a, b = FirstStates("rec-a", tmp_path / "a.txt"), FirstStates("rec-b", tmp_path / "b.txt")
     result = play_pairs(a, b, 4, seed=9, workers=2)
     assert result.games == 8 and (result.a, result.b) == ("rec-a", "rec-b")
     assert [(r.deal, r.seat_a) for r in result.records] == [(d, s) for d in range(4) for s in (0, 1)]

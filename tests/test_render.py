@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from patchwork_env import ADVANCE, GameState, SingleAgentEnv, new_game, raw_env
+from patchwork_env import ADVANCE, GameState, SingleAgentEnv, env, new_game, raw_env
 from patchwork_env.core.render import (
     BONUS_COLOR,
     PLAYER_COLORS,
@@ -124,6 +124,20 @@ def test_single_agent_render_modes(capsys: pytest.CaptureFixture[str]) -> None:
     e = SingleAgentEnv(render_mode="human")
     e.reset(seed=0)
     assert "P0: space" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("call", ["render", "observe", "state", "agent_iter"])
+def test_the_env_before_reset_says_to_reset_first(call: str) -> None:
+    """``env(render_mode="ansi").render()`` before ``reset()`` was PettingZoo's AssertionError: a
+    RuntimeError, as ``step()`` before ``reset()`` is here, for every call that needs a reset."""
+    e = env(render_mode="ansi")
+    with pytest.raises(RuntimeError, match=rf"^call reset\(\) before {call}\(\)$"):
+        getattr(e, call)(*(["player_0"] if call == "observe" else []))
+    e.reset(seed=0)
+    assert e.render() == str(e.unwrapped.game_state)
+    single = SingleAgentEnv(render_mode="ansi")
+    with pytest.raises(RuntimeError, match=r"^call reset\(\) before render\(\)$"):
+        single.render()
 
 
 def test_the_svg_draws_the_market_as_the_quilts_are_drawn() -> None:

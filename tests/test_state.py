@@ -112,6 +112,23 @@ def test_notation_is_one_line_and_readable() -> None:
     assert eval(repr(s), {"GameState": GameState}) == s
 
 
+def test_notation_is_case_sensitive() -> None:
+    """Its letters are upper case as written (an upper-cased notation is the notation itself); a
+    lower-case letter is refused by name, not as an unreadable field."""
+    s = play(start(), ADVANCE, ADVANCE, ADVANCE, buy(2, 0, 0, 0))
+    text = s.to_notation()
+    assert text.upper() == text and GameState.from_notation(text.upper()) == s
+    for wrong in (text.lower(), "r" + text[1:], "o" + text[1:]):
+        with pytest.raises(ValueError, match=r"^notation is case-sensitive, .* at character 0 got '[ro]'$"):
+            GameState.from_notation(wrong)
+    rng, game = np.random.default_rng(0), new_game(np.random.default_rng(0))
+    while "L:" not in game.to_notation():  # a quilt with a leather patch, L:ROW:COL
+        game = game.step(int(rng.choice(game.legal_actions())))
+    quilts = game.to_notation()
+    with pytest.raises(ValueError, match=rf"at character {quilts.index('L:')} got 'l'$"):
+        GameState.from_notation(quilts.replace("L:", "l:", 1))
+
+
 def test_str_draws_quilts_track_and_market() -> None:
     s = start().step(buy(1, 0, 0, 0))
     text = str(s)

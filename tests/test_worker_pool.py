@@ -16,14 +16,14 @@ from patchwork_env.evaluation.workers import WorkerError, WorkerPool
 AGENT = """
 import os
 LOG = {log!r}
-with open(LOG, "a") as f:                      # once per process that imports this file
-    f.write(f"import {{os.getpid()}}\\n")
+with open(LOG, "a") as f:                      # once per process that imports this file: the process of its own
+    f.write(f"import {{os.getppid()}}\\n")     # that the agent plays in, forked by this one or a worker
 
 class Logged:
     name = "logged"
     def __init__(self):
         with open(LOG, "a") as f:              # once per agent built
-            f.write(f"build {{os.getpid()}}\\n")
+            f.write(f"build {{os.getppid()}}\\n")
     def act(self, state, rng):
         return int(state.legal_actions()[0])
 """

@@ -30,8 +30,9 @@ from patchwork_env.cli.outcomes import format_forfeits, stopped_by_agent
 from patchwork_env.core.files import check_output_folder, check_output_path, write_atomic
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation import results_file
-from patchwork_env.evaluation.arena import AgentError, Journal, PairResult, TournamentResult, round_robin
+from patchwork_env.evaluation.arena import AgentError, PairResult, TournamentResult, round_robin
 from patchwork_env.evaluation.backend import RayBackend, import_ray
+from patchwork_env.evaluation.journal import Journal
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players.registry import canonical_spec, describe_agents, parse_spec
@@ -78,6 +79,17 @@ def journal_path(journal: Path | None, output: Path | None) -> Path | None:
         check_output_path(path, f"{output} (its partial games file)")
         return path
     return None
+
+
+def open_journal(path: Path | None, named: bool, output_option: str = "--json") -> Journal | None:
+    """The journal at ``path`` (from ``journal_path``), whose refusals (a journal of another agent
+    under a name of this run, or one from before journals knew their agents) say how to start
+    afresh here: another ``--journal FILE`` when it was ``named``, else another ``output_option`` path."""
+    if path is None:
+        return None
+    other = "--journal FILE" if named else f"{output_option} path"
+    restart = f"delete {path}, or give another {other}" if named else f"give another {other}, or delete {path}"
+    return Journal(path, restart=restart)
 
 
 def format_table(result: TournamentResult) -> str:
@@ -178,7 +190,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             workers=args.workers,
             progress=not args.no_progress,
             backend=backend,
-            journal=Journal(journal) if journal is not None else None,
+            journal=open_journal(journal, named=args.journal is not None),
         )
     except AgentError as exc:
         raise stopped_by_agent(exc, journal, args.records, write_pair_records) from exc

@@ -20,12 +20,13 @@ import sys
 import time
 
 from patchwork_env.cli.common import UsageError
-from patchwork_env.cli.evaluate import journal_path, write_pair_records
+from patchwork_env.cli.evaluate import journal_path, open_journal, write_pair_records
 from patchwork_env.cli.outcomes import format_forfeits, stopped_by_agent
 from patchwork_env.core.files import check_output_folder, check_output_path
 from patchwork_env.evaluation import results_file
-from patchwork_env.evaluation.arena import AgentError, Journal, PairResult
+from patchwork_env.evaluation.arena import AgentError, PairResult
 from patchwork_env.evaluation.backend import RayBackend, import_ray
+from patchwork_env.evaluation.journal import Journal
 from patchwork_env.evaluation.ladder import (
     PRECISION,
     VERSION,
@@ -101,7 +102,8 @@ def run(args: argparse.Namespace) -> None:
     else:
         parse_spec(args.spec)  # a spec that does not parse is an error line here, one that does not build in rate
     journal_file = journal_path(args.journal, args.rebuild if args.rebuild is not None else args.json)
-    journal = Journal(journal_file) if journal_file is not None else None
+    output_option = "--rebuild" if args.rebuild is not None else "--json"
+    journal = open_journal(journal_file, named=args.journal is not None, output_option=output_option)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(1)
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # batch-1 forward passes: torch imported later gets one thread
@@ -126,6 +128,7 @@ def run(args: argparse.Namespace) -> None:
             scale,
             played,
             name=args.name.strip() if args.name else None,
+            ladder=args.ladder,
             journal=journal,
             command=args.command_line,
         )

@@ -1,7 +1,8 @@
 """What ``patchwork evaluate`` and ``patchwork ladder`` print of how games ended, by the arena's rule
 (``patchwork_env.evaluation.games``): the first forfeits with their reasons (all of them go to
-the JSON), and the one error line of a run an agent's exception stopped, saying where the games
-finished before it are."""
+the JSON), and the one error line of a run an agent stopped (an exception, ``sys.exit``, the end
+or crash of its process: ``patchwork_env.players.contained``), saying where the games finished
+before it are."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def stopped_by_agent(
     records: Path | None = None,
     write: Callable[[list[PairResult], Path], object] | None = None,
 ) -> RunError:
-    """The one error line of a run an agent's exception stopped, with where the games finished
-    before it are kept: ``journal``, and ``records`` (written there now by ``write``)."""
+    """The one error line of a run an agent stopped (``AgentError``: it raised, exited or crashed),
+    with where the games finished before it are kept: ``journal``, and ``records`` (written there
+    now by ``write``)."""
     finished: list[PairResult] = exc.finished
     games = sum(p.games for p in finished)
     if not games:

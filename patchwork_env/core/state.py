@@ -248,7 +248,15 @@ class GameState:
     def from_notation(cls, text: str) -> GameState:
         """The position a notation line describes (checked as ``from_dict`` checks a dict). The line
         must be exactly what ``to_notation`` writes (ASCII digits, single spaces, no signs, no
-        leading zeros), so that one position has one notation; a ValueError shows where it differs."""
+        leading zeros), so that one position has one notation; a ValueError shows where it differs.
+        Its letters are upper case (``R``/``O``, the leather layout; ``L``, a leather patch) and are
+        read so: notation is case-sensitive."""
+        lower = next((i for i, ch in enumerate(text) if ch.islower()), None) if isinstance(text, str) else None
+        if lower is not None:
+            raise ValueError(
+                f"notation is case-sensitive, its letters upper case (R or O: the leather layout, L: a leather patch): "
+                f"at character {lower} got {text[lower]!r}"
+            )
         state = cls._wrap(serialize.array_from_notation(text))
         canonical = state.to_notation()
         if text != canonical:

@@ -64,16 +64,36 @@ class CheckActionWrapper(wrappers.BaseWrapper):  # type: ignore[misc]
 
 
 class OrderEnforcing(wrappers.OrderEnforcingWrapper):  # type: ignore[misc]
-    """PettingZoo's ``OrderEnforcingWrapper``, except that a step before ``reset()`` is a
-    ``RuntimeError`` (as in the other front-ends; PettingZoo raises ``AssertionError``) and an
-    action once every agent is done a ``GameOverError`` (PettingZoo warns and ignores it)."""
+    """PettingZoo's ``OrderEnforcingWrapper``, except that ``step``, ``render``, ``observe``,
+    ``state`` and ``agent_iter`` before ``reset()`` are a ``RuntimeError`` saying so (as in the other
+    front-ends; PettingZoo raises ``AssertionError``) and an action once every agent is done a
+    ``GameOverError`` (PettingZoo warns and ignores it)."""
+
+    def _check_reset(self, call: str) -> None:
+        if not self._has_reset:
+            raise RuntimeError(f"call reset() before {call}()")
 
     def step(self, action: Any) -> None:
-        if not self._has_reset:
-            raise RuntimeError("call reset() before step()")
+        self._check_reset("step")
         if not self.agents and action is not None:
             raise game_over()
         super().step(action)
+
+    def render(self) -> str | npt.NDArray[np.uint8] | None:
+        self._check_reset("render")
+        return super().render()  # type: ignore[no-any-return]
+
+    def observe(self, agent: str) -> dict[str, npt.NDArray[Any]] | None:
+        self._check_reset("observe")
+        return super().observe(agent)  # type: ignore[no-any-return]
+
+    def state(self) -> npt.NDArray[np.float32]:
+        self._check_reset("state")
+        return super().state()  # type: ignore[no-any-return]
+
+    def agent_iter(self, max_iter: int = 2**63) -> Any:
+        self._check_reset("agent_iter")
+        return super().agent_iter(max_iter)
 
 
 def env(illegal_action: IllegalActionMode = edge.DEFAULT_ILLEGAL_ACTION, **kwargs: Any) -> AECEnv:

@@ -158,4 +158,6 @@ class SingleAgentEnv(gymnasium.Env[npt.NDArray[np.float32], np.int64]):
 
     # --- rendering -----------------------------------------------------------------------------
     def render(self) -> str | npt.NDArray[np.uint8] | None:  # type: ignore[override]
-        return edge.render_mode_output(self.game_state, self.render_mode)
+        if self._game is None:
+            raise RuntimeError("call reset() before render()")
+        return edge.render_mode_output(self._game, self.render_mode)

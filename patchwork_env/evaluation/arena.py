@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import itertools
-import json
 import os
 import pickle
 import sys
@@ -61,6 +60,7 @@ from patchwork_env.evaluation.games import deal as deal
 from patchwork_env.evaluation.games import play_deal as play_deal
 from patchwork_env.evaluation.games import play_game as play_game
 from patchwork_env.evaluation.games import warm_up as warm_up
+from patchwork_env.evaluation.journal import Journal as Journal
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.stats import Rating, fit_elo, wilson_interval
 from patchwork_env.evaluation.workers import (
@@ -70,7 +70,9 @@ from patchwork_env.evaluation.workers import (
     in_worker,
     unreachable_in_workers,
 )
-from patchwork_env.players.registry import make_agent, parse_spec
+from patchwork_env.players.contained import build_agent, contain
+from patchwork_env.players.registry import parse_spec
+from patchwork_env.players.user import loaded_spec
 
 AgentLike = str | Agent | Callable[[GameState], Any] | type
 _Ref = tuple[str, Any]  # ("spec", text) or ("pickle", bytes): how a worker rebuilds an agent
@@ -215,7 +217,7 @@ class Entrant:
     def agent(self) -> Agent:
         if self.built is None:
             assert self.ref is not None and self.ref[0] == "spec"
-            self.built = make_agent(self.ref[1])
+            self.built = build_agent(self.ref[1])
             warm_up(self.built)
         return self.built
 
@@ -238,9 +240,10 @@ def resolve_agent(agent: AgentLike | Entrant, build: bool = True) -> Entrant:
         if not build:
             parse_spec(agent)
             return Entrant(agent.strip(), ("spec", agent.strip()))
-        local = make_agent(agent)  # validates the spec before any worker starts
+        local = build_agent(agent)  # validates the spec before any worker starts
         warm_up(local)
         return Entrant(local.name, ("spec", agent.strip()), local)
+    agent = contain(agent)  # yours: built and played in a process of its own (players.contained)
     if inspect.isclass(agent) or not isinstance(agent, Agent):
         if not callable(agent) and not callable(getattr(agent, "act", None)):
             raise TypeError(
@@ -250,8 +253,8 @@ def resolve_agent(agent: AgentLike | Entrant, build: bool = True) -> Entrant:
         agent = resolve_opponent(agent)
     warm_up(agent)
     name = _name(agent)
-    load_path = getattr(agent, "load_path", None)  # an agent loaded from FILE.py:NAME / MODULE:NAME
-    if isinstance(load_path, str):
+    load_path = loaded_spec(agent)  # an agent loaded from FILE.py:NAME / MODULE:NAME: workers load it so
+    if load_path is not None:
         return Entrant(name, ("spec", load_path), agent)
     target = getattr(agent, "fn", agent)  # a function behind its agent wrapper
     if _defined_in_interactive_main(agent):
@@ -302,7 +305,7 @@ def _agent_for(index: int, ref: _Ref | None) -> Agent:
     key = (index, kind, payload if kind == "spec" else hashlib.sha1(payload).hexdigest())
     agent = _WORKER_AGENTS.get(key)
     if agent is None:
-        agent = make_agent(payload) if kind == "spec" else pickle.loads(payload)
+        agent = build_agent(payload) if kind == "spec" else pickle.loads(payload)
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(1)
         warm_up(agent)
@@ -394,6 +397,7 @@ def _run(
     names = [e.name for e in entrants]
     by_matchup: list[dict[int, list[GameRecord]]] = [{} for _ in matchups]
     if journal is not None:
+        journal.admit([(entrants[i], entrants[j]) for i, j in matchups])  # refuses another agent's journal
         for m, (i, j) in enumerate(matchups):
             by_matchup[m] = journal.played(names[i], names[j], seed, deals[m])
     jobs = _interleaved(matchups, deals, by_matchup, seed)
@@ -484,54 +488,6 @@ def _spawn_safe() -> bool:
     except SpawnError:
         return False
     return True
-
-
-class Journal:
-    """Finished deals on disk, one JSON line each, appended (and flushed) as each deal ends, so
-    that an interrupted run keeps its games and a rerun with the same journal continues from them.
-    A deal is known by its agents' names, the seed and its index."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self._known: dict[tuple[str, str, int, int], list[GameRecord]] = {}
-        if not os.path.exists(self.path):
-            return
-        complete = 0  # bytes of whole lines: a last line cut by a kill is dropped (its deal is played again)
-        with open(self.path, "rb") as f:
-            for number, raw in enumerate(f, 1):
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    entry = json.loads(raw)
-                    key = (entry["a"], entry["b"], entry["seed"], entry["deal"])
-                    games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(f"{self.path}, line {number}: not a journal entry of the arena ({exc})") from None
-                self._known[key] = games
-                complete += len(raw)
-        if complete < os.path.getsize(self.path):
-            os.truncate(self.path, complete)
-
-    def played(self, a: str, b: str, seed: int, deals: range) -> dict[int, list[GameRecord]]:
-        return {d: recs for d in deals if (recs := self._known.get((a, b, seed, d))) is not None}
-
-    def add(self, a: str, b: str, seed: int, records: list[GameRecord]) -> None:
-        deal_index = records[0].deal
-        self._known[(a, b, seed, deal_index)] = records
-        entry = {
-            "a": a,
-            "b": b,
-            "seed": seed,
-            "deal": deal_index,
-            "games": [asdict(r) for r in records],
-        }
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, separators=(",", ":")) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-    def __len__(self) -> int:
-        return len(self._known)
 
 
 def _progress_bar(total: int, enabled: bool) -> Callable[..., None]:

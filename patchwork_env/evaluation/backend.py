@@ -9,7 +9,8 @@ order of the items, here or on Ray, through one interface (``Backend.map``)::
 
 ``LocalBackend`` runs the items in this process or on the project's worker pool
 (``patchwork_env.evaluation.workers``: a worker that dies is an error naming the items in flight,
-never a hang); ``RayBackend`` as Ray tasks, described below.
+never a hang, and a worker ends when its parent does, even killed by SIGKILL: no trainer leaves
+processes behind); ``RayBackend`` as Ray tasks, described below.
 
 ``fn`` must be importable by the workers (a module-level function of this project), ``shared``
 (agents, a teacher spec...) is put in Ray's object store once and handed to every call, and each

@@ -31,14 +31,10 @@ comparison of the pairs played (the journal keeps them).
 
 from __future__ import annotations
 
-import hashlib
 import html
-import importlib.util
-import inspect
 import json
 import math
 import os
-import pickle
 import secrets
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -49,7 +45,6 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from patchwork_env.core.files import check_output_path, write_atomic
-from patchwork_env.core.version import __version__
 from patchwork_env.evaluation.arena import (
     MAX_PAIRS,
     AgentLike,
@@ -61,8 +56,10 @@ from patchwork_env.evaluation.arena import (
     play_deal,
     resolve_workers,
 )
+from patchwork_env.evaluation.journal import agent_identity as agent_identity
+from patchwork_env.evaluation.journal import differences, unknowable
 from patchwork_env.evaluation.progress import progress_bar
-from patchwork_env.evaluation.provenance import commit, provenance
+from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.results_file import COMPARISON
 from patchwork_env.evaluation.sprt import (
     ALPHA,
@@ -78,86 +75,10 @@ from patchwork_env.evaluation.sprt import (
     llr,
 )
 from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
-from patchwork_env.players.registry import USER_AGENT, canonical_spec, parse_spec
 
 SEEDS = 2**32  # seeds are below this: a fresh seed can be given back to the command line's --seed
 JOURNAL_KIND = "patchwork compare journal"
 Decision = Literal["better", "not better", "undecided"]
-
-
-# --- who played: an agent's identity --------------------------------------------------------------
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _file_hashes(paths: list[str]) -> dict[str, str]:
-    out = {}
-    for path in paths:
-        try:
-            out[os.path.abspath(path)] = _sha256(Path(path).read_bytes())
-        except OSError as exc:
-            raise ValueError(f"cannot read {path} to know the agent's state ({exc.strerror or exc})") from None
-    return out
-
-
-def _spec_files(spec: str) -> list[str]:
-    """The files a spec names: your own agent's file (or module), a checkpoint or model, a value
-    model (any parameter whose value is an existing file)."""
-    entry, given = parse_spec(spec)
-    if entry is USER_AGENT:
-        head = given["spec"].rpartition(":")[0].strip()
-        if head.endswith(".py"):
-            return [head] if os.path.isfile(head) else []  # a missing file: building the agent says so
-        try:
-            found = importlib.util.find_spec(head)
-        except (ImportError, ValueError):
-            found = None
-        origin = getattr(found, "origin", None)
-        return [origin] if isinstance(origin, str) and os.path.isfile(origin) else []
-    return [v for v in given.values() if isinstance(v, str) and os.path.isfile(v)]
-
-
-def agent_identity(agent: AgentLike) -> dict[str, Any]:
-    """What makes ``agent`` the agent it is, for a journal to recognise it: a spec (canonical) and
-    the sha256 of every file it names; for an object from Python, its qualified name, the sha256
-    of its source (a function's, an object's class's) and of its pickled state; and the version and
-    commit of this package, which plays the built-in agents. ``fingerprint`` hashes it all."""
-    code = f"patchwork-env {__version__}, commit {commit().removesuffix('+dirty')}"
-    load_path = getattr(agent, "load_path", None)
-    if isinstance(agent, str) or isinstance(load_path, str):
-        spec = agent if isinstance(agent, str) else str(load_path)
-        ident: dict[str, Any] = {"spec": canonical_spec(spec), "files": _file_hashes(_spec_files(spec)), "code": code}
-    else:
-        target = agent if inspect.isfunction(agent) or inspect.ismethod(agent) else type(agent)
-        try:
-            source: str | None = _sha256(inspect.getsource(target).encode())
-        except (OSError, TypeError):
-            source = None
-        state = None
-        if not (inspect.isfunction(agent) or inspect.ismethod(agent)):
-            try:
-                state = _sha256(pickle.dumps(agent))
-            except Exception:  # an object that does not pickle: its state is not known
-                state = None
-        name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', type(target).__name__)}"
-        ident = {"object": name, "source": source, "state": state, "code": code}
-    ident["fingerprint"] = "sha256:" + _sha256(json.dumps(ident, sort_keys=True).encode())
-    return ident
-
-
-def _differences(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """What changed between two identities, in words."""
-    said = []
-    words = {"spec": "its spec", "object": "the object", "source": "its source code", "state": "its state",
-             "code": "the version of patchwork-env"}  # fmt: skip
-    for key, what in words.items():
-        if old.get(key) != new.get(key):
-            said.append(what)
-    old_files, new_files = old.get("files") or {}, new.get("files") or {}
-    for path in sorted(set(old_files) | set(new_files)):
-        if old_files.get(path) != new_files.get(path):
-            said.append(f"the file {path}")
-    return ", ".join(said) or "its identity"
 
 
 # --- the journal -----------------------------------------------------------------------------------
@@ -216,7 +137,7 @@ class CompareJournal:
             if old.get("fingerprint") != ident["fingerprint"]:
                 raise ValueError(
                     f"{self.path} holds the games of another {role} ({old.get('spec') or old.get('object')}; "
-                    f"changed: {_differences(old, ident)}): its games would mix two agents. Give another journal, "
+                    f"changed: {differences(old, ident)}): its games would mix two agents. Give another journal, "
                     "or delete this one to start again"
                 )
         held: int = self.header["seed"]
@@ -433,7 +354,7 @@ def compare(
     identities = {"a": agent_identity(a), "b": agent_identity(b)}  # a bad spec fails here, before any game
     book = CompareJournal(journal) if journal is not None else None
     for ident in identities.values():
-        if book is not None and "object" in ident and ident["source"] is None and ident["state"] is None:
+        if book is not None and unknowable(ident):
             raise ValueError(
                 f"a journal must know each agent's state, and {ident['object']} has neither source code nor a "
                 "state that pickles: give it as FILE.py:NAME, or run without a journal"

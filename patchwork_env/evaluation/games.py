@@ -6,9 +6,12 @@
   game, whatever the score, and the run goes on. The game's record keeps who forfeited, in which
   game and at which move, what it played (the decoded action, or the value returned) and the
   engine's reason (``Forfeited``).
-- An exception raised by an agent (in ``act`` or ``reset``) **stops the run**: ``AgentError``, one
-  line naming the agent, the game and the move. The games finished before it are kept (in the
-  arena's journal, and in ``AgentError.finished``).
+- An exception raised by an agent (in ``act`` or ``reset``; ``sys.exit`` too) **stops the run**:
+  ``AgentError``, one line naming the agent, the game and the move. The games finished before it
+  are kept (in the arena's journal, and in ``AgentError.finished``). Your own agents play in a
+  process of their own (``patchwork_env.players.contained``), so that ``os._exit``, an abort or a
+  segfault of theirs is the same one line (``exited``, ``crashed``), not the end of the run's
+  process; a ``KeyboardInterrupt`` of an agent that plays here is taken for Ctrl-C.
 
 Deal ``i`` of a run's seed (the circle of patches and the starting seat) comes from
 ``SeedSequence(seed, spawn_key=(i,))`` and is played twice, agent A in seat 0 then in seat 1:
@@ -28,6 +31,7 @@ from patchwork_env.core.actions import action_to_str, as_action_id
 from patchwork_env.core.state import GameState, IllegalActionError, new_game
 from patchwork_env.envs.agent import Agent, NotAnAction
 from patchwork_env.evaluation.workers import RunError
+from patchwork_env.players.contained import failure
 
 SHOWN = 80  # characters of a returned value that a forfeit's record keeps
 
@@ -100,10 +104,15 @@ class AgentError(RunError):
         self.finished: list[Any] = []
 
 
+#: what an agent playing in this process may raise that stops the run with one line (a contained
+#: agent's process tells all of it, as ``AgentFailure``); a KeyboardInterrupt here is Ctrl-C's
+AGENT_ERRORS = (Exception, SystemExit, GeneratorExit)
+
+
 class _Raised(Exception):
     """An agent's exception inside ``_play``, with where it happened."""
 
-    def __init__(self, error: Exception, seat: int, move: int) -> None:
+    def __init__(self, error: BaseException, seat: int, move: int) -> None:
         super().__init__(str(error))
         self.error, self.seat, self.move = error, seat, move
 
@@ -130,7 +139,7 @@ def _play(
         if callable(reset):
             try:
                 reset()
-            except Exception as exc:
+            except AGENT_ERRORS as exc:
                 raise _Raised(exc, seat, move) from exc
     state = start
     moves = [0, 0]
@@ -150,7 +159,7 @@ def _play(
             return state, moves, seconds, lost(seat, None, _shown(exc.returned), str(exc))
         except IllegalActionError as exc:
             return state, moves, seconds, lost(seat, None, "(an IllegalActionError raised in act)", str(exc))
-        except Exception as exc:
+        except AGENT_ERRORS as exc:
             raise _Raised(exc, seat, move) from exc
         seconds[seat] += time.perf_counter() - t0
         moves[seat] += 1
@@ -199,11 +208,6 @@ def agent_rng(seed: int, index: int, game: int, seat: int) -> np.random.Generato
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, game + 1, seat)))
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
 def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int, forfeit: bool = True) -> list[GameRecord]:
     """Both games of deal ``index``: A in seat 0 (game ``2 index``), then A in seat 1 (game
     ``2 index + 1``), by the rule of the module docstring: a forfeit loses that game (``a_illegal``
@@ -221,9 +225,9 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int, forfeit: bo
         except _Raised as raised:
             name = str(getattr(seated[raised.seat], "name", type(seated[raised.seat]).__name__))
             when = f"at move {raised.move}" if raised.move else "before its first move (reset)"
+            verb, detail = failure(raised.error)
             raise AgentError(
-                f"{name} raised on game {number} (deal {index}, seat {raised.seat}) {when}: "
-                f"{_first_line(raised.error)}",
+                f"{name} {verb} on game {number} (deal {index}, seat {raised.seat}) {when}: {detail}",
                 name,
                 number,
                 raised.move,
@@ -256,16 +260,21 @@ def play_deal(agent_a: Agent, agent_b: Agent, seed: int, index: int, forfeit: bo
 
 def warm_up(agent: Agent) -> None:
     """One move that no game keeps, so that no game's time per move includes loading or compiling
-    (the first move of a fresh install's process compiles kernels for seconds). An illegal answer
-    here is left to the games, which forfeit it; any other exception is an ``AgentError`` naming
-    the agent, before any game."""
+    (the first move of a fresh install's process compiles kernels for seconds), then ``reset``. An
+    illegal answer here is left to the games, which forfeit it; any other exception (in ``act`` or
+    ``reset``) is an ``AgentError`` naming the agent, before any game."""
     name = str(getattr(agent, "name", type(agent).__name__))
     try:
         agent.act(new_game(0), np.random.default_rng(0))
     except IllegalActionError:
         pass
-    except Exception as exc:
-        raise AgentError(f"{name} raised on a test move, before any game ({_first_line(exc)})", name) from exc
+    except AGENT_ERRORS as exc:
+        verb, detail = failure(exc)
+        raise AgentError(f"{name} {verb} on a test move, before any game: {detail}", name) from exc
     reset = getattr(agent, "reset", None)
     if callable(reset):
-        reset()
+        try:
+            reset()
+        except AGENT_ERRORS as exc:
+            verb, detail = failure(exc)
+            raise AgentError(f"{name} {verb} in reset() after a test move, before any game: {detail}", name) from exc

@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -48,13 +49,13 @@ from patchwork_env.envs.agent import Agent
 from patchwork_env.evaluation.arena import (
     AgentError,
     Entrant,
-    Journal,
     PairResult,
     open_pool,
     play_matchups,
     resolve_agent,
 )
 from patchwork_env.evaluation.backend import Backend
+from patchwork_env.evaluation.journal import Journal
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.results_file import LADDER_RATING
 from patchwork_env.evaluation.stats import ELO_SCALE, VIRTUAL_DRAWS, Z95, fit_elo, fit_elo_covariance, fit_strengths
@@ -247,6 +248,47 @@ def _call_text(agent: AgentInput, name: str | None, budget: str, workers: int | 
     return f"patchwork_env.rate({what}{named}, budget={budget!r}, workers={workers!r}, ladder={ladder!r})"
 
 
+def _given(value: object) -> str:
+    """A value as an error message shows it: its type and a short repr."""
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _check_scale(scale: object, ladder: str | None) -> dict[str, Any]:
+    """``scale`` (a version file already loaded) if it is one and of version ``ladder`` (None: any)."""
+    what = "scale must be a ladder version file as load_scale() returns it (a dict"
+    if not isinstance(scale, dict):
+        raise TypeError(f"{what}), got {_given(scale)}")
+    missing = sorted({"ladder", "seed", "ratings", "pairs"} - scale.keys())
+    if missing:
+        raise ValueError(f"{what} with ladder, seed, ratings and pairs); this one lacks {', '.join(missing)}")
+    if ladder is not None and scale["ladder"] != ladder:
+        raise ValueError(
+            f"scale holds ladder {scale['ladder']}, and ladder={ladder!r} asks for {ladder}: give one of them "
+            "(ladder= loads that version's shipped file), or both of one version"
+        )
+    return scale
+
+
+def _check_rate_arguments(records: object, journal: object, backend: object, ladder: object) -> Journal | None:
+    """Refuse, before any game, what ``rate`` cannot use (saying what was given and what it takes);
+    returns the journal (a path opens one)."""
+    if ladder is not None and ladder not in VERSIONS:
+        raise ValueError(f"ladder must be one of {', '.join(VERSIONS)} (or None: the scale's), got {ladder!r}")
+    if records is not None and not isinstance(records, list):
+        raise TypeError(f"records must be a list (it receives each opponent's result) or None, got {_given(records)}")
+    if backend is not None and not callable(getattr(backend, "map", None)):
+        raise TypeError(
+            "backend must be a backend (an object with map(fn, shared, items): evaluation.backend.LocalBackend(n), "
+            f"RayBackend()) or None, got {_given(backend)}"
+        )
+    if journal is None or isinstance(journal, Journal):
+        return journal
+    if isinstance(journal, str | os.PathLike):
+        return Journal(journal)
+    raise TypeError(f"journal must be a Journal, a file path or None, got {_given(journal)}")
+
+
 def rate(
     agent: AgentInput,
     budget: Budget = "quick",
@@ -257,22 +299,26 @@ def rate(
     records: list[PairResult] | None = None,
     *,
     name: str | None = None,
-    ladder: str = VERSION,
-    journal: Journal | None = None,
+    ladder: str | None = None,
+    journal: Journal | str | os.PathLike[str] | None = None,
     command: str | None = None,
 ) -> LadderResult:
     """Rate ``agent`` (a spec string, an agent object or class, or a callable ``GameState ->
-    action``) on ladder version ``ladder`` (or on ``scale``, a version file already loaded);
-    ``name`` labels it (default: its spec or its ``name``). ``workers`` processes play the games of
-    every stage (None: this one, and every core once the games left are worth it:
-    ``arena.START_WORKERS_AFTER``); ``records``, if a list, receives every opponent's result (with
-    its games); ``journal`` keeps the games as they end (``arena.Journal``); ``command``: the
-    provenance's command line (default: this call, written out)."""
+    action``) on ladder version ``ladder`` (default: the newest, ``VERSION``) or on ``scale``, a
+    version file already loaded (``ladder``, if given too, must be its version); ``name`` labels it
+    (default: its spec or its ``name``). ``workers`` processes play the games of every stage (None:
+    this one, and every core once the games left are worth it: ``arena.START_WORKERS_AFTER``);
+    ``backend``: play them as its tasks instead; ``records``, if a list, receives every opponent's
+    result (with its games); ``journal`` (a ``Journal`` or a file path) keeps the games as they end,
+    and continues from the games it holds, if they are this agent's (``evaluation.journal``);
+    ``command``: the provenance's command line (default: this call, written out). Arguments it
+    cannot use are refused before any game."""
     if budget not in BUDGETS:
         raise ValueError(f"budget must be one of {', '.join(BUDGETS)}, got {budget!r}")
     if name is not None and (not isinstance(name, str) or not name.strip() or not name.isprintable()):
         raise ValueError(f"name must be a non-blank printable string, got {name!r}")
-    scale = scale or load_scale(version=ladder)
+    book = _check_rate_arguments(records, journal, backend, ladder)
+    scale = _check_scale(scale, ladder) if scale is not None else load_scale(version=ladder or VERSION)
     refs = references(scale)
     cov = scale_covariance(scale)
     rated = resolve_agent(agent)  # built, checked and warmed up here once, for every stage
@@ -293,7 +339,7 @@ def rate(
             workers=workers,
             progress=progress,
             backend=backend,
-            journal=journal,
+            journal=book,
             pool=pool,
         )
 

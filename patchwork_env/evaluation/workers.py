@@ -14,6 +14,9 @@ What can go wrong, and what the caller sees instead of a hang:
   ``WorkerError`` naming it (an ``Exception`` propagates as itself);
 - the parent is interrupted (Ctrl-C, or SIGTERM turned into an exception by the command line): the
   workers are terminated before the exception goes on;
+- the parent dies without a word (SIGKILL, the out-of-memory killer): each worker ends itself
+  (``patchwork_env.core.processes.die_with_parent``, from the pool's initializer), and so do the
+  processes your agents play in inside it;
 - the caller's script has no ``if __name__ == "__main__":`` guard around the call: spawned workers
   would run the script again and start workers of their own; ``check_spawn_safe`` refuses first,
   with one line that says what to do.
@@ -34,6 +37,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
+
+from patchwork_env.core.processes import die_with_parent
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -61,6 +66,9 @@ def in_worker() -> bool:
 
 
 def _init(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid is not None:
+        die_with_parent(parent.pid)  # a parent killed by SIGKILL runs no cleanup: the workers end themselves
     os.environ[WORKER_ENV] = "1"
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent ends the workers
     if initializer is not None:

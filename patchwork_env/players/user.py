@@ -14,7 +14,10 @@
 ``FILE.py`` is imported as a module of its own (its folder first on ``sys.path``, as Python runs a
 script); ``MODULE`` is imported from ``sys.path`` and the current folder. The loaded agent keeps
 the spec as ``load_path``: the arena's workers load it the same way, each in its own process, so
-a script needs no ``if __name__ == "__main__":`` guard and nothing needs to be picklable.
+a script needs no ``if __name__ == "__main__":`` guard and nothing needs to be picklable. Anything
+that stops the import or the factory (an exception, ``sys.exit``) is an ``AgentSpecError`` naming
+the spec. The arena builds and plays it in a process of its own (``players.contained``), where
+``os._exit`` or a crash of the agent ends that process only.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 
 from patchwork_env.core.state import GameState
 from patchwork_env.envs.agent import Agent, resolve_opponent
+from patchwork_env.players.contained import ContainedAgent, first_line
 from patchwork_env.players.errors import AgentSpecError
 
 
@@ -104,7 +108,9 @@ def _import_module(name: str) -> Any:
             f"no module {name!r} ({exc}); MODULE:NAME imports MODULE from the current folder or the installed "
             "packages, FILE.py:NAME imports a file"
         ) from None
-    except Exception as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # sys.exit at import too: the spec's error, not the command's exit
         raise AgentSpecError(f"importing {name!r} raised {type(exc).__name__}: {exc}") from exc
 
 
@@ -136,6 +142,14 @@ class _NamedAgent:
             reset()
 
 
+def loaded_spec(agent: object) -> str | None:
+    """The spec an agent was loaded from by ``load_user_agent`` (its ``load_path``), or None for any
+    other object: an attribute of that name on someone else's object says nothing of what it plays."""
+    if isinstance(agent, ContainedAgent):  # built from its spec in a process of its own
+        return agent.load_path
+    return agent.load_path if isinstance(agent, _NamedAgent) else None
+
+
 def load_user_agent(spec: str) -> Agent:
     """The agent that ``FILE.py:NAME`` or ``MODULE:NAME`` names (module docstring)."""
     head, _, name = spec.strip().rpartition(":")
@@ -154,10 +168,10 @@ def load_user_agent(spec: str) -> Agent:
     if inspect.isclass(obj) or (not callable(getattr(obj, "act", None)) and _takes_no_arguments(obj)):
         try:
             obj = obj()  # a factory: a class or a function of no arguments
-        except Exception as exc:
-            raise AgentSpecError(
-                f"{spec}: calling {name}() to make the agent raised {type(exc).__name__}: {exc}"
-            ) from exc
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # sys.exit in a constructor too: the spec's error, not the command's exit
+            raise AgentSpecError(f"{spec}: calling {name}() to make the agent raised {first_line(exc)}") from exc
     if not callable(getattr(obj, "act", None)) and not callable(obj):
         raise AgentSpecError(
             f"{spec}: {name} is a {type(obj).__name__}; it must be an agent (with act(state, rng)), a function "
