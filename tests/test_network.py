@@ -319,25 +319,27 @@ def test_geometry_counts_of_a_placement() -> None:
     torch.testing.assert_close(geo, torch.tensor([1.0, 0.0, 2.0]))
 
 
-def test_the_shipped_networks_never_change_and_the_newest_is_the_default() -> None:
+def test_the_shipped_networks_never_change_and_the_default_is_pinned() -> None:
     """Each version's file is held to its sha256 (a ladder rung plays it), under 5 MB, loads; plain
-    ``pretrained`` plays the newest, ``pretrained:net=v1`` the first."""
+    ``pretrained`` plays the default (v2: v3 is not measured stronger), ``pretrained:net=v1`` the
+    first, ``pretrained:net=v3`` train.alphazero's model alone (no torch)."""
     import hashlib
 
     from patchwork_env.players.registry import make_agent
     from patchwork_env.players.shipped import NETWORK_SHA256, NEWEST_NETWORK, network_path
 
-    assert set(SHIPPED_NETWORKS) == set(NETWORK_SHA256) and list(SHIPPED_NETWORKS)[-1] == NEWEST_NETWORK
+    assert set(SHIPPED_NETWORKS) == set(NETWORK_SHA256) and NEWEST_NETWORK == "v2"
     for version, path in SHIPPED_NETWORKS.items():
         assert hashlib.sha256(path.read_bytes()).hexdigest() == NETWORK_SHA256[version], version
         assert path.stat().st_size <= 5 * 2**20
     assert network_path() == SHIPPED_NETWORKS[NEWEST_NETWORK] and network_path(net="v1") == SHIPPED_NETWORKS["v1"]
     state, rng = new_game(3), np.random.default_rng(0)
     moves = {}
-    for spec in ("pretrained", "pretrained:net=v2", "pretrained:net=v1"):
+    for spec in ("pretrained", "pretrained:net=v2", "pretrained:net=v1", "pretrained:net=v3"):
         agent = make_agent(spec)
         s = state
         for _ in range(12):  # a dozen moves of each: the versions are different players
             s = s.step(agent.act(s, rng))
         moves[spec] = s.to_notation()
     assert moves["pretrained"] == moves["pretrained:net=v2"] != moves["pretrained:net=v1"]
+    assert moves["pretrained:net=v3"] not in (moves["pretrained:net=v1"], moves["pretrained:net=v2"])
