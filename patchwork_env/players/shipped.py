@@ -24,8 +24,8 @@ NETWORK_SHA256 = {
     "v3": "aae0ea5361344339c4148164c56a8737ab79039efa2a45f21014ecf18add96cf",
 }
 #: the default of ``pretrained``: the newest version measured stronger than the default before it.
-#: v3 alone is as strong as v2, not stronger (53.0% [49.0, 57.0] of 600 games head to head; 86.2
-#: and 85.8% against greedy on the same 400 deals): v2 stays the default (docs/model-card.md)
+#: v3 alone is as strong as v2, not measured stronger (54.8% [49.9, 59.6] of 400 games head to
+#: head, 83.5 and 84.0% against greedy on the same deals: results/network-v3.json): v2 stays the default
 NEWEST_NETWORK = "v2"
 #: the versions that are torch networks (``.pt``): the ones ``az`` can search with; a ``.npz``
 #: version is a search model of ``train.alphazero`` (a value model with prior heads, no torch),
