@@ -264,7 +264,7 @@ def resolve_agent(agent: AgentLike | Entrant, build: bool = True) -> Entrant:
         return Entrant(name, None, agent, refusal)
     try:
         return Entrant(name, ("pickle", pickle.dumps(agent)), agent)
-    except (pickle.PicklingError, TypeError, AttributeError):
+    except Exception:  # pickling runs others' code: a module's __getattr__ may raise anything (ImportError)
         return Entrant(name, None, agent)
 
 
