@@ -258,7 +258,15 @@ def test_ctrl_c_keeps_what_was_played_and_the_same_command_continues(tmp_path: P
     argv = [sys.executable, "-m", "patchwork_env.cli", "compare", "mcts:sims=10", "greedy", "--elo0", "300",
             "--elo1", "310", "--seed", "4", "--workers", "1", "--no-progress", "--journal", str(journal)]  # fmt: skip
     environ = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(argv, cwd=tmp_path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
+    )
     while proc.poll() is None and (not journal.exists() or len(journal.read_text().splitlines()) < 4):
         time.sleep(0.05)  # waiting for deals, not timing anything
     proc.send_signal(signal.SIGINT)
@@ -272,3 +280,9 @@ def test_ctrl_c_keeps_what_was_played_and_the_same_command_continues(tmp_path: P
                            text=True, timeout=300)  # fmt: skip
     assert again.returncode == 0 and f"{kept + 2} pairs ({2 * kept + 4} games)" in again.stdout, again.stderr
     assert len(journal.read_text().splitlines()) == 1 + kept + 2
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """The child takes Ctrl-C as a terminal's process does, even when this test runs where SIGINT is
+    ignored (a background job of a non-interactive shell passes SIG_IGN on to its children)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
