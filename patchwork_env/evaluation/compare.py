@@ -57,7 +57,7 @@ from patchwork_env.evaluation.arena import (
     resolve_workers,
 )
 from patchwork_env.evaluation.journal import agent_identity as agent_identity
-from patchwork_env.evaluation.journal import differences, unknowable
+from patchwork_env.evaluation.journal import differences, read_whole_lines, unknowable
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.results_file import COMPARISON
@@ -96,36 +96,25 @@ class CompareJournal:
         if not self.path.exists() or self.path.stat().st_size == 0:
             check_output_path(self.path, "journal")
             return
-        complete = 0
-        with open(self.path, "rb") as f:
-            for number, raw in enumerate(f, 1):
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    entry = json.loads(raw)
-                    if number == 1:
-                        if not isinstance(entry, dict) or entry.get("journal") != JOURNAL_KIND:
-                            raise ValueError("its first line is not the header of a comparison's journal")
-                        if not all(isinstance(entry.get(role), dict) for role in ("a", "b")):
-                            raise ValueError("its header lacks the identities of A and B")
-                        self.header = entry
-                        seed = entry["seed"]
-                        if not isinstance(seed, int) or not 0 <= seed < SEEDS:
-                            raise ValueError(f"its seed {seed!r} is not a seed")
-                    else:
-                        games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
-                        if len(games) != 2 or any(g.deal != entry["deal"] for g in games):
-                            raise ValueError("a deal is two games of that deal")
-                        self.deals[int(entry["deal"])] = games
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(
-                        f"{self.path}, line {number}: not a journal of patchwork compare ({exc})"
-                    ) from None
-                complete += len(raw)
+        read_whole_lines(self.path, self._entry, "not a journal of patchwork compare")
         if self.header is None:
             raise ValueError(f"{self.path}: not a journal of patchwork compare (no complete first line)")
-        if complete < self.path.stat().st_size:
-            os.truncate(self.path, complete)
+
+    def _entry(self, number: int, entry: dict[str, Any]) -> None:
+        if number == 1:
+            if entry.get("journal") != JOURNAL_KIND:
+                raise ValueError("its first line is not the header of a comparison's journal")
+            if not all(isinstance(entry.get(role), dict) for role in ("a", "b")):
+                raise ValueError("its header lacks the identities of A and B")
+            self.header = entry
+            seed = entry["seed"]
+            if not isinstance(seed, int) or not 0 <= seed < SEEDS:
+                raise ValueError(f"its seed {seed!r} is not a seed")
+        else:
+            games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
+            if len(games) != 2 or any(g.deal != entry["deal"] for g in games):
+                raise ValueError("a deal is two games of that deal")
+            self.deals[int(entry["deal"])] = games
 
     def check(self, a: dict[str, Any], b: dict[str, Any], seed: int | None) -> int | None:
         """Refuse (``ValueError``) to continue this journal for another A or B, or another seed;

@@ -35,7 +35,7 @@ import json
 import os
 import pickle
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
@@ -221,28 +221,15 @@ class Journal:
         self._read()
 
     def _read(self) -> None:
-        complete = 0  # bytes of whole lines: a last line cut by a kill is dropped (its deal is played again)
-        with open(self.path, "rb") as f:
-            for number, raw in enumerate(f, 1):
-                if not raw.endswith(b"\n"):
-                    break
-                try:
-                    entry = json.loads(raw)
-                    if not isinstance(entry, dict):
-                        raise TypeError("a line is a JSON object")
-                    if number == 1:
-                        self._header(entry)
-                    elif "identity" in entry:
-                        self._identity_line(entry)
-                    else:
-                        self._deal_line(entry)
-                except JournalRefused:
-                    raise
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(f"{self.path}, line {number}: not a journal entry of the arena ({exc})") from None
-                complete += len(raw)
-        if complete < os.path.getsize(self.path):
-            os.truncate(self.path, complete)
+        read_whole_lines(self.path, self._entry, "not a journal entry of the arena", keep=(JournalRefused,))
+
+    def _entry(self, number: int, entry: dict[str, Any]) -> None:
+        if number == 1:
+            self._header(entry)
+        elif "identity" in entry:
+            self._identity_line(entry)
+        else:
+            self._deal_line(entry)
 
     def _header(self, entry: dict[str, Any]) -> None:
         if entry.get("journal") != JOURNAL_KIND and entry.keys() >= _DEAL_KEYS:
@@ -345,3 +332,32 @@ class Journal:
     def __len__(self) -> int:
         """The deals the journal holds."""
         return len(self._known)
+
+
+def read_whole_lines(
+    path: str | os.PathLike[str],
+    handle: Callable[[int, dict[str, Any]], None],
+    what: str,
+    keep: tuple[type[Exception], ...] = (),
+) -> None:
+    """Each whole line of the journal at ``path`` (a JSON object) to ``handle(number, entry)``; a
+    last line cut by a kill is dropped from the file (its deal is played again). A line ``handle``
+    rejects (ValueError, KeyError, TypeError; ``keep`` passes through) is one ``ValueError`` saying
+    ``path, line N: <what> (why)``."""
+    complete = 0
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                entry = json.loads(raw)
+                if not isinstance(entry, dict):
+                    raise TypeError("a line is a JSON object")
+                handle(number, entry)
+            except keep:
+                raise
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}, line {number}: {what} ({exc})") from None
+            complete += len(raw)
+    if complete < os.path.getsize(path):
+        os.truncate(path, complete)
