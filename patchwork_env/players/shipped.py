@@ -69,7 +69,7 @@ VALUE_MODEL_SHA256 = {
     "v1": "1b0430669cf766473bf99f26fc6bf238682a06587e6d7a80f26b679cdbd94daf",
     **{v: NETWORK_SHA256[v] for v in SEARCH_NETWORKS},
 }
-NEWEST_VALUE_MODEL = "v1"  # az's leaves unless a spec names another (or none)
+NEWEST_VALUE_MODEL = "v3"  # az's leaves unless a spec names another (or none)
 NO_VALUE_MODEL = "none"  # az:value=none: no value model (the leaves' values from the network or rollouts)
 
 
