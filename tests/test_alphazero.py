@@ -235,7 +235,7 @@ def test_az_searches_a_trained_models_best_placements_and_pretrained_plays_it_al
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``az:value=FILE`` of a model with a placement head takes PLACEMENT_WIDTH candidates per kind
-    (its prior's best), greedy's prior one; ``width`` overrides, and a search with a network refuses
+    (its prior's best), as ``az``'s default (network v3) does, greedy's prior one; ``width`` overrides, and a search with a network refuses
     it. A shipped network that is a search model (``.npz``) is ``pretrained`` without torch: the
     prior's move, ModelPolicy's; ``az``'s torch network is never one."""
     from patchwork_env.players import registry, shipped
@@ -245,7 +245,8 @@ def test_az_searches_a_trained_models_best_placements_and_pretrained_plays_it_al
     trained = random_heads(init_model((16, 8), 20.0, seed=5), seed=6)
     trained.save(tmp_path / "v9.npz")
     assert make_agent(f"az:value={tmp_path / 'v9.npz'},sims=4").width == PLACEMENT_WIDTH == 2
-    assert make_agent("az:sims=4").width == 1 and make_agent("az:sims=4,width=3").width == 3
+    assert make_agent("az:sims=4").width == PLACEMENT_WIDTH  # az's default model (v3) has a placement head
+    assert make_agent("az:value=v1,sims=4").width == 1 and make_agent("az:sims=4,width=3").width == 3
     with pytest.raises(AgentSpecError, match="width=2 is the compiled search's setting"):
         make_agent("az:net=v1,width=2")
     monkeypatch.setitem(shipped.SHIPPED_NETWORKS, "v9", tmp_path / "v9.npz")

@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import io
 import math
+import tokenize
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -235,20 +237,30 @@ def _read_npy(
     with open_entry(archive, entries[f"{name}.npy"]) as stream:
         try:
             shape, fortran, dtype = _read_header(stream)
-        except ValueError as exc:
-            raise ValueModelError(f"{source} is not a value-model file (.npz): {name}: {exc}") from None
+        except (ValueError, SyntaxError, tokenize.TokenError) as exc:  # numpy's parse of a damaged header
+            raise ValueModelError(
+                f"{source} is not a value-model file (.npz): {name}: its .npy header cannot be read ({_first(exc)})"
+            ) from None
+        except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:  # shorter than its directory says, damaged
+            raise ValueModelError(f"{source} is not a value-model file (.npz): {name}: {_first(exc)}") from None
         problem = _header_problem(name, shape, dtype)
         if problem:
             raise ValueModelError(f"{source}: {problem}")
         size = math.prod(shape) * dtype.itemsize
         try:
             raw = stream.read(size)
-        except (OSError, EOFError, ValueError, zipfile.BadZipFile) as exc:
-            raise ValueModelError(f"{source} is not a value-model file (.npz): {name}: {exc}") from None
+        except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as exc:
+            raise ValueModelError(f"{source} is not a value-model file (.npz): {name}: {_first(exc)}") from None
     if len(raw) != size:
         raise ValueModelError(f"{source} is not a value-model file (.npz): {name} holds fewer bytes than its shape")
     array = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return np.ascontiguousarray(array).copy()
+
+
+def _first(exc: BaseException) -> str:
+    """The first line of what ``exc`` says (numpy's and tokenize's messages may span lines)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0][:200] if lines else type(exc).__name__
 
 
 def _read_header(stream: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype[np.generic]]:
