@@ -250,9 +250,18 @@ def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships()
     table = render_results.headline(render_results.load())
     rows = table.splitlines()
     at_sims = next(i for i, r in enumerate(rows) if r.startswith("| `az` against `mcts:sims=1000`"))
-    assert rows[at_sims + 1].startswith("| `az:time=0.5` against `mcts:time=0.5`")  # the equal-time figure beside it
+    assert rows[at_sims + 1].startswith(
+        "| `az:value=v3,time=0.5` against `mcts:time=0.5`"
+    )  # the equal-time figure beside it
     assert "not shipped" not in table and ".pt" not in table and "runs/" not in table
     assert len(rows) - 2 <= render_results.MAX_HEADLINE_ROWS
+    alphazero = next(r for r in rows if r.startswith("| Gumbel AlphaZero from scratch"))  # the project's own learning
+    data = render_results.load()["alphazero"]
+    mean = dict(zip(data["columns"], data["summary"]["mean"], strict=True))
+    assert alphazero.endswith(
+        f"| {mean['final vs its third'].split(',')[0]} / {mean['prior alone vs greedy'].split(',')[0]} |"
+    )
+    assert any(r.startswith("| Patchwork ladder v") for r in rows)  # the scale's precision, not cut by the limit
 
 
 def test_the_headline_shows_the_from_scratch_curves_first_and_last_marks() -> None:

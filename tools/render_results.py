@@ -360,13 +360,23 @@ def page(files: dict[str, Data]) -> str:
 # the README's picks: speed rows by name (the fastest N), arena pairs by (A, B) in either seat order
 SPEED_HEADLINE = ("engine: random play, mask + step", "vector engine self-play, masks+obs (parallel)")
 # each strength figure next to its equal-time counterpart where one was measured
-ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=1000"), ("az:time=0.5", "mcts:time=0.5"))
+ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=1000"), ("az:value=v3,time=0.5", "mcts:time=0.5"))
 # training curves by results file: the mean against greedy at their first and last mark (the standard RL
 # path a researcher runs first, and the library's PPO on the same network)
 CURVE_HEADLINE = {
     "ppo-scratch": "Self-play PPO from scratch",
     "sb3-maskable-scratch": "MaskablePPO (sb3-contrib) from scratch",
 }
+# a training summary by results file: its label and the columns of its mean row the README shows
+SUMMARY_HEADLINE = {
+    "alphazero": (
+        "Gumbel AlphaZero from scratch (`train.alphazero`, mean of 3 seeds): the final model against itself a "
+        "third of the way / its prior alone against greedy",
+        ("final vs its third", "prior alone vs greedy"),
+    ),
+}
+# the training files whose own ``headline`` rows the README shows (the others' stay on the results page)
+FILE_HEADLINE = ("demo",)
 MAX_HEADLINE_ROWS = 11
 
 
@@ -388,15 +398,26 @@ def curve_headline(label: str, data: Data) -> str:
     return f"| {label} against greedy after {when} of training (mean of {seeds} seeds) | {mean[first]} / {mean[last]} |"
 
 
+def summary_headline(name: str, data: Data) -> str:
+    """A ``SUMMARY_HEADLINE`` row: the named columns of the file's mean row (without their spread)."""
+    label, columns = SUMMARY_HEADLINE[name]
+    mean = dict(zip(data["columns"], data["summary"]["mean"], strict=True))
+    missing = [c for c in columns if not mean.get(c)]
+    if missing:
+        raise ValueError(f"{name}: no mean of {', '.join(missing)} to put in the README")
+    return f"| {label} | {' / '.join(str(mean[c]).split(', sd')[0] for c in columns)} |"
+
+
 def headline(files: dict[str, Data]) -> str:
     """At most ``MAX_HEADLINE_ROWS`` rows for the README: the speed picks, the arena pairs in
     ``ARENA_HEADLINE`` order (a figure beside its equal-time counterpart), the training curves of
-    ``CURVE_HEADLINE``, the rows a training file names as its ``headline``, the newest ladder's
-    precision, then ladder ratings of what ships."""
+    ``CURVE_HEADLINE`` and ``SUMMARY_HEADLINE``, the rows the files of ``FILE_HEADLINE`` name as their
+    ``headline``, the newest ladder's precision, then ladder ratings of what ships."""
     speed_rows: list[str] = []
     arena_rows: dict[tuple[str, str], str] = {}
     other_rows = [curve_headline(label, files[name]) for name, label in CURVE_HEADLINE.items() if name in files]
-    for data in files.values():
+    other_rows += [summary_headline(name, files[name]) for name in SUMMARY_HEADLINE if name in files]
+    for name, data in files.items():
         if data["kind"] == SPEED:
             for name in SPEED_HEADLINE:
                 found = [r for r in data["rows"] if r["name"] == name]
@@ -421,8 +442,8 @@ def headline(files: dict[str, Data]) -> str:
                 f"| Patchwork ladder {data['ladder']}: {len(data['ratings'])} rungs from random (0) to {top:.0f} Elo "
                 f"| neighbours <= {furthest:.0f} Elo apart, each known to +-{widest:.0f} (95%) |"
             )
-        for label, value in data.get("headline", []):
-            other_rows.append(f"| {label} | {value} |")
+        if name in FILE_HEADLINE:
+            other_rows += [f"| {label} | {value} |" for label, value in data.get("headline", [])]
     rows = [*speed_rows, *(arena_rows[k] for k in ARENA_HEADLINE if k in arena_rows), *other_rows]
     ratings = [d for d in files.values() if d["kind"] == LADDER_RATING and d["scale"] == "on" and _ships(d)]
     for d in sorted(ratings, key=lambda d: -d["elo"])[: max(0, MAX_HEADLINE_ROWS - len(rows))]:
