@@ -23,6 +23,27 @@ def test_a_checkout_names_its_commit() -> None:
     assert provenance.commit().removesuffix("+dirty") == sha.stdout.strip()
 
 
+def test_a_results_file_written_in_the_checkout_leaves_it_clean(tmp_path: Path) -> None:
+    """Measurements write their files into ``results/`` of the checkout they run from: the second of
+    two measurements from one checkout named a ``+dirty`` commit for the first one's output. A change
+    to anything else still makes it dirty."""
+    package = tmp_path / "patchwork_env"
+    (package / "evaluation").mkdir(parents=True)
+    (package / "evaluation" / "provenance.py").write_text(Path(provenance.__file__).read_text())
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "a.json").write_text("{}")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run([*git, *args], check=True, capture_output=True, timeout=30)
+    copy = runpy.run_path(str(package / "evaluation" / "provenance.py"))
+    sha = copy["checkout_commit"]()
+    assert sha is not None and not sha.endswith("+dirty")
+    (tmp_path / "results" / "a.json").write_text('{"measured": 1}')
+    assert copy["checkout_commit"]() == sha
+    (package / "evaluation" / "provenance.py").write_text(Path(provenance.__file__).read_text() + "\n# edited\n")
+    assert copy["checkout_commit"]() == sha + "+dirty"
+
+
 def test_an_installed_package_names_the_commit_it_was_built_from(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provenance, "checkout_commit", lambda: None)  # as installed outside a checkout
     monkeypatch.setitem(sys.modules, provenance.BUILD_INFO_MODULE, types.SimpleNamespace(COMMIT="0123abc+dirty"))

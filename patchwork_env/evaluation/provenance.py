@@ -25,12 +25,15 @@ def cpu_model() -> str:
 
 
 UNKNOWN_COMMIT = "unknown (an installed package, not a git checkout)"
+#: the measurements' outputs, not code: a results file one command writes leaves the code as it was,
+#: so the next measurement from the same checkout still names a clean commit
+OUTPUTS = ("results",)
 BUILD_INFO_MODULE = f"{__name__.split('.')[0]}._build_info"  # _build_info.py: setup.py writes it into the wheel
 
 
 def commit() -> str:
     """The git commit of the code that runs: that of the checkout this package runs from (``+dirty``
-    with uncommitted changes to tracked files), else the one the installed package was built from
+    with uncommitted changes to tracked files outside ``OUTPUTS``), else the one the installed package was built from
     (``built_commit``), else ``UNKNOWN_COMMIT``. Never that of the folder the command runs in."""
     return checkout_commit() or built_commit() or UNKNOWN_COMMIT
 
@@ -50,7 +53,15 @@ def checkout_commit() -> str | None:
             [*git, "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True, timeout=10, check=True
         )
         dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"],
+            [
+                *git,
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":(top)",
+                *(f":(top,exclude){d}" for d in OUTPUTS),
+            ],
             cwd=package,
             capture_output=True,
             text=True,
