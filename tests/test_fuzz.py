@@ -48,6 +48,56 @@ def test_input_fuzz_budget_in_a_subprocess() -> None:
         assert f"{kind} accepted" in proc.stdout and f"{kind} rejected" in proc.stdout, proc.stdout
 
 
+def test_fault_fuzz_budget_in_a_subprocess() -> None:
+    """Round 4's faults (``tests/fuzz_faults.py``; ``python -m tests.fuzz_faults --long`` for 20,000
+    cases): agents that exit, raise or answer nonsense, played in this process and through
+    ``patchwork evaluate`` / ``patchwork ladder`` (15 commands here, about a second each); SB3 and
+    value-model files with pickles, lying zip directories and bad headers; damaged journals and
+    another agent's; odd arguments of ``rate()``. About 30 s of CPU."""
+    pytest.importorskip("stable_baselines3")
+    proc = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-m", "tests.fuzz_faults", "--cases", "240", "--seed", "4"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "240 cases, 0 failures" in proc.stdout
+    for kind in ("agent", "agent_cli", "sb3", "journal", "value_model"):  # played or forfeited, and refused
+        assert f"{kind} accepted" in proc.stdout and f"{kind} rejected" in proc.stdout, proc.stdout
+    assert "rate rejected: 30" in proc.stdout  # its odd arguments are all refused, before any game
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("w1 claims 1 byte compressed", "w1: Bad CRC-32 for file 'w1.npy'"),  # was zipfile's BadZipFile
+        ("w1's header left open", "w1: its .npy header cannot be read ("),  # was tokenize's TokenError
+    ],
+)
+def test_a_damaged_value_model_entry_is_a_value_model_error(tmp_path: Path, damage: str, message: str) -> None:
+    """Found by ``tests/fuzz_faults.py``: an entry shorter than the zip directory says, or an
+    ``.npy`` header whose text a flipped byte left unbalanced, escaped ``load_value_model`` as
+    another exception (a traceback from ``az:value=PATH``); each is one line naming the file."""
+    from patchwork_env.players.value_model import ValueModel, ValueModelError, load_value_model
+    from tests.fuzz_faults import entries_of, lie_about_size, zip_of
+
+    rng = np.random.default_rng(0)
+    shapes = {"w1": (1452, 8), "b1": (8,), "w2": (8, 4), "b2": (4,), "w3": (4, 1), "b3": (1,)}
+    path = tmp_path / "value.npz"
+    ValueModel(**{n: rng.normal(0, 0.1, s).astype(np.float32) for n, s in shapes.items()}).save(path)
+    raw = path.read_bytes()
+    if damage == "w1 claims 1 byte compressed":
+        raw = lie_about_size(raw, "w1.npy", 1, "compressed")
+    else:
+        entries = entries_of(raw)
+        opened = dict(entries)["w1.npy"].replace(b"}", b"(", 1)
+        raw = zip_of([(name, opened if name == "w1.npy" else data) for name, data in entries])
+    path.write_bytes(raw)
+    with pytest.raises(ValueModelError) as info:
+        load_value_model(path)
+    text = str(info.value)
+    assert text.startswith(f"{path} is not a value-model file (.npz): {message}") and "\n" not in text, text
+
+
 def test_a_crash_in_the_fuzz_subprocess_fails_the_run() -> None:
     """The wrapper above relies on a non-zero exit code: a segfault gives one (and faulthandler
     prints where it happened)."""
