@@ -17,21 +17,10 @@ from pathlib import Path
 import pytest
 
 from tests.cli import error_lines
+from tests.venvs import _run
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = Path(sys.executable)
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    build = tmp_path_factory.mktemp("build")
-    # with .git: the build (setup.py) bakes the commit into the wheel
-    shutil.copytree(ROOT, build / "src", ignore=shutil.ignore_patterns(".venv", "runs", "__pycache__", "*.egg-info"))
-    subprocess.run([PYTHON, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(build / "src")], check=True, capture_output=True, text=True, timeout=300)  # fmt: skip
-    (path,) = out.glob("patchwork_env-*.whl")
-    return path
 
 
 def _hint(wheel: Path, extra: str) -> str:
@@ -79,70 +68,6 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     assert "patchwork_env/data/ladder-v1.json" in names  # the ladder's scale ships with the package
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "patchwork = patchwork_env.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
-
-
-def _venv(path: Path) -> Path:
-    subprocess.run([PYTHON, "-m", "venv", str(path)], check=True, timeout=300)
-    return path
-
-
-def _pip(env: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV")}
-    return subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--quiet", *args],
-                          capture_output=True, text=True, timeout=900, env=environ)  # fmt: skip
-
-
-def _installed(proc: subprocess.CompletedProcess[str], what: str) -> None:
-    if proc.returncode and not os.environ.get("CI") and "No matching distribution" in proc.stderr:
-        pytest.skip(f"{what} could not be installed (no package index?): {proc.stderr[-300:]}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
-@pytest.fixture(scope="module")
-def fresh_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What a user gets from ``pip install patchwork-env``: a new venv with the wheel and its own
-    dependencies from the package index, nothing borrowed from this environment (no path entry,
-    no extras), and openai-agents (import name ``agents``) beside it without its dependencies."""
-    env = _venv(tmp_path_factory.mktemp("fresh") / "venv")
-    _installed(_pip(env, str(wheel)), "the wheel's dependencies")
-    _installed(_pip(env, "--no-deps", "openai-agents"), "openai-agents")
-    return env
-
-
-@pytest.fixture(scope="module")
-def extras_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new venv with the wheel and its ``torch``, ``sb3`` and ``plot`` extras (the pinned CPU torch
-    first, as the README says), nothing borrowed from this environment."""
-    env = _venv(tmp_path_factory.mktemp("extras") / "venv")
-    _installed(_pip(env, "torch==2.13.0"), "torch")
-    _installed(_pip(env, f"{wheel}[torch,sb3,plot]", "-c", str(ROOT / "constraints.txt")), "the extras")
-    return env
-
-
-@pytest.fixture(scope="module")
-def openspiel_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new venv with the wheel and its ``openspiel`` extra (OpenSpiel from the package index),
-    nothing borrowed from this environment."""
-    if sys.version_info < (3, 11):
-        pytest.skip("OpenSpiel ships wheels for Python >= 3.11 only")
-    env = _venv(tmp_path_factory.mktemp("openspiel") / "venv")
-    _installed(_pip(env, f"{wheel}[openspiel]"), "the openspiel extra")
-    return env
-
-
-@pytest.fixture(scope="module")
-def notebook_env(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new venv with the wheel and its ``notebook`` extra (Jupyter), nothing borrowed from this
-    environment: what ``pip install "patchwork-env[notebook]"`` gives."""
-    env = _venv(tmp_path_factory.mktemp("notebook") / "venv")
-    _installed(_pip(env, f"{wheel}[notebook]", "-c", str(ROOT / "constraints.txt")), "the notebook extra")
-    return env
-
-
-def _run(env: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """A command of the venv ``env``, run outside the repository."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return subprocess.run(list(argv), cwd=cwd or env, env=environ, capture_output=True, text=True, timeout=600)
 
 
 def test_the_fresh_env_borrows_nothing(fresh_env: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.test_packaging import _run, fresh_env, wheel  # noqa: F401  (the fixtures, shared)
+from tests.venvs import _run
 
 AGENT_FILE = (
     "import numpy as np\n"
@@ -19,7 +19,7 @@ AGENT_FILE = (
 )
 
 
-def test_the_command_compares_an_agent_file_with_workers_and_a_journal(fresh_env: Path) -> None:  # noqa: F811
+def test_the_command_compares_an_agent_file_with_workers_and_a_journal(fresh_env: Path) -> None:
     (fresh_env / "myagent.py").write_text(AGENT_FILE)
     patchwork_cmd = str(fresh_env / "bin" / "patchwork")
     argv = [patchwork_cmd, "compare", "greedy", "myagent.py:act", "--workers", "2", "--seed", "1", "--json", "c.json"]
@@ -36,7 +36,7 @@ def test_the_command_compares_an_agent_file_with_workers_and_a_journal(fresh_env
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: unknown agent 'nope'")
 
 
-def test_the_python_function_compares_a_function_and_an_agent_file(fresh_env: Path) -> None:  # noqa: F811
+def test_the_python_function_compares_a_function_and_an_agent_file(fresh_env: Path) -> None:
     (fresh_env / "myagent.py").write_text(AGENT_FILE)
     (fresh_env / "use.py").write_text(
         "import patchwork_env\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.cli import error_lines
 from tests.test_clock import COMPILED_DURING_MOVES
-from tests.test_packaging import _run, extras_env, fresh_env, wheel  # noqa: F401  (the fixtures, shared)
+from tests.venvs import _run
 
 AGENTS = (
     "CALLS = [0]\n"
@@ -28,7 +28,7 @@ AGENTS = (
 )
 
 
-def test_forfeits_and_exceptions_by_one_rule_from_the_command_line(fresh_env: Path) -> None:  # noqa: F811
+def test_forfeits_and_exceptions_by_one_rule_from_the_command_line(fresh_env: Path) -> None:
     (fresh_env / "myagents.py").write_text(AGENTS)
     patchwork_cmd = str(fresh_env / "bin" / "patchwork")
     argv = ["evaluate", "--agents", "myagents.py:word", "greedy", "--pairs", "2", "--workers", "2", "--json", "e.json"]
@@ -52,7 +52,7 @@ def test_forfeits_and_exceptions_by_one_rule_from_the_command_line(fresh_env: Pa
     assert (fresh_env / "x.json.partial.jsonl").is_file() and not (fresh_env / "x.json").exists()
 
 
-def test_errors_a_person_can_act_on(fresh_env: Path) -> None:  # noqa: F811
+def test_errors_a_person_can_act_on(fresh_env: Path) -> None:
     (fresh_env / "myagents.py").write_text(AGENTS)
     patchwork_cmd = str(fresh_env / "bin" / "patchwork")
     for argv, line in (
@@ -79,14 +79,14 @@ def test_errors_a_person_can_act_on(fresh_env: Path) -> None:  # noqa: F811
     assert last.startswith("patchwork_env.evaluation.workers.SpawnError: workers > 1: act is defined inside")
 
 
-def test_a_timed_move_of_a_fresh_install_compiles_nothing(fresh_env: Path) -> None:  # noqa: F811
+def test_a_timed_move_of_a_fresh_install_compiles_nothing(fresh_env: Path) -> None:
     for spec in ("mcts:time=0.02", "az:time=0.02"):
         proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", COMPILED_DURING_MOVES, spec)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert proc.stdout.strip().splitlines()[-1] == "[]", (spec, proc.stdout)
 
 
-def test_with_the_extras_a_plain_ppo_forfeits_no_game(extras_env: Path) -> None:  # noqa: F811
+def test_with_the_extras_a_plain_ppo_forfeits_no_game(extras_env: Path) -> None:
     train = (
         "from stable_baselines3 import PPO\n"
         "from patchwork_env import SingleAgentEnv\n"
