@@ -412,46 +412,53 @@ def headline(files: dict[str, Data]) -> str:
     """At most ``MAX_HEADLINE_ROWS`` rows for the README: the speed picks, the arena pairs in
     ``ARENA_HEADLINE`` order (a figure beside its equal-time counterpart), the training curves of
     ``CURVE_HEADLINE`` and ``SUMMARY_HEADLINE``, the rows the files of ``FILE_HEADLINE`` name as their
-    ``headline``, the newest ladder's precision, then ladder ratings of what ships."""
+    ``headline``, the newest ladder's precision, then ladder ratings of what ships; each row names the
+    results file it comes from."""
+
+    def cite(row: str, name: str) -> str:
+        return f"{row} [{name}.json](results/{name}.json) |"
+
     speed_rows: list[str] = []
     arena_rows: dict[tuple[str, str], str] = {}
-    other_rows = [curve_headline(label, files[name]) for name, label in CURVE_HEADLINE.items() if name in files]
-    other_rows += [summary_headline(name, files[name]) for name in SUMMARY_HEADLINE if name in files]
+    other_rows = [cite(curve_headline(label, files[n]), n) for n, label in CURVE_HEADLINE.items() if n in files]
+    other_rows += [cite(summary_headline(n, files[n]), n) for n in SUMMARY_HEADLINE if n in files]
     for name, data in files.items():
         if data["kind"] == SPEED:
-            for name in SPEED_HEADLINE:
-                found = [r for r in data["rows"] if r["name"] == name]
+            for speed in SPEED_HEADLINE:
+                found = [r for r in data["rows"] if r["name"] == speed]
                 if found:
                     best = max(found, key=lambda r: r["value"])
-                    label = name if best.get("N") is None else f"{name} (N={best['N']})"
-                    speed_rows.append(f"| {label} | {best['value']:,.0f} {best['unit']} |")
+                    label = speed if best.get("N") is None else f"{speed} (N={best['N']})"
+                    speed_rows.append(cite(f"| {label} | {best['value']:,.0f} {best['unit']} |", name))
         elif data["kind"] == EVALUATION:
             for p in data["pairs"]:
                 rate, ci = p["win_rate_a"], p["ci95_a"]
                 if (p["b"], p["a"]) in ARENA_HEADLINE:  # the pair as the headline names it: B's view
                     p, rate, ci = {**p, "a": p["b"], "b": p["a"]}, 1 - rate, [1 - ci[1], 1 - ci[0]]
                 if (p["a"], p["b"]) in ARENA_HEADLINE:
-                    arena_rows[p["a"], p["b"]] = (
-                        f"| `{p['a']}` against `{p['b']}` | {pct(rate, ci)} of {p['games']} games |"
+                    arena_rows[p["a"], p["b"]] = cite(
+                        f"| `{p['a']}` against `{p['b']}` | {pct(rate, ci)} of {p['games']} games |", name
                     )
         elif data["kind"] == LADDER_REFERENCE and "neighbours" in data:
             widest = max((g["ci95"][1] - g["ci95"][0]) / 2 for g in data["neighbours"])
             furthest = max(g["difference"] for g in data["neighbours"])
             top = max(r["elo"] for r in data["ratings"])
-            other_rows.append(
+            row = (
                 f"| Patchwork ladder {data['ladder']}: {len(data['ratings'])} rungs from random (0) to {top:.0f} Elo "
                 f"| neighbours <= {furthest:.0f} Elo apart, each known to +-{widest:.0f} (95%) |"
             )
+            other_rows.append(cite(row, name))
         if name in FILE_HEADLINE:
-            other_rows += [f"| {label} | {value} |" for label, value in data.get("headline", [])]
+            other_rows += [cite(f"| {label} | {value} |", name) for label, value in data.get("headline", [])]
     rows = [*speed_rows, *(arena_rows[k] for k in ARENA_HEADLINE if k in arena_rows), *other_rows]
-    ratings = [d for d in files.values() if d["kind"] == LADDER_RATING and d["scale"] == "on" and _ships(d)]
-    for d in sorted(ratings, key=lambda d: -d["elo"])[: max(0, MAX_HEADLINE_ROWS - len(rows))]:
-        rows.append(
+    ratings = [(n, d) for n, d in files.items() if d["kind"] == LADDER_RATING and d["scale"] == "on" and _ships(d)]
+    for n, d in sorted(ratings, key=lambda nd: -nd[1]["elo"])[: max(0, MAX_HEADLINE_ROWS - len(rows))]:
+        row = (
             f"| `{d['agent']}` on the Patchwork ladder {d['ladder']} | {d['elo']:.0f} Elo "
             f"[{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}] |"
         )
-    return "\n".join(["| measure | result |", "|---|---|", *rows[:MAX_HEADLINE_ROWS]])
+        rows.append(cite(row, n))
+    return "\n".join(["| measure | result | results file |", "|---|---|---|", *rows[:MAX_HEADLINE_ROWS]])
 
 
 def readme_with(text: str, table: str) -> str:
