@@ -250,18 +250,19 @@ def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships()
     table = render_results.headline(render_results.load())
     rows = table.splitlines()
     at_sims = next(i for i, r in enumerate(rows) if r.startswith("| `az` against `mcts:sims=1000`"))
-    assert rows[at_sims + 1].startswith(
-        "| `az:value=v3,time=0.5` against `mcts:time=0.5`"
-    )  # the equal-time figure beside it
+    equal_time = "| `az:value=v3,time=0.5` against `mcts:time=0.5`"  # az's default at 0.5 s, beside it
+    assert rows[at_sims + 1].startswith(equal_time)
     assert "not shipped" not in table and ".pt" not in table and "runs/" not in table
     assert len(rows) - 2 <= render_results.MAX_HEADLINE_ROWS
     alphazero = next(r for r in rows if r.startswith("| Gumbel AlphaZero from scratch"))  # the project's own learning
     data = render_results.load()["alphazero"]
     mean = dict(zip(data["columns"], data["summary"]["mean"], strict=True))
-    assert alphazero.endswith(
-        f"| {mean['final vs its third'].split(',')[0]} / {mean['prior alone vs greedy'].split(',')[0]} |"
-    )
+    shown = [mean[c].split(",")[0] for c in ("final vs its third", "prior alone vs greedy")]
+    assert alphazero.endswith(f"| {shown[0]} / {shown[1]} | [alphazero.json](results/alphazero.json) |")
     assert any(r.startswith("| Patchwork ladder v") for r in rows)  # the scale's precision, not cut by the limit
+    for row in rows[2:]:  # each row names the results file it comes from, and that file exists
+        cited = row.rsplit("](", 1)[1].removesuffix(") |")
+        assert row.endswith(f"[{Path(cited).name}]({cited}) |") and (ROOT / cited).is_file(), row
 
 
 def test_the_headline_shows_the_from_scratch_curves_first_and_last_marks() -> None:
@@ -272,7 +273,7 @@ def test_the_headline_shows_the_from_scratch_curves_first_and_last_marks() -> No
         greedy = [i for i, c in enumerate(data["columns"]) if c.startswith("vs greedy at ")]
         mean = data["summary"]["mean"]
         row = next(r for r in table.splitlines() if r.startswith(f"| {label} against greedy"))
-        assert row.endswith(f"| {mean[greedy[0]]} / {mean[greedy[-1]]} |"), row
+        assert row.endswith(f"| {mean[greedy[0]]} / {mean[greedy[-1]]} | [{name}.json](results/{name}.json) |"), row
         assert f"(mean of {len(data['seeds'])} seeds)" in row
     broken = {**files, "ppo-scratch": {**files["ppo-scratch"], "columns": ["vs random at 10 min"]}}
     with pytest.raises(ValueError, match="no 'vs greedy at' column"):
