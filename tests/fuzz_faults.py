@@ -25,22 +25,28 @@ reads it, then checks the outcome against the rule of issue 63:
   which must never appear.
 - ``journal``: the journal of ``patchwork evaluate --journal`` for a ``FILE.py`` agent, mutated (its
   last line cut, a line cut or replaced by garbage, an identity changed, the agent file edited, the
-  format before identities, lines dropped or repeated), then the same command again (in this process):
-  exit 0 with the results of a run from scratch where nothing of substance changed, one ``error:`` line
-  and exit 2 where the journal cannot be continued; another agent's games never pass.
+  format before identities, lines dropped or repeated, a deal's games or one field of a game given a
+  value of another type or range, or dropped), then the same command again (in this process): exit 0
+  with the results of a run from scratch where nothing of substance changed, one ``error:`` line and
+  exit 2 where the journal cannot be continued (a game's field of another type than the game record's
+  among them); another agent's games never pass.
 - ``value_model``: a value-model ``.npz`` with a header claiming another dtype or a huge shape, an array
   of NaN, another shape or a pickled object, entries dropped, added or lied about, bytes flipped,
   through ``load_value_model`` (and now and then ``patchwork evaluate --agents az:value=PATH``): a
   model whose values are finite, or a ``ValueModelError`` of one line naming the file.
 - ``rate``: ``rate()`` with odd ``records``, ``journal``, ``backend``, ``scale``, ``ladder``, ``budget``
-  or ``name`` (refused before any game with a ``ValueError`` or ``TypeError``), or, with
-  ``--open-findings``, on a scale file whose JSON was mutated (played or refused, never another exception).
+  or ``name`` (refused before any game with a ``ValueError`` or ``TypeError``).
+- ``scale``: ``rate()`` on a scale whose JSON was mutated (its ``ladder``, ``seed``, ``ratings`` or
+  ``pairs`` replaced, a rung's or a pair's field changed or dropped, anything else): rated (a finite
+  Elo), or refused before any game with a ``ValueError`` or ``TypeError`` of one line; refused where
+  the ladder, the ratings or the pairs are no longer of their kind.
 
-Any other exception is a failure. A crash or a hang ends the process, which the pytest wrapper
-(``tests/test_fuzz.py``) runs as a subprocess under a timeout. ``--long`` runs ``LONG_CASES`` cases
-(about 40 minutes). ``--open-findings`` generates the faults of the findings still open too
-(``OPEN_FINDINGS``), which the budget run leaves out so that it guards what is fixed. Prints one
-summary line per kind and outcome and exits 1 on any failure.
+Any other exception is a failure, and so is an error line or a refusal that ends in ``:`` (a message
+left empty). A crash or a hang ends the process, which the pytest wrapper (``tests/test_fuzz.py``)
+runs as a subprocess under a timeout. ``--long`` runs ``LONG_CASES`` cases (about 40 minutes).
+``--open-findings`` generates the faults of the findings still open too (``OPEN_FINDINGS``; none
+now), which the budget run leaves out so that it guards what is fixed. Prints one summary line per
+kind and outcome and exits 1 on any failure.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import faulthandler
 import importlib.util
 import io
 import json
+import math
 import random
 import struct
 import subprocess
@@ -74,21 +81,19 @@ from patchwork_env.players.contained import AgentFailure
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.value_model import ValueModel, ValueModelError, load_value_model
 from tests.cli import error_lines, patchwork
-from tests.fuzz_inputs import mutate_json
+from tests.fuzz_inputs import ODD_VALUES, mutate_json
 
 LONG_CASES = 20_000
 CLI_TIMEOUT = 180  # seconds for one command: a few tiny games on a loaded machine
 # one case in sixteen runs a command in a subprocess (about a second each); the file kinds are cheap
 SCHEDULE = ("value_model", "agent", "sb3", "journal", "value_model", "rate", "sb3", "journal", "agent",
-            "value_model", "agent_cli", "sb3", "journal", "value_model", "agent", "rate")  # fmt: skip
-# the findings of this fuzzer still open (issue 63's round): generated with --open-findings only, so that
-# the budget run in tests/test_fuzz.py guards what is fixed
-OPEN_FINDINGS = {
-    "journal game fields": "a journal's deal line whose games hold a field of another type (a_won: [], "
-    "score_a: 'x') is read as it is, and the command ends in a TypeError traceback as it sums the results",
-    "scale contents": "rate(scale=...) checks the scale's keys only: ratings=[] ends in KeyError 'random', a "
-    "rating without ci95 in KeyError 'ci95', ladder=None or 5 is rated without a word",
-}
+            "value_model", "agent_cli", "sb3", "journal", "scale", "agent", "rate")  # fmt: skip
+# the findings of this fuzzer still open: generated with --open-findings only (``base["open_findings"]``),
+# so that the budget run in tests/test_fuzz.py guards what is fixed. Fixed, and generated by every run
+# now: a journal's game fields of another type (a TypeError traceback as the results were summed), a
+# scale's contents (rate(scale=...) checked its keys only: KeyError 'random' or 'ci95', ladder=None
+# rated without a word), an exception without a message named with a trailing ": "
+OPEN_FINDINGS: dict[str, str] = {}
 
 
 class Failure(Exception):
@@ -101,6 +106,8 @@ def one_line(exc: BaseException, names: str) -> str:
     text = str(exc)
     if not text.strip() or "\n" in text or len(text) > 800:
         raise Failure(f"a refusal that is not one line: {type(exc).__name__}: {text[:400]!r}")
+    if text.rstrip().endswith(":"):
+        raise Failure(f"a refusal that ends in ':' (a message left empty): {type(exc).__name__}: {text}")
     if names not in text:
         raise Failure(f"a refusal that does not name {names}: {type(exc).__name__}: {text}")
     return text
@@ -129,6 +136,8 @@ def check_cli(code: int, stderr: str, must: str, names: str, results: Path | Non
         lines = error_lines(stderr)
         if len(lines) != 1 or not lines[0].startswith("error: ") or names not in lines[0]:
             raise Failure(f"exit code 2 without one error line naming {names}: {lines}")
+        if lines[0].rstrip().endswith(":"):
+            raise Failure(f"an error line that ends in ':' (a message left empty): {lines[0]!r}")
         if results is not None and results.exists():
             raise Failure(f"exit code 2, and a results file was written: {lines[0]}")
         outcome = "rejected"
@@ -443,7 +452,50 @@ AGENT_FILE = "def act(state):\n    return int(state.legal_actions()[{pick}])\n"
 COMPARED = ("games", "wins_a", "wins_b", "mean_margin_a", "illegal_a", "illegal_b", "deals_split")
 
 
-def journal_text(rng: random.Random, lines: list[str], open_findings: bool) -> tuple[str, str, str]:
+# what each field of a game in a journal is (``GameRecord``): a value of another type must be refused
+GAME_FIELDS: dict[str, str] = {
+    **dict.fromkeys(("deal", "seat_a", "score_a", "score_b", "empty_a", "empty_b", "moves_a", "moves_b"), "int"),
+    **dict.fromkeys(("a_won", "a_illegal", "b_illegal"), "bool"),
+    **dict.fromkeys(("seconds_a", "seconds_b"), "number"),
+    "actions": "list",
+    "forfeit": "forfeit",
+}
+DEFAULTED = ("a_illegal", "b_illegal", "forfeit")  # fields a journal line may leave out
+
+
+def of_its_type(value: Any, kind: str) -> bool:
+    """Whether ``value`` is of the type of a game's field of ``kind`` (``GAME_FIELDS``)."""
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "list":
+        return isinstance(value, list)
+    return value is None or isinstance(value, dict)
+
+
+def mutate_game(rng: random.Random, entry: dict[str, Any]) -> tuple[str, str]:
+    """One field of one of the deal line ``entry``'s games given an odd value or dropped, or the games
+    as a whole replaced: (what was done, ``rejected`` where the value is not of the field's type or a
+    field the game needs is gone, else ``either``)."""
+    games = entry["games"]
+    if rng.random() < 0.25:
+        entry["games"] = rng.choice([games[:1], [], [games[0]] * 3, 5, [5], None, games[::-1], [games[0], {}]])
+        return f"games {json.dumps(entry['games'])[:200]}", "rejected"
+    k = rng.randrange(len(games))
+    name = rng.choice([*GAME_FIELDS, "extra"])
+    if name in GAME_FIELDS and rng.random() < 0.2:
+        del games[k][name]
+        return f"game {k} without {name}", "either" if name in DEFAULTED else "rejected"
+    value = rng.choice([*ODD_VALUES, "x", [1, 2], {"seat": 0}])
+    games[k][name] = value
+    must = "rejected" if name == "extra" or not of_its_type(value, GAME_FIELDS[name]) else "either"
+    return f"game {k}: {name} = {value!r}", must
+
+
+def journal_text(rng: random.Random, lines: list[str]) -> tuple[str, str, str]:
     """The base journal's ``lines`` mutated: (the text, what was done, the outcome it must have:
     ``same`` (accepted, the results of a fresh run), ``rejected``, ``another`` (rejected as another
     agent's games) or ``either``)."""
@@ -499,22 +551,20 @@ def journal_text(rng: random.Random, lines: list[str], open_findings: bool) -> t
             entries[k]["seed"] += 1
             body[k] = json.dumps(entries[k]) + "\n"
         return "".join(body), how, "same"
-    k = rng.randrange(len(body))
-    entry = entries[k]
-    if "games" in entry and not open_findings:  # the games' own fields are not checked yet (OPEN_FINDINGS)
-        games = entry.pop("games")
-        entry = mutate_json(entry, rng) if entry else entry
-        entry.setdefault("games", rng.choice([games, games[:1], [], [games[0]] * 3, 5, [5], None]))
+    k = rng.choice(deals) if rng.random() < 0.6 else rng.randrange(len(body))
+    entry, must = entries[k], "either"
+    if "games" in entry and rng.random() < 0.6:  # a game's field: mutate_json mostly hits its actions
+        how, must = mutate_game(rng, entry)
     else:
         entry = mutate_json(entry, rng)
     body[k] = json.dumps(entry) + "\n"
-    return "".join(body), f"{how} line {k}", "either"
+    return "".join(body), f"mutate line {k}: {how}", must
 
 
 def case_journal(rng: random.Random, base: dict[str, Any], folder: Path) -> str:
     """``patchwork evaluate --journal J`` again over its journal, mutated."""
     own: Path = base["journal_folder"]
-    text, how, must = journal_text(rng, base["journal_lines"], base["open_findings"])
+    text, how, must = journal_text(rng, base["journal_lines"])
     journal, results, agent = own / "j.jsonl", own / "out.json", own / "mine.py"
     journal.write_text(text)
     results.unlink(missing_ok=True)
@@ -670,20 +720,56 @@ def odd_rate_arguments(rng: random.Random, scale: dict[str, Any]) -> dict[str, A
     return {key: rng.choice(table[key]) for key in chosen}
 
 
+def mutated_scale(rng: random.Random, scale: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
+    """``scale`` mutated: (the copy, what was done, ``rejected`` where its ladder, ratings or pairs
+    are no longer of their kind, else ``either``)."""
+    mutated = copy.deepcopy(scale)
+    roll = rng.random()
+    if roll < 0.3:  # a whole entry: no version, ratings or pairs holds an odd value, nor a seed a string
+        key = rng.choice(["ladder", "seed", "ratings", "pairs"])
+        value = rng.choice([*ODD_VALUES, "v3", [[]], [{}]])
+        mutated[key] = value
+        odd_seed = not isinstance(value, int) or isinstance(value, bool) or value < 0
+        return mutated, f"{key} = {value!r}", "either" if key == "seed" and not odd_seed else "rejected"
+    if roll < 0.7:  # a rung's or a pair's field
+        entries = rng.choice(["ratings", "pairs"])
+        entry = rng.choice(mutated[entries])
+        key = rng.choice(list(entry))
+        if rng.random() < 0.2:
+            del entry[key]
+            must = "rejected" if key in ("spec", "elo", "ci95", "a", "b", "wins_a", "wins_b") else "either"
+            return mutated, f"{entries}: {key} dropped", must
+        entry[key] = rng.choice([*ODD_VALUES, "greedy", [0, 1]])
+        return mutated, f"{entries}: {key} = {entry[key]!r}", "either"
+    for _ in range(rng.randrange(1, 3)):
+        mutated = mutate_json(mutated, rng)
+    return mutated, "mutate_json", "either"
+
+
+def case_scale(rng: random.Random, base: dict[str, Any], folder: Path) -> str:
+    """``rate()`` on a scale whose JSON was mutated: rated, or refused before any game."""
+    mutated, how, must = mutated_scale(rng, base["scale"])
+    base["what"] = f"rate on a scale with {how}: {json.dumps(mutated, default=repr)[:1500]}"
+    started = time.perf_counter()
+    try:
+        result = rate("random", scale=mutated, workers=1)
+    except (ValueError, TypeError) as exc:
+        one_line(exc, "")
+        if time.perf_counter() - started > 5:
+            raise Failure(f"refused after {time.perf_counter() - started:.0f} s (games were played)") from None
+        outcome = "rejected"
+    else:
+        if not (math.isfinite(result.elo) and all(math.isfinite(x) for x in result.ci95)):
+            raise Failure(f"rated {result.elo} {result.ci95}")
+        outcome = "accepted"
+    if must not in ("either", outcome):
+        raise Failure(f"{outcome} where it must be {must}")
+    return outcome
+
+
 def case_rate(rng: random.Random, base: dict[str, Any], folder: Path) -> str:
-    """``rate()`` with arguments it must refuse, or on a scale whose JSON was mutated."""
+    """``rate()`` with arguments it must refuse."""
     scale = base["scale"]
-    if base["open_findings"] and rng.random() < 0.3:  # a scale's contents are not checked yet (OPEN_FINDINGS)
-        mutated = copy.deepcopy(scale)
-        for _ in range(rng.randrange(1, 3)):
-            mutated = mutate_json(mutated, rng)
-        base["what"] = f"rate on a mutated scale {json.dumps(mutated, default=repr)[:1500]}"
-        try:
-            rate("random", scale=mutated, workers=1)
-        except (ValueError, TypeError) as exc:
-            one_line(exc, "")
-            return "rejected"
-        return "accepted"
     arguments = {"scale": scale, **odd_rate_arguments(rng, scale)}
     base["what"] = f"rate('random', **{ {k: v for k, v in arguments.items() if k != 'scale' or v is not scale} })"
     started = time.perf_counter()
@@ -704,6 +790,7 @@ KINDS: dict[str, Callable[[random.Random, dict[str, Any], Path], str]] = {
     "journal": case_journal,
     "value_model": case_value_model,
     "rate": case_rate,
+    "scale": case_scale,
 }
 
 
@@ -779,8 +866,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=320)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--long", action="store_true", help=f"{LONG_CASES:,} cases")
+    still_open = "; ".join(OPEN_FINDINGS) or "none now"
     parser.add_argument("--open-findings", action="store_true",
-                        help=f"generate the faults of the open findings too ({'; '.join(OPEN_FINDINGS)})")  # fmt: skip
+                        help=f"generate the faults of the open findings too ({still_open})")  # fmt: skip
     args = parser.parse_args(argv)
     if importlib.util.find_spec("stable_baselines3") is None:
         print("error: the fault fuzzer needs stable-baselines3 (make setup installs it)", file=sys.stderr)

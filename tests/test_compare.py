@@ -156,6 +156,20 @@ def test_a_cut_last_line_is_played_again_and_a_foreign_file_is_refused(tmp_path:
         compare("greedy", "random", max_pairs=3, journal=other)
 
 
+@pytest.mark.parametrize(("field", "value"), [("a_won", []), ("score_a", "x"), ("actions", None)])
+def test_a_garbled_game_in_the_journal_is_refused_naming_its_line(tmp_path: Path, field: str, value: object) -> None:
+    """A deal line's games are checked as the arena's journal checks them (``journal.deal_records``):
+    a field of another type was read as it was and ended the run in a TypeError mid-comparison."""
+    journal = tmp_path / "j.jsonl"
+    compare("greedy", "random", max_pairs=2, seed=5, journal=journal)
+    lines = journal.read_text().splitlines()
+    entry = json.loads(lines[2])
+    entry["games"][1][field] = value
+    journal.write_text("\n".join([*lines[:2], json.dumps(entry), *lines[3:]]) + "\n")
+    with pytest.raises(ValueError, match=rf"line 3: .*game 1 of deal 1: {field} "):
+        compare("greedy", "random", max_pairs=3, journal=journal)
+
+
 def test_the_identity_of_a_spec_holds_its_files_and_the_code(tmp_path: Path) -> None:
     mine = _agent_file(tmp_path)
     ident = agent_identity(mine)

@@ -223,3 +223,85 @@ def test_a_run_keeps_its_games_beside_its_output_unless_a_journal_is_named(tmp_p
     assert journal_path(None, out) == tmp_path / "v3.json.partial.jsonl"
     assert journal_path(tmp_path / "mine.jsonl", out) == tmp_path / "mine.jsonl"
     assert journal_path(None, None) is None
+
+
+# --- a scale's contents, checked before any game (issue 63's fuzzer: tests/fuzz_faults.py) -----------
+def _rung(k: int, **change: Any) -> Any:
+    return lambda s: s["ratings"][k].update(change)
+
+
+def _pair(k: int, **change: Any) -> Any:
+    return lambda s: s["pairs"][k].update(change)
+
+
+BAD_SCALES: list[tuple[str, Any, type[Exception], str]] = [
+    ("no ratings", lambda s: s.update(ratings=[]), ValueError, "scale's ratings must hold at least two rungs"),
+    ("one rung", lambda s: s.update(ratings=s["ratings"][:1], pairs=[]), ValueError, "it holds 1"),
+    ("a rating without ci95", lambda s: s["ratings"][3].pop("ci95"), ValueError, "scale's ratings[3] must be a dict"),
+    ("ladder None", lambda s: s.update(ladder=None), ValueError, "scale's ladder must be one of v1, v2, got NoneType"),
+    ("ladder 5", lambda s: s.update(ladder=5), ValueError, "scale's ladder must be one of v1, v2, got int 5"),
+    ("ratings not a list", lambda s: s.update(ratings={"random": 0}), TypeError, "scale's ratings must be a list"),
+    ("a rating not a dict", lambda s: s["ratings"].__setitem__(2, 5), TypeError, "scale's ratings[2] must be a dict"),
+    ("a spec not a string", _rung(1, spec=5), TypeError, "scale's ratings[1]: spec must be an agent spec (a str)"),
+    ("a spec of no agent", _rung(1, spec="x"), ValueError, "scale's ratings[1]: spec 'x' is not an agent: unknown"),
+    ("a rung twice", lambda s: s["ratings"].append(s["ratings"][1]), ValueError, "is a rung already"),
+    ("elo a string", _rung(2, elo="300"), TypeError, "elo must be a number, got str '300'"),
+    ("elo NaN", _rung(2, elo=math.nan), ValueError, "elo must be within +-10000, got nan"),
+    ("elo huge", _rung(2, elo=1e300), ValueError, "elo must be within +-10000, got 1e+300"),
+    ("ci95 of one number", _rung(2, ci95=[1.0]), TypeError, "ci95 must be [low, high], two numbers"),
+    ("ci95 a string", _rung(2, ci95="[0, 1]"), TypeError, "ci95 must be [low, high], two numbers"),
+    ("ci95 not around elo", _rung(2, ci95=[-2.0, -1.0]), ValueError, "ci95 must be [low, high] around elo"),
+    ("pairs None", lambda s: s.update(pairs=None), TypeError, "scale's pairs must be a list"),
+    ("a pair without wins", lambda s: s["pairs"][0].pop("wins_b"), ValueError, "scale's pairs[0] must be a dict"),
+    ("random renamed", _rung(0, spec="greedy:temp=99"), ValueError, "a must be the spec of a rung, got str 'random'"),
+    ("a pair of one rung", _pair(0, b="random", a="random"), ValueError, "a and b must be two rungs"),
+    ("wins a string", _pair(0, wins_a="x"), TypeError, "scale's pairs[0]: wins_a must be an integer, got str"),
+    ("wins a bool", _pair(0, wins_a=True), TypeError, "scale's pairs[0]: wins_a must be an integer, got bool"),
+    ("wins negative", _pair(0, wins_b=-1), ValueError, "scale's pairs[0]: wins_b must be in 0..1000000000, got -1"),
+    ("seed a string", lambda s: s.update(seed="7"), TypeError, "scale's seed must be an integer >= 0"),
+    ("seed negative", lambda s: s.update(seed=-1), ValueError, "scale's seed must be an integer >= 0 (the ladder's"),
+]
+
+
+@pytest.mark.parametrize(("edit", "error", "said"), [pytest.param(e, x, m, id=w) for w, e, x, m in BAD_SCALES])
+def test_a_scale_whose_contents_rate_cannot_use_is_refused_before_any_game(
+    edit: Any, error: type[Exception], said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to be a KeyError mid-way (ratings=[]: 'random'; a rating without ci95: 'ci95'), or
+    rated without a word (ladder None or 5)."""
+    scale = json.loads(json.dumps(load_scale(version="v2")))
+    edit(scale)
+
+    def no_game(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a game was played")
+
+    monkeypatch.setattr(ladder, "play_matchups", no_game)
+    with pytest.raises(error) as info:
+        rate("random", scale=scale, workers=1)
+    assert type(info.value) is error and said in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("version", ladder.VERSIONS)
+def test_the_shipped_scales_pass_the_check_of_a_scale_given_to_rate(version: str) -> None:
+    scale = load_scale(version=version)
+    assert ladder._check_scale(scale, version) is scale
+
+
+@pytest.mark.parametrize(
+    ("raises", "said"),
+    [
+        ("raise GeneratorExit", "GeneratorExit"),
+        ("raise SystemExit", "SystemExit"),
+        ("raise ValueError('bad agent')", "ValueError: bad agent"),
+        ("raise ValueError('\\n  first\\nsecond')", "ValueError: first"),
+    ],
+)
+def test_an_agent_file_that_raises_as_it_is_imported_is_named_with_its_exception_and_no_empty_message(
+    raises: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``importing it raised GeneratorExit: `` used to end in ": " (an exception without a message),
+    or a message's blank first line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "imp.py").write_text(f"{raises}\n\ndef act(state):\n    return 0\n")
+    assert patchwork("ladder", "imp.py:act", "--no-progress", "--workers", "1") == 2
+    assert error_lines(capsys.readouterr().err) == [f"error: imp.py: importing it raised {said}"]

@@ -57,7 +57,7 @@ from patchwork_env.evaluation.arena import (
     resolve_workers,
 )
 from patchwork_env.evaluation.journal import agent_identity as agent_identity
-from patchwork_env.evaluation.journal import differences, read_whole_lines, unknowable
+from patchwork_env.evaluation.journal import deal_records, differences, read_whole_lines, unknowable
 from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.results_file import COMPARISON
@@ -111,10 +111,8 @@ class CompareJournal:
             if not isinstance(seed, int) or not 0 <= seed < SEEDS:
                 raise ValueError(f"its seed {seed!r} is not a seed")
         else:
-            games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
-            if len(games) != 2 or any(g.deal != entry["deal"] for g in games):
-                raise ValueError("a deal is two games of that deal")
-            self.deals[int(entry["deal"])] = games
+            records = deal_records(entry.get("games"), entry.get("deal", -1))  # checked: a garbled line is refused
+            self.deals[records[0].deal] = records
 
     def check(self, a: dict[str, Any], b: dict[str, Any], seed: int | None) -> int | None:
         """Refuse (``ValueError``) to continue this journal for another A or B, or another seed;

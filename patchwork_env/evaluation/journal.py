@@ -21,7 +21,9 @@ The file::
 
 A last line cut by a kill is dropped (its deal is played again). A journal written before the
 agents' identities were recorded (format 1: deal lines only) is refused: nothing in it says which
-agents played its deals.
+agents played its deals. So is a deal line whose games are not as the arena writes them (a field
+missing, of another type or out of its range: ``deal_records``), as any garbled line is: one line
+naming the file and the line, before any game (not a ``TypeError`` as the results are summed).
 """
 
 from __future__ import annotations
@@ -36,13 +38,15 @@ import os
 import pickle
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, Protocol
 
+from patchwork_env.core.bitboard import CELLS
 from patchwork_env.core.files import check_output_path
+from patchwork_env.core.rules import BONUS_POINTS, MAX_BUTTONS, NUM_ACTIONS
 from patchwork_env.core.version import __version__
-from patchwork_env.evaluation.games import GameRecord
+from patchwork_env.evaluation.games import Forfeited, GameRecord
 from patchwork_env.evaluation.provenance import commit
 from patchwork_env.players.registry import USER_AGENT, canonical_spec, parse_spec
 from patchwork_env.players.user import loaded_spec
@@ -53,6 +57,14 @@ RESTART = "delete it, or give another journal file"
 _PACKAGE = __name__.partition(".")[0]
 _DEAL_KEYS = frozenset({"a", "b", "seed", "deal", "games"})
 Identity = dict[str, Any]
+# the ranges of a game's numbers in a journal: what a game can give, and bounds far above any game's
+# (a player decides about 60 times at most), so that no sum or mean of a run's games overflows
+SCORES = (-2 * CELLS, MAX_BUTTONS + BONUS_POINTS)  # buttons (0..400) + the bonus - 2 per empty cell
+MAX_MOVES = 1_000  # one player's decisions in one game
+MAX_SECONDS = 1e9  # one player's time in one game (30 years)
+# the fields of a game that a deal line may leave out (the game record's defaults: a journal written
+# before forfeits were recorded); ``actions`` has a default too, but every journal has written it
+_DEFAULTED = frozenset({"a_illegal", "b_illegal", "forfeit"})
 
 
 # --- who played: an agent's identity --------------------------------------------------------------
@@ -252,11 +264,17 @@ class Journal:
         self._identities[(name, role)] = ident
 
     def _deal_line(self, entry: dict[str, Any]) -> None:
+        missing = sorted(_DEAL_KEYS - entry.keys())
+        if missing:
+            raise ValueError(f"a deal line without {', '.join(missing)} (it holds {', '.join(sorted(_DEAL_KEYS))})")
         a, b, seed, deal_index = entry["a"], entry["b"], entry["seed"], entry["deal"]
+        if not isinstance(a, str) or not isinstance(b, str):
+            raise ValueError(f"a deal line's agents are names (strings), got {_shown(a)} and {_shown(b)}")
+        if not _is_int(seed) or seed < 0:
+            raise ValueError(f"a deal line's seed is an integer >= 0, got {_shown(seed)}")
         if (a, "a") not in self._identities or (b, "b") not in self._identities:
             raise ValueError(f"a deal of {a} against {b}, whose identities come before it in a journal")
-        games = [GameRecord(**{**g, "actions": tuple(g["actions"])}) for g in entry["games"]]
-        self._known[(a, b, seed, deal_index)] = games
+        self._known[(a, b, seed, deal_index)] = deal_records(entry["games"], deal_index)
 
     def admit(self, matchups: Iterable[tuple[Player, Player]]) -> None:
         """Check the agents of a run's matchups (A, B) against the identities the journal holds for
@@ -332,6 +350,134 @@ class Journal:
     def __len__(self) -> int:
         """The deals the journal holds."""
         return len(self._known)
+
+
+# --- a deal's games, read back ----------------------------------------------------------------------
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _integer(game: dict[str, Any], name: str, low: int, high: int, label: str = "") -> int:
+    value = game[name]
+    if not _is_int(value) or not low <= value <= high:
+        raise ValueError(f"{label or name} is an integer in {low}..{high}, got {_shown(value)}")
+    return int(value)
+
+
+def _flag(game: dict[str, Any], name: str) -> bool:
+    value = game[name]
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} is true or false, got {_shown(value)}")
+    return value
+
+
+def _seconds(game: dict[str, Any], name: str) -> float:
+    value = game[name]
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= MAX_SECONDS:
+        raise ValueError(f"{name} is a number of seconds in 0..{MAX_SECONDS:g}, got {_shown(value)}")
+    return float(value)
+
+
+def _actions(game: dict[str, Any], moves: int) -> tuple[int, ...]:
+    """A game's actions: each one a move played (a forfeit's illegal answer is a move without one)."""
+    value = game["actions"]
+    if not isinstance(value, list) or not all(_is_int(x) and 0 <= x < NUM_ACTIONS for x in value):
+        raise ValueError(f"actions is a list of actions (integers 0..{NUM_ACTIONS - 1}), got {_shown(value)}")
+    if len(value) > moves:
+        raise ValueError(f"{len(value)} actions in a game of {moves} moves (moves_a + moves_b)")
+    return tuple(value)
+
+
+def _forfeit(value: object, deal: int, seat_a: int, a_illegal: bool, b_illegal: bool) -> Forfeited | None:
+    """A game's forfeit: None, or the record of who forfeited, where and why; there is one exactly
+    when one agent (``a_illegal`` or ``b_illegal``, not both) lost the game by an illegal answer."""
+    if a_illegal and b_illegal:
+        raise ValueError("a game is forfeited by one agent, and both a_illegal and b_illegal are true")
+    if value is None:
+        if a_illegal or b_illegal:
+            raise ValueError(f"{'a' if a_illegal else 'b'}_illegal is true, and forfeit says nothing of it")
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"forfeit is null or the record of a forfeit (an object), got {_shown(value)}")
+    _check_keys(value, [f.name for f in fields(Forfeited)], [], "forfeit")
+    if not (a_illegal or b_illegal):
+        raise ValueError("a forfeit in a game that neither a_illegal nor b_illegal says was forfeited")
+    seat = seat_a if a_illegal else 1 - seat_a
+    _integer(value, "seat", seat, seat, "the forfeit's seat")
+    _integer(value, "deal", deal, deal, "the forfeit's deal")
+    _integer(value, "game", 2 * deal + seat_a, 2 * deal + seat_a, "the forfeit's game")
+    _integer(value, "move", 1, 2 * MAX_MOVES, "the forfeit's move")
+    if value["action"] is not None:
+        _integer(value, "action", 0, NUM_ACTIONS - 1, "the forfeit's action")
+    for name in ("agent", "played", "reason"):
+        if not isinstance(value[name], str):
+            raise ValueError(f"the forfeit's {name} is a string, got {_shown(value[name])}")
+    return Forfeited(**value)
+
+
+def _check_keys(value: dict[str, Any], required: list[str], optional: list[str], what: str) -> None:
+    missing = [k for k in required if k not in value]
+    unknown = sorted(str(k) for k in value.keys() - {*required, *optional})
+    if missing or unknown:
+        said = [f"without {', '.join(missing)}"] if missing else []
+        said += [f"with {', '.join(unknown)}, not a field of it"] if unknown else []
+        raise ValueError(f"a {what} {' and '.join(said)}")
+
+
+def _game(game: object, deal: int, seat_a: int) -> GameRecord:
+    """One game of a deal line (``asdict`` of a ``GameRecord``), checked (``deal_records``)."""
+    if not isinstance(game, dict):
+        raise ValueError(f"a game is an object, got {_shown(game)}")
+    optional = [f.name for f in fields(GameRecord) if f.name in _DEFAULTED]
+    _check_keys(game, [f.name for f in fields(GameRecord) if f.name not in optional], optional, "game")
+    _integer(game, "deal", deal, deal)
+    _integer(game, "seat_a", seat_a, seat_a)
+    a_won = _flag(game, "a_won")
+    a_illegal, b_illegal = (_flag(game, n) if n in game else False for n in ("a_illegal", "b_illegal"))
+    if (a_illegal and a_won) or (b_illegal and not a_won):
+        raise ValueError("a_won is false when A forfeited the game and true when B did")
+    moves_a, moves_b = _integer(game, "moves_a", 0, MAX_MOVES), _integer(game, "moves_b", 0, MAX_MOVES)
+    return GameRecord(
+        deal=deal,
+        seat_a=seat_a,
+        a_won=a_won,
+        score_a=_integer(game, "score_a", *SCORES),
+        score_b=_integer(game, "score_b", *SCORES),
+        empty_a=_integer(game, "empty_a", 0, CELLS),
+        empty_b=_integer(game, "empty_b", 0, CELLS),
+        moves_a=moves_a,
+        moves_b=moves_b,
+        seconds_a=_seconds(game, "seconds_a"),
+        seconds_b=_seconds(game, "seconds_b"),
+        actions=_actions(game, moves_a + moves_b),
+        a_illegal=a_illegal,
+        b_illegal=b_illegal,
+        forfeit=_forfeit(game.get("forfeit"), deal, seat_a, a_illegal, b_illegal),
+    )
+
+
+def deal_records(games: object, deal: int) -> list[GameRecord]:
+    """The games of deal ``deal`` as a journal line holds them (``asdict`` of each ``GameRecord``)
+    back as records, checked as the arena wrote them, so that a line edited or garbled is refused
+    here (``ValueError`` saying which game and field, and what it may be) rather than mid-run, as a
+    sum of a string: two games, A in seat 0 then seat 1, each with every field of its type and
+    range; a forfeit exactly where ``a_illegal`` or ``b_illegal`` says, its loser not the winner."""
+    if not _is_int(deal) or deal < 0:
+        raise ValueError(f"a deal is an integer >= 0, got {_shown(deal)}")
+    if not isinstance(games, list) or len(games) != 2:
+        raise ValueError(f"a deal is a list of its two games (A in seat 0, then in seat 1), got {_shown(games)}")
+    out = []
+    for seat_a, game in enumerate(games):
+        try:
+            out.append(_game(game, deal, seat_a))
+        except ValueError as exc:
+            raise ValueError(f"game {seat_a} of deal {deal}: {exc}") from None
+    return out
 
 
 def read_whole_lines(

@@ -254,20 +254,103 @@ def _given(value: object) -> str:
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
+#: the largest |Elo| of a rung in a scale given to ``rate``: far beyond any (v2's strongest is about
+#: 1,460), so that the fit against the rungs never overflows
+MAX_RUNG_ELO = 10_000.0
+MAX_RUNG_GAMES = 10**9  # the games won by a rung of a pair: far beyond any scale's (about 500)
+
+
 def _check_scale(scale: object, ladder: str | None) -> dict[str, Any]:
-    """``scale`` (a version file already loaded) if it is one and of version ``ladder`` (None: any)."""
+    """``scale`` (a version file already loaded) if it is one and of version ``ladder`` (None: any),
+    with what ``rate`` reads of it as the version files hold it (``_check_scale_contents``)."""
     what = "scale must be a ladder version file as load_scale() returns it (a dict"
     if not isinstance(scale, dict):
         raise TypeError(f"{what}), got {_given(scale)}")
     missing = sorted({"ladder", "seed", "ratings", "pairs"} - scale.keys())
     if missing:
         raise ValueError(f"{what} with ladder, seed, ratings and pairs); this one lacks {', '.join(missing)}")
+    if scale["ladder"] not in VERSIONS:
+        raise ValueError(f"scale's ladder must be one of {', '.join(VERSIONS)}, got {_given(scale['ladder'])}")
     if ladder is not None and scale["ladder"] != ladder:
         raise ValueError(
             f"scale holds ladder {scale['ladder']}, and ladder={ladder!r} asks for {ladder}: give one of them "
             "(ladder= loads that version's shipped file), or both of one version"
         )
+    _check_scale_contents(scale)
     return scale
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _entries(value: object, what: str, keys: tuple[str, ...], shape: str) -> list[dict[str, Any]]:
+    """``value`` if it is a list of dicts, each with ``keys`` (``what``: the list's name in the scale;
+    ``shape``: an entry's, for the message)."""
+    if not isinstance(value, list):
+        raise TypeError(f"scale's {what} must be a list, each entry {shape}, got {_given(value)}")
+    for k, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise TypeError(f"scale's {what}[{k}] must be {shape}, got {_given(entry)}")
+        lacks = [key for key in keys if key not in entry]
+        if lacks:
+            raise ValueError(f"scale's {what}[{k}] must be {shape}; it lacks {', '.join(lacks)}")
+    return value
+
+
+def _check_scale_contents(scale: dict[str, Any]) -> None:
+    """Refuse (``TypeError`` for a value of another type, ``ValueError`` for one out of its range),
+    before any game, a scale whose contents ``rate`` would misread or fail on mid-run: its ``seed``
+    (the deals': an integer >= 0), its ``ratings`` (the rungs, at least two: each a dict of an agent
+    ``spec`` of its own, a finite ``elo`` and its 95% interval ``ci95``, [low, high] around it) and
+    its ``pairs`` (the rungs' games, which give the covariance of their ratings: each a dict naming
+    two rungs ``a`` and ``b`` and their wins, integers >= 0)."""
+    seed = scale["seed"]
+    if not _is_int(seed):
+        raise TypeError(f"scale's seed must be an integer >= 0 (the ladder's deals), got {_given(seed)}")
+    if seed < 0:
+        raise ValueError(f"scale's seed must be an integer >= 0 (the ladder's deals), got {seed}")
+    rung = 'a dict {"spec": str, "elo": number, "ci95": [low, high]}'
+    ratings = _entries(scale["ratings"], "ratings", ("spec", "elo", "ci95"), rung)
+    if len(ratings) < 2:
+        raise ValueError(f"scale's ratings must hold at least two rungs, each {rung}; it holds {len(ratings)}")
+    specs: set[str] = set()
+    for k, r in enumerate(ratings):
+        spec, elo, ci95 = r["spec"], r["elo"], r["ci95"]
+        if not isinstance(spec, str):
+            raise TypeError(f"scale's ratings[{k}]: spec must be an agent spec (a str), got {_given(spec)}")
+        try:
+            resolve_agent(play_spec(spec), build=False)  # parsed only, as the games will play it
+        except ValueError as exc:  # AgentSpecError
+            raise ValueError(f"scale's ratings[{k}]: spec {spec!r} is not an agent: {exc}") from None
+        if spec in specs:
+            raise ValueError(f"scale's ratings[{k}]: {spec!r} is a rung already; each rung is rated once")
+        specs.add(spec)
+        if not _is_number(elo):
+            raise TypeError(f"scale's ratings[{k}] ({spec}): elo must be a number, got {_given(elo)}")
+        if not abs(elo) <= MAX_RUNG_ELO:  # NaN too
+            raise ValueError(f"scale's ratings[{k}] ({spec}): elo must be within +-{MAX_RUNG_ELO:.0f}, got {elo}")
+        if not (isinstance(ci95, list | tuple) and len(ci95) == 2 and all(_is_number(x) for x in ci95)):
+            raise TypeError(f"scale's ratings[{k}] ({spec}): ci95 must be [low, high], two numbers, got {_given(ci95)}")
+        if not ci95[0] <= elo <= ci95[1]:
+            raise ValueError(f"scale's ratings[{k}] ({spec}): ci95 must be [low, high] around elo {elo}, got {ci95}")
+    game = 'a dict {"a": rung, "b": another rung, "wins_a": int, "wins_b": int}'
+    for k, p in enumerate(_entries(scale["pairs"], "pairs", ("a", "b", "wins_a", "wins_b"), game)):
+        for side in ("a", "b"):
+            if not isinstance(p[side], str) or p[side] not in specs:
+                raise ValueError(f"scale's pairs[{k}]: {side} must be the spec of a rung, got {_given(p[side])}")
+        if p["a"] == p["b"]:
+            raise ValueError(f"scale's pairs[{k}]: a and b must be two rungs, got {p['a']!r} twice")
+        for side in ("wins_a", "wins_b"):
+            wins = p[side]
+            if not _is_int(wins):
+                raise TypeError(f"scale's pairs[{k}]: {side} must be an integer, got {_given(wins)}")
+            if not 0 <= wins <= MAX_RUNG_GAMES:
+                raise ValueError(f"scale's pairs[{k}]: {side} must be in 0..{MAX_RUNG_GAMES}, got {wins}")
 
 
 def _check_rate_arguments(records: object, journal: object, backend: object, ladder: object) -> Journal | None:

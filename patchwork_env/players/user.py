@@ -94,7 +94,8 @@ def _import_file(path: Path) -> Any:
         del sys.modules[module_name]
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise AgentSpecError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from exc
+        # the type and the first line of the message: no ": " after a type without one (GeneratorExit)
+        raise AgentSpecError(f"{path}: importing it raised {first_line(exc)}") from exc
     return module
 
 
