@@ -235,9 +235,10 @@ def test_az_searches_a_trained_models_best_placements_and_pretrained_plays_it_al
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``az:value=FILE`` of a model with a placement head takes PLACEMENT_WIDTH candidates per kind
-    (its prior's best), as ``az``'s default (network v3) does, greedy's prior one; ``width`` overrides, and a search with a network refuses
-    it. A shipped network that is a search model (``.npz``) is ``pretrained`` without torch: the
-    prior's move, ModelPolicy's; ``az``'s torch network is never one."""
+    (its prior's best), as ``az``'s default (network v3) does, greedy's prior one; ``width``
+    overrides, and a search with a network refuses it. A shipped network that is a search model
+    (``.npz``) is ``pretrained`` without torch: the prior's move, ModelPolicy's; ``az``'s torch
+    network is never one."""
     from patchwork_env.players import registry, shipped
     from patchwork_env.players.errors import AgentSpecError
     from patchwork_env.players.search_config import PLACEMENT_WIDTH
