@@ -126,6 +126,13 @@ def check_labels(
     return states, dist
 
 
+def held_out(n: int, seed: int, share: float = 0.1) -> npt.NDArray[np.bool_]:
+    """A random ``share`` of ``n`` positions (at least one) that the fits never train on."""
+    chosen = np.zeros(n, dtype=np.bool_)
+    chosen[np.random.default_rng(seed).permutation(n)[: max(1, round(share * n))]] = True
+    return chosen
+
+
 def legal_groups(states: IntArray) -> npt.NDArray[np.bool_]:
     """(N, 5) which decision groups have a legal action in each position."""
     return _groups_of(_legal_masks(_as_states(states)))
@@ -358,6 +365,7 @@ __all__ = [
     "distill",
     "group_logits",
     "group_parameters",
+    "held_out",
     "legal_groups",
     "sample_positions",
     "student_positions",

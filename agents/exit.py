@@ -18,8 +18,8 @@ One iteration (``train.exit`` runs them):
    network's most probable placement), so only the choice of kind is trained (``group_targets``:
    the label's mass per kind), as in ``agents.distill``; placements stay the greedy prior's.
 3. **Fit** (``fit``): ``agents.distill.distill`` on the labels of the newest iterations (a
-   ``Window``); every iteration's held-out positions (``held_out``) are never trained on, and give
-   the held-out loss and agreement (the network's most probable kind is the search's).
+   ``Window``); every iteration's held-out positions (``agents.distill.held_out``) are never trained
+   on, and give the held-out loss and agreement (the network's most probable kind is the search's).
 4. **Gate** (``gate``): the fitted network plays the one before it on paired deals (most probable
    moves); it is kept only if its win rate is above a threshold, else the old weights come back
    (the labels stay in the window).
@@ -39,18 +39,18 @@ import numpy.typing as npt
 import torch
 
 from agents.distill import NUM_GROUPS, DistillStats, distill, group_logits, legal_groups, student_positions
+from agents.expert import TARGETS, SearchSettings
 from patchwork_env.core import rules
 from patchwork_env.evaluation.arena import PairResult, play_pairs
 from patchwork_env.evaluation.backend import Backend, LocalBackend
 from patchwork_env.players.az import NetEvaluator
-from patchwork_env.players.az_search import BatchedSearch, SearchConfig
+from patchwork_env.players.az_search import BatchedSearch
 from patchwork_env.players.network import GROUP_BOUNDS, PatchworkNet, net_inputs
 from patchwork_env.players.policy import NetworkAgent
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
-TARGETS = ("policy", "visits")
 
 
 # --- 1. positions ------------------------------------------------------------------------------------
@@ -75,34 +75,6 @@ def exit_positions(net: PatchworkNet, num: int, seed: int, greedy_share: float =
 
 
 # --- 2. labels ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SearchSettings:
-    """The expert: the ``az`` agent's search (``search``, with ``rollouts`` greedy rollouts per valued
-    leaf), ``search_batch`` positions searched together, and what its label is (``TARGETS``).
-    With ``unsure_sims`` (0: off), positions whose label's two largest kinds of move are within
-    ``unsure_margin`` of each other are searched again with that many simulations (``unsure``)."""
-
-    search: SearchConfig = field(default_factory=lambda: SearchConfig(sims=100, expand=4))
-    rollouts: int = 4
-    target: str = "policy"
-    search_batch: int = 64
-    unsure_sims: int = 0
-    unsure_margin: float = 0.2
-
-    def search_config(self) -> SearchConfig:
-        if self.target not in TARGETS:
-            raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {self.target!r}")
-        if self.rollouts < 1 or self.search_batch < 1:
-            raise ValueError(f"rollouts and search_batch must be >= 1, got {self.rollouts}, {self.search_batch}")
-        if self.unsure_sims and (self.unsure_sims <= self.search.sims or not 0.0 < self.unsure_margin <= 1.0):
-            raise ValueError(
-                f"unsure_sims must be 0 or above sims ({self.search.sims}) with unsure_margin in (0, 1]; "
-                f"got {self.unsure_sims}, {self.unsure_margin}"
-            )
-        self.search.validate()
-        return self.search
-
-
 @dataclass
 class Labels:
     """The expert's labels: per position a distribution over the 2,026 actions (zero on illegal
@@ -187,13 +159,6 @@ def group_targets(policies: npt.NDArray[Any]) -> FloatArray:
 
 
 # --- 3. fit ------------------------------------------------------------------------------------------
-def held_out(n: int, seed: int, share: float = 0.1) -> BoolArray:
-    """A random ``share`` of ``n`` positions (at least one) that the fits never train on."""
-    chosen = np.zeros(n, dtype=np.bool_)
-    chosen[np.random.default_rng(seed).permutation(n)[: max(1, round(share * n))]] = True
-    return chosen
-
-
 @dataclass
 class Window:
     """The labels of the newest ``size`` iterations: states, (N, 5) targets, held-out flags."""
@@ -278,7 +243,6 @@ __all__ = [
     "fit",
     "gate",
     "group_targets",
-    "held_out",
     "label_batch",
     "label_loss",
     "search_labels",

@@ -28,6 +28,7 @@ import torch
 
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet, prior_for, sample_actions
+from patchwork_env.players.policy import NetworkAgent
 from patchwork_env.players.random import RandomAgent
 
 SELF = -1
@@ -67,6 +68,13 @@ class OpponentPool:
         self._random = RandomAgent()
         self._greedy: Any = None
         self.latest: PatchworkNet | None = None  # plays SELF games in single-agent envs (set_latest)
+
+    @classmethod
+    def of(cls, net_config: NetConfig, settings: Any) -> OpponentPool:
+        """A pool with the PPO trainers' settings (``train.config.PPOConfig``: ``pool_size``,
+        ``latest_prob`` and the three weights, under the same names)."""
+        weights = (settings.random_weight, settings.greedy_weight, settings.snapshot_weight)
+        return cls(net_config, settings.pool_size, settings.latest_prob, *weights)
 
     # --- membership ---------------------------------------------------------------------------
     def add(self, net: PatchworkNet, update: int) -> Snapshot:
@@ -162,6 +170,21 @@ class OpponentPool:
             else:
                 raise ValueError(f"opponent code {code} is not in the pool (snapshots {self.ids()})")
         return out
+
+    def agent(self, code: int) -> Any:
+        """Pool opponent ``code`` as one arena agent (the opponent of a whole single-agent env): ``random``,
+        ``greedy``, or a snapshot or the latest learner (``SELF``, once ``set_latest`` was called) sampling
+        from its policy."""
+        if code == RANDOM:
+            return "random"
+        if code == GREEDY:
+            return self.greedy()
+        if code == SELF and self.latest is not None:
+            return NetworkAgent(self.latest, deterministic=False, name="latest")
+        snap = next((s for s in self.snapshots if s.id == code), None)
+        if snap is None:
+            raise ValueError(f"opponent code {code} is not in the pool (snapshots {self.ids()})")
+        return NetworkAgent(snap.net, deterministic=False, name=f"snapshot-{snap.update}")
 
     def greedy(self) -> Any:
         if self._greedy is None:

@@ -19,7 +19,9 @@ of the current position of game ``i`` seen from that seat.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -147,6 +149,11 @@ class PPOSettings:
     """Weight of ``KL(policy || start policy)`` in the loss (0: no anchor)."""
     train_policy: bool = True
     """False during the critic warm-up: only the value head's parameters are updated."""
+
+    @classmethod
+    def of(cls, cfg: Any) -> PPOSettings:
+        """The settings of a trainer's config (``train.config.SelfPlayConfig``), under the same names."""
+        return cls(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls) if f.name != "train_policy"})
 
 
 def start_log_probs(start: PatchworkNet, batch: dict[str, torch.Tensor], chunk: int = 1024) -> torch.Tensor:

@@ -11,7 +11,7 @@ value head (``value.*``) is fitted to it, on the frozen trunk: the policy stays 
 A second target replaces the one game's result by what ``az`` computes at a leaf: the mean of many
 greedy rollouts from the position (``rollout_targets``; value distillation: the network then gives
 the rollouts' expectation without their noise or cost). The trunk's features carry little of that
-value (the head alone explains about a third of its variance), so ``fit_value_net`` trains the
+value (the head alone explains about a third of its variance), so ``fit_value`` with ``trunk`` trains the
 trunk with the head, and keeps the policy where it was with a penalty on its divergence from the
 start policy (KL over the legal actions). A third target is the value an ``mcts`` search gives the
 position (``search_targets``): a leaf value with the search's look-ahead rather than the rollouts'
@@ -26,7 +26,7 @@ import copy
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -100,10 +100,10 @@ class ValueStats:
     val_explained_variance: float
     """1 - MSE / variance of the held-out targets (games never trained on)."""
     val_policy_kl: float = 0.0
-    """``fit_value_net``: KL(start policy || policy) on held-out positions (0 when only the head moves)."""
+    """With ``trunk``: KL(start policy || policy) on held-out positions (0 when only the head moves)."""
 
 
-def fit_value_head(
+def fit_value(
     net: PatchworkNet,
     states: IntArray,
     values: F32,
@@ -111,19 +111,58 @@ def fit_value_head(
     epochs: int,
     lr: float,
     seed: int = 0,
+    *,
+    trunk: bool = False,
+    kl_weight: float = 1.0,
     val_share: float = 0.2,
-    batch_size: int = 512,
+    batch_size: int = 0,
     progress: Callable[[ValueStats], None] | None = None,
 ) -> list[ValueStats]:
-    """Fit ``net.value`` (the value head alone) to ``values`` with Adam on mean squared error; a
-    ``val_share`` of the *games* is held out for the statistics (each epoch's given to
-    ``progress``). The trunk is frozen, so its features are computed once."""
-    if epochs < 0 or not (math.isfinite(lr) and lr > 0) or not 0 < val_share < 1:
-        raise ValueError(f"need epochs >= 0, lr > 0 and 0 < val_share < 1; got {epochs}, {lr}, {val_share}")
+    """Fit ``net``'s value to ``values`` with Adam on mean squared error; a ``val_share`` of the
+    *games* is held out for the statistics (``held_out_split``; the first entry is the network before
+    fitting, each entry is given to ``progress``). The value head alone (``_fit_head``: the trunk
+    frozen, the policy bit-identical; ``batch_size`` 0: 512), or with ``trunk`` the trunk with it
+    (``_fit_trunk``: ``kl_weight`` x KL(start policy || policy) keeps the policy near the start's; 0: 256)."""
+    if epochs < int(trunk) or not (math.isfinite(lr) and lr > 0) or not 0 < val_share < 1 or kl_weight < 0:
+        raise ValueError(
+            f"need epochs >= {int(trunk)}, lr > 0, 0 < val_share < 1 and kl_weight >= 0; "
+            f"got {epochs}, {lr}, {val_share}, {kl_weight}"
+        )
     train_rows, val_rows = held_out_split(games, val_share, seed)
-    net.eval()
-    feats = torch.cat([_pooled(net, states[i : i + 2048]) for i in range(0, len(states), 2048)])
     target = torch.from_numpy(values)
+    batch = batch_size or (256 if trunk else 512)
+    fit = _Fit(states, target, train_rows, val_rows, float(target[val_rows].var(unbiased=False)) or 1.0, progress)
+    if trunk:
+        _fit_trunk(net, fit, epochs, lr, seed, batch, kl_weight)
+    else:
+        _fit_head(net, fit, epochs, lr, seed, batch)
+    return fit.history
+
+
+@dataclass
+class _Fit:
+    """What both fits share: the positions, their targets, the split, and the statistics so far."""
+
+    states: IntArray
+    target: torch.Tensor
+    train_rows: IntArray
+    val_rows: IntArray
+    variance: float
+    """Of the held-out targets (the explained variance's denominator)."""
+    progress: Callable[[ValueStats], None] | None
+    history: list[ValueStats] = field(default_factory=list)
+
+    def record(self, epoch: int, train_mse: float, val_mse: float, kl: float = 0.0) -> None:
+        self.history.append(ValueStats(epoch, train_mse, val_mse, 1.0 - val_mse / self.variance, kl))
+        if self.progress is not None:
+            self.progress(self.history[-1])
+
+
+def _fit_head(net: PatchworkNet, fit: _Fit, epochs: int, lr: float, seed: int, batch_size: int) -> None:
+    """The value head alone (``net.value``); the trunk is frozen, so its features are computed once."""
+    net.eval()
+    states, target = fit.states, fit.target
+    feats = torch.cat([_pooled(net, states[i : i + 2048]) for i in range(0, len(states), 2048)])
     optimizer = torch.optim.Adam(net.value.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
 
@@ -131,11 +170,8 @@ def fit_value_head(
         with torch.no_grad():
             return float(((net.value(feats[rows]).squeeze(-1).clamp(-1.0, 1.0) - target[rows]) ** 2).mean())
 
-    variance = float(target[val_rows].var(unbiased=False)) or 1.0
-    history = [ValueStats(0, mse(train_rows), mse(val_rows), 1.0 - mse(val_rows) / variance)]
-    if progress is not None:
-        progress(history[-1])
-    train_t = torch.from_numpy(train_rows)
+    fit.record(0, mse(fit.train_rows), mse(fit.val_rows))
+    train_t = torch.from_numpy(fit.train_rows)
     for epoch in range(1, epochs + 1):
         order = train_t[torch.randperm(len(train_t), generator=gen)]
         for start in range(0, len(order), batch_size):
@@ -144,11 +180,7 @@ def fit_value_head(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        val_mse = mse(val_rows)
-        history.append(ValueStats(epoch, mse(train_rows), val_mse, 1.0 - val_mse / variance))
-        if progress is not None:
-            progress(history[-1])
-    return history
+        fit.record(epoch, mse(fit.train_rows), mse(fit.val_rows))
 
 
 def held_out_split(games: IntArray, val_share: float, seed: int) -> tuple[IntArray, IntArray]:
@@ -289,49 +321,25 @@ def network_values(net: PatchworkNet, states: IntArray) -> torch.Tensor:
     ).clamp(-1, 1)
 
 
-def fit_value_net(
-    net: PatchworkNet,
-    states: IntArray,
-    values: F32,
-    games: IntArray,
-    epochs: int,
-    lr: float,
-    seed: int = 0,
-    kl_weight: float = 1.0,
-    val_share: float = 0.2,
-    batch_size: int = 256,
-    progress: Callable[[ValueStats], None] | None = None,
-) -> list[ValueStats]:
-    """Fit the trunk and value head of ``net`` to ``values`` (Adam, one-cycle learning rate, mean
-    squared error) with ``kl_weight`` x KL(start policy || policy) over the legal actions keeping the
-    policy near the start's (the policy-only parameters are not trained); a ``val_share`` of the
-    games held out for the statistics (their ``val_policy_kl``: the held-out policy's divergence
-    from the start)."""
-    if epochs < 1 or not (math.isfinite(lr) and lr > 0) or not 0 < val_share < 1 or kl_weight < 0:
-        raise ValueError(
-            "need epochs >= 1, lr > 0, 0 < val_share < 1 and kl_weight >= 0; "
-            f"got {epochs}, {lr}, {val_share}, {kl_weight}"
-        )
-    train_rows, val_rows = held_out_split(games, val_share, seed)
+def _fit_trunk(
+    net: PatchworkNet, fit: _Fit, epochs: int, lr: float, seed: int, batch_size: int, kl_weight: float
+) -> None:
+    """The trunk and the value head (one-cycle learning rate) with ``kl_weight`` x KL(start policy ||
+    policy) over the legal actions in the loss (the policy-only parameters are not trained); each
+    entry's ``val_policy_kl``: the held-out policy's divergence from the start."""
+    states, target, train_rows, val_rows = fit.states, fit.target, fit.train_rows, fit.val_rows
     start = copy.deepcopy(net).eval()
-    target = torch.from_numpy(values)
-    variance = float(target[val_rows].var(unbiased=False)) or 1.0
     kl_rows = val_rows[: 2 * batch_size]
-
     rng = np.random.default_rng(seed)
     train_sample = rng.choice(train_rows, min(len(train_rows), 10_000), replace=False)
 
-    def stats(epoch: int) -> ValueStats:
+    def record(epoch: int) -> None:
         train_mse = float(((network_values(net, states[train_sample]) - target[train_sample]) ** 2).mean())
         val_mse = float(((network_values(net, states[val_rows]) - target[val_rows]) ** 2).mean())
         with torch.no_grad():
-            kl = float(_policy_kl(start, net, states[kl_rows]))
-        out = ValueStats(epoch, train_mse, val_mse, 1.0 - val_mse / variance, kl)
-        if progress is not None:
-            progress(out)
-        return out
+            fit.record(epoch, train_mse, val_mse, float(_policy_kl(start, net, states[kl_rows])))
 
-    history = [stats(0)]
+    record(0)
     steps = epochs * max(1, len(train_rows) // batch_size)
     trained = _value_parameters(net, states[:1])
     optimizer = torch.optim.Adam(trained, lr=lr)
@@ -349,9 +357,8 @@ def fit_value_net(
             torch.nn.utils.clip_grad_norm_(trained, 1.0)
             optimizer.step()
             schedule.step()
-        history.append(stats(epoch))
+        record(epoch)
     net.eval()
-    return history
 
 
 def _value_parameters(net: PatchworkNet, states: IntArray) -> list[torch.nn.Parameter]:

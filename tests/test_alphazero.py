@@ -6,6 +6,7 @@ and train.placements (their run folders, results files and errors)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -215,8 +216,10 @@ def test_results_over_runs_and_their_errors(tmp_path: Path, capsys: pytest.Captu
     curves = results_file.curves(data)  # what the results page draws
     assert set(curves) == {"greedy", "random (prior alone)"} and set(curves["greedy"]) == {"0", "1"}
     assert curves["greedy"]["0"][0][0] == 0.0  # the start, at minute 0
-    for argv, message in [([runs[0], runs[0]], "same seed"), ([str(tmp_path)], "not a run folder of train.alphazero"),
-                          ([], "give the run folders"), ([runs[0], "--pairs", "0"], "pairs must be in")]:  # fmt: skip
+    again = shutil.copytree(runs[0], tmp_path / "s0-again")  # another folder of seed 0's run
+    for argv, message in [([runs[0], str(again)], "same seed"), ([runs[0], runs[0]], "given twice"),
+                          ([str(tmp_path)], "not a run folder of train.alphazero"), ([], "give the run folders"),
+                          ([runs[0], "--pairs", "0"], "pairs must be in")]:  # fmt: skip
         with pytest.raises(SystemExit) as stop:
             alphazero_results.main(argv)
         lines = error_lines(capsys.readouterr().err)

@@ -232,6 +232,31 @@ def test_search_settings_are_one_nested_group_with_the_searchs_bounds() -> None:
         from_dict(DistillConfig, {"sims": 100}, "c.yaml")
 
 
+def test_the_experts_settings_are_declared_once_and_exit_labels_with_its_config() -> None:
+    """Expert iteration's labelling settings are one type (``agents.expert.SearchSettings``: the
+    search's ``SearchConfig`` and how labels are made), which ``ExItConfig`` derives from: no field
+    declared twice, the same defaults and bounds, and the config itself is what the labelling reads."""
+    from agents.expert import SearchSettings
+
+    own = {f.name for f in dataclasses.fields(SearchSettings)}
+    assert issubclass(ExItConfig, SearchSettings) and not own & set(vars(ExItConfig)["__annotations__"])
+    cfg = ExItConfig()
+    assert cfg.search == SearchSettings().search and cfg.search_config() is cfg.search
+    with pytest.raises(ValueError, match=r"rollouts must be in \[1, 1000\], got 0"):
+        SearchSettings(rollouts=0).search_config()
+    with pytest.raises(ConfigError, match=r"rollouts must be in \[1, 1000\], got 0"):
+        from_dict(ExItConfig, {"rollouts": 0}, "c.yaml").validate()
+
+
+def test_preflight_checks_the_config_before_anything_is_built() -> None:
+    """Every trainer's first step (``train.run.preflight``) validates its config: a trainer's
+    ``main`` given an impossible config stops there, with the field named."""
+    from train.run import preflight
+
+    with pytest.raises(ConfigError, match=r"num_games must be in"):
+        preflight(dataclasses.replace(SelfPlayConfig(), num_games=0))
+
+
 @dataclasses.dataclass
 class _Options:
     """A command's options, declared as the commands of ``train/`` declare theirs."""

@@ -139,7 +139,7 @@ def test_bad_search_settings_fail() -> None:
         SearchSettings(target="best").search_config()
     with pytest.raises(ValueError, match=r"sims must be in \[1, 100000\], got 0"):
         SearchSettings(search=SearchConfig(sims=0)).search_config()
-    with pytest.raises(ValueError, match=r"unsure_sims must be 0 or above sims \(100\)"):
+    with pytest.raises(ValueError, match=r"unsure_sims must be in \[101, 100000\], got 100"):
         SearchSettings(unsure_sims=100).search_config()
 
 

@@ -1,6 +1,7 @@
 """``train.loop``: every trainer stops on Ctrl-C with a resumable checkpoint, and ``--resume``
 continues it to the end state of an uninterrupted run (the same final network, bit for bit, where
-the algorithm is deterministic; the same counters where the games in progress are dealt anew)."""
+the algorithm is deterministic; the same counters where the games in progress are dealt anew); every
+trainer stops at its time limit after the step that reaches it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ import torch
 
 from train.artefact import read_artefact
 from train.cli import from_dict
-from train.config import AlphaZeroConfig, CommonConfig, DistillConfig, ExItConfig, SB3Config, SelfPlayConfig
+from train.config import (
+    AlphaZeroConfig,
+    CommonConfig,
+    DistillConfig,
+    ExItConfig,
+    RLlibConfig,
+    SB3Config,
+    SelfPlayConfig,
+)
 from train.loop import Trainer
 
 TINY = {"channels": 8, "blocks": 1, "hidden": 16, "head_features": 4, "head_hidden": 8}
@@ -41,7 +50,18 @@ TRAINERS: dict[str, tuple[str, str, type[CommonConfig], dict[str, Any], bool]] =
     "sb3": ("train.sb3_maskable", "MaskablePPOTrainer", SB3Config, {
         "net": TINY, "n_envs": 4, "n_steps": 16, "batch_size": 32, "epochs": 1, "total_timesteps": 192,
         "snapshot_every": 1}, False),
+    "rllib": ("train.rllib_selfplay", "RLlibSelfPlay", RLlibConfig, {  # a local Ray runtime: about 10 s a run
+        "net": TINY, "num_env_runners": 0, "num_envs_per_env_runner": 1, "train_batch_size": 64,
+        "minibatch_size": 32, "epochs": 1, "iterations": 3, "pool_size": 1, "snapshot_every": 1}, False),
 }  # fmt: skip
+NEEDS = {"sb3": "sb3_contrib", "rllib": "ray"}  # the optional extra a trainer needs
+
+
+def _trainer(name: str) -> tuple[str, str, type[CommonConfig], dict[str, Any], bool]:
+    """``TRAINERS[name]``; a trainer whose extra is not installed is skipped."""
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
+    return TRAINERS[name]
 
 
 def _run(name: str, folder: Path, **extra: Any) -> dict[str, Any]:
@@ -59,8 +79,8 @@ def _without_seconds(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, 
 def test_a_trainer_stopped_by_ctrl_c_resumes_to_the_end_of_an_uninterrupted_run(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module, cls_name, cls, _, exact = TRAINERS[name]
-    whole = _run(name, tmp_path / "whole")
+    module, cls_name, cls, _, exact = _trainer(name)
+    whole = _run(name, tmp_path / "whole") if exact else {}  # the end state to reach, where it is exact
 
     trainer: type[Trainer] = getattr(importlib.import_module(module), cls_name)
     step = trainer.step
@@ -81,17 +101,30 @@ def test_a_trainer_stopped_by_ctrl_c_resumes_to_the_end_of_an_uninterrupted_run(
     config = {**saved["config"], "resume": str(latest), "run_dir": ""}
     resumed = importlib.import_module(module).main(from_dict(cls, config, "test"))
     assert resumed["run_folder"] == str(tmp_path / "stopped")  # its own folder
-    steps = next(k for k in whole if k.endswith("s") and isinstance(whole[k], int) and k != "games")
-    assert resumed[steps] == whole[steps] == 3
     history = read_checkpoint(latest)["trainer"]["loop"]["history"]
+    assert resumed[tmp_unit(history[0]) + "s"] == 3
     assert [h[tmp_unit(h)] for h in history if not h["final"]] == [0, 2, 3]  # the start, eval_every, the last
     if exact:
         a = read_checkpoint(tmp_path / "whole" / "checkpoints" / "final.pt")["model"]
         b = read_checkpoint(tmp_path / "stopped" / "checkpoints" / "final.pt")["model"]
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
         assert _without_seconds(resumed["final_eval"]) == _without_seconds(whole["final_eval"])
-    else:
-        assert resumed["timesteps"] == whole["timesteps"] == 192
+    elif name == "sb3":
+        assert resumed["timesteps"] == 192  # SB3's own counter came back and went on
+    else:  # RLlib's counters came back from its own checkpoint and went on
+        assert resumed["env_steps"] >= 3 * 64 and resumed["games"] > 0
+
+
+@pytest.mark.parametrize("name", list(TRAINERS))
+def test_every_trainer_stops_after_the_step_that_reaches_its_time_limit(name: str, tmp_path: Path) -> None:
+    """The time limit is the loop's, for every trainer: the run ends after its first step here (a limit
+    of 1e-9 minutes), with ``stopped_early``, a resumable checkpoint of that step and the final evaluation."""
+    _trainer(name)
+    summary = _run(name, tmp_path, time_limit_minutes=1e-9)
+    saved = read_checkpoint(tmp_path / "checkpoints" / "latest.pt")["trainer"]
+    unit = tmp_unit(saved["loop"]["history"][0])
+    assert summary["stopped_early"] is True and summary[unit + "s"] == 1 and saved["loop"]["step"] == 1
+    assert summary["final_eval"]["random"]["games"] == 2  # the final evaluation still ran
 
 
 def read_checkpoint(path: Path) -> dict[str, Any]:

@@ -141,6 +141,26 @@ def _tiny_config(tmp_path: Path, **extra: object) -> SelfPlayConfig:
     return from_dict(SelfPlayConfig, data, "test")
 
 
+def test_the_pool_gives_each_opponent_as_one_agent_and_reads_its_settings_from_a_config() -> None:
+    """``OpponentPool.of`` takes the PPO trainers' settings by their names; ``agent(code)`` is one
+    pool opponent as an arena agent (what a single-agent env plays: ``train.sb3_maskable``)."""
+    from train.config import SB3Config
+
+    cfg = SB3Config(pool_size=1, latest_prob=0.2, random_weight=0.5, greedy_weight=0.25, snapshot_weight=0.25)
+    pool = OpponentPool.of(NetConfig(**TINY_NET), cfg)
+    assert (pool.size, pool.latest_prob, list(pool.weights)) == (1, 0.2, [0.5, 0.25, 0.25])
+    net = PatchworkNet(NetConfig(**TINY_NET))
+    pool.set_latest(net)
+    snap = pool.add(net, update=7)
+    assert pool.agent(RANDOM) == "random" and pool.agent(GREEDY).name == "greedy"
+    latest, snapshot = pool.agent(SELF), pool.agent(snap.id)
+    assert (latest.name, snapshot.name) == ("latest", "snapshot-7") and not latest.deterministic
+    with pytest.raises(ValueError, match="not in the pool"):
+        pool.agent(snap.id + 1)
+    settings = PPOSettings.of(SelfPlayConfig(epochs=3, clip_coef=0.1, anchor_coef=0.5))
+    assert (settings.epochs, settings.clip_coef, settings.anchor_coef, settings.train_policy) == (3, 0.1, 0.5, True)
+
+
 def test_a_process_clock_counts_compute_not_waiting(tmp_path: Path) -> None:
     wall = Run(_tiny_config(tmp_path / "wall"), "t", "update")
     process = Run(_tiny_config(tmp_path / "process", clock="process"), "t", "update")

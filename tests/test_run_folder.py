@@ -141,3 +141,31 @@ def test_a_config_of_the_wrong_shape_is_one_error_line(yaml_text: str, message: 
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_a_runs_learning_curve_is_the_results_pages_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``learning_curve.png`` is drawn by the one plot of learning curves (``tools/render_results.
+    curves_figure``, the results page's): a curve per opponent (and per player other than the run's
+    own), each final evaluation a point of its own."""
+    from tools import render_results
+    from train import run
+
+    plot = render_results.curves_figure
+    assert run.curves_figure is plot  # one plot of learning curves, not a copy
+    drawn = []
+    monkeypatch.setattr(run, "curves_figure", lambda *a: drawn.append(a) or plot(*a))
+
+    def row(minutes: float, rate: float, **more: object) -> dict[str, object]:
+        return {"minutes": minutes, "update": 0, "opponent": "greedy", "final": False, "win_rate": rate,
+                "ci_low": rate / 2, "ci_high": 1.0, **more}  # fmt: skip
+
+    history = [row(0.0, 0.2), row(1.0, 0.4), row(1.0, 0.3, player="policy"), row(1.5, 0.5, final=True)]
+    path = run.plot_learning_curve(history, "update", tmp_path / "curve.png", "a run")
+    assert path is not None and path.read_bytes().startswith(b"\x89PNG")
+    (curves, finals, title, _), *others = drawn
+    assert not others and title == "a run"
+    assert curves == {"greedy": {"run": [(0.0, 0.2, 0.1, 1.0), (1.0, 0.4, 0.2, 1.0)]},
+                      "greedy (policy)": {"run": [(1.0, 0.3, 0.15, 1.0)]}}  # fmt: skip
+    assert finals == {"greedy": (1.5, 0.5, 0.25, 1.0)}
+    labels = {t.get_text() for t in plot(curves, finals).axes[0].get_legend().get_texts()}
+    assert labels == {"vs greedy", "vs greedy, final (fresh deals)", "vs greedy (policy)"}

@@ -13,8 +13,7 @@ import torch
 
 from agents.value_head import (
     ValueStats,
-    fit_value_head,
-    fit_value_net,
+    fit_value,
     network_games,
     rollout_targets,
     search_targets,
@@ -101,7 +100,7 @@ def test_fit_changes_the_value_head_only_and_lowers_the_error(
     net = PatchworkNet(TINY)
     before = {k: v.clone() for k, v in net.state_dict().items()}
     states, values, owners = games
-    history = fit_value_head(net, states, values, owners, epochs=30, lr=3e-3, seed=0, val_share=0.34)
+    history = fit_value(net, states, values, owners, epochs=30, lr=3e-3, seed=0, val_share=0.34)
     after = net.state_dict()
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed and all(k.startswith("value.") for k in changed)
@@ -116,7 +115,7 @@ def test_fit_changes_the_value_head_only_and_lowers_the_error(
     with torch.no_grad():
         assert torch.equal(net(*args)[0], fresh(*args)[0])  # the policy is bit-identical
     with pytest.raises(ValueError, match="lr > 0"):
-        fit_value_head(net, states, values, owners, epochs=1, lr=0.0)
+        fit_value(net, states, values, owners, epochs=1, lr=0.0)
 
 
 def test_command_writes_a_network_with_the_same_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -215,7 +214,7 @@ def test_rollout_targets_are_the_rollouts_mean_whatever_the_workers(
         rollout_targets(rows, 0, 0.2, seed=5)
 
 
-def test_fit_value_net_trains_the_trunk_and_the_kl_weight_holds_the_policy() -> None:
+def test_fit_value_with_the_trunk_trains_it_and_the_kl_weight_holds_the_policy() -> None:
     """On the shipped network (a peaked policy, which a trunk's change can move): the trunk and the
     value head are trained, the policy-only parameters are not, the error falls, and the KL weight
     keeps the policy nearer the start (held-out KL) at the same error."""
@@ -224,7 +223,9 @@ def test_fit_value_net_trains_the_trunk_and_the_kl_weight_holds_the_policy() -> 
 
     def fit(kl_weight: float) -> list[ValueStats]:
         net = load_network(PRETRAINED_PATH)
-        history = fit_value_net(net, states, values, owners, 3, 1e-3, seed=0, kl_weight=kl_weight, batch_size=32)
+        history = fit_value(
+            net, states, values, owners, 3, 1e-3, seed=0, trunk=True, kl_weight=kl_weight, batch_size=32
+        )
         new = net.state_dict()
         changed = {k for k, v in start.state_dict().items() if not torch.equal(v, new[k])}
         assert any(k.startswith("value.") for k in changed) and any(k.startswith("blocks.") for k in changed)
@@ -235,7 +236,7 @@ def test_fit_value_net_trains_the_trunk_and_the_kl_weight_holds_the_policy() -> 
     assert held[-1].train_mse < 0.6 * held[0].train_mse and free[-1].train_mse < 0.6 * free[0].train_mse
     assert held[0].val_policy_kl == 0.0 and free[-1].val_policy_kl > 2 * held[-1].val_policy_kl > 0
     with pytest.raises(ValueError, match="kl_weight >= 0"):
-        fit_value_net(start, states, values, owners, epochs=1, lr=1e-3, kl_weight=-1.0)
+        fit_value(start, states, values, owners, epochs=1, lr=1e-3, trunk=True, kl_weight=-1.0)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's library, run from anywhere
 from patchwork_env.core.files import write_atomic
@@ -37,6 +37,9 @@ from patchwork_env.evaluation.results_file import (
     TRAINING,
 )
 from patchwork_env.evaluation.sprt import ELO_LIMIT
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"
@@ -256,39 +259,60 @@ mark_curves = results_file.curves
 
 
 def figure(name: str, data: Data) -> str:
-    """The SVG of a file's learning curves (``mark_curves``), the page's one plot: per opponent each
-    seed (thin, its 95% band) and their mean. It names the hash of the points it draws (``--check``
-    compares that: the bytes of an SVG differ between matplotlib versions)."""
+    """The SVG of a file's learning curves (``mark_curves``), the page's one plot (``curves_figure``). It
+    names the hash of the points it draws (``--check`` compares that: the bytes of an SVG differ between
+    matplotlib versions)."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     curves = mark_curves(data)
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    for k, (spec, seeds) in enumerate(curves.items()):
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": name}):
+        curves_figure(curves).savefig(
+            buf, format="svg", metadata={"Date": None, "Description": f"curves {curve_hash(curves)}"}
+        )
+    return buf.getvalue()
+
+
+def curves_figure(
+    curves: results_file.Curves,
+    finals: dict[str, results_file.Point] | None = None,
+    title: str = "",
+    xlabel: str = "minutes of training",
+) -> Figure:
+    """The one plot of learning curves, the results page's (``figure``) and a run folder's
+    (``train.run.plot_learning_curve``): per opponent each seed (thin, its 95% band) and their mean, and
+    an opponent's final evaluation on fresh deals (``finals``) as a star with its interval. A bare
+    ``Figure`` (no pyplot: nothing global changes in the process that draws it)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 3.4))
+    ax = fig.subplots()
+    finals = finals or {}
+    for k, spec in enumerate(dict.fromkeys([*curves, *finals])):
         color = f"C{k}"
+        seeds = {seed: points for seed, points in curves.get(spec, {}).items() if points}
         for points in seeds.values():
             x, y, lo, hi = zip(*points, strict=True)
             ax.plot(x, y, color=color, lw=0.8, alpha=0.5)
             ax.fill_between(x, lo, hi, color=color, alpha=0.08, lw=0)
         lengths = {len(points) for points in seeds.values()}
+        mean_of = f" (mean of {len(seeds)} seeds)" if len(seeds) > 1 else ""
         if len(lengths) == 1:  # the mean point by point (x too: a run's end is at its own minute)
             means = [[sum(s[i][j] for s in seeds.values()) / len(seeds) for j in (0, 1)] for i in range(*lengths)]
             x, y = zip(*means, strict=True)
-            ax.plot(x, y, color=color, lw=2.2, marker="o", label=f"vs {spec} (mean of {len(seeds)} seeds)")
-        else:
+            ax.plot(x, y, color=color, lw=2.2, marker="o", label=f"vs {spec}{mean_of}")
+        elif seeds:
             ax.plot([], [], color=color, lw=0.8, label=f"vs {spec} ({len(seeds)} seeds)")
+        if spec in finals:
+            minutes, rate, low, high = finals[spec]
+            ax.errorbar([minutes], [rate], yerr=[[rate - low], [high - rate]], fmt="*", ms=10, color=color,
+                        label=f"vs {spec}, final (fresh deals)")  # fmt: skip
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="minutes of training", ylabel="win rate", ylim=(0, 1), xlim=(0, None))
+    ax.set(xlabel=xlabel, ylabel="win rate", ylim=(0, 1), xlim=(0, None), title=title)
     ax.grid(alpha=0.3)
     ax.legend(loc="center right", fontsize=8)
     fig.tight_layout()
-    plt.rcParams["svg.hashsalt"] = name
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Description": f"curves {curve_hash(curves)}"})
-    plt.close(fig)
-    return buf.getvalue()
+    return fig
 
 
 def curve_hash(curves: results_file.Curves) -> str:

@@ -63,7 +63,6 @@ from train.seeds import Stream, stream_rng, stream_seed
 
 def main(cfg: AlphaZeroConfig, name: str = "alphazero") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``)."""
-    cfg.validate()
     preflight(cfg)
     value = starting_value(cfg.init) if not cfg.resume else None
     with open_backend(cfg.backend, cfg.address or None, cfg.workers) as backend:
@@ -84,14 +83,12 @@ def starting_value(init: str) -> ValueModel | None:
         raise ConfigError(f"init: {init!r} is not scratch or a value model: {exc}") from None
 
 
-class AlphaZero(Trainer[SearchModel]):
+class AlphaZero(Trainer[SearchModel, AlphaZeroConfig]):
     """The loop's step: one iteration of self-play into the window, then learner steps."""
 
     def __init__(self, run: Run, value: ValueModel | None, backend: Backend, resumed: Resumed | None) -> None:
         super().__init__(run)
-        cfg = run.cfg
-        assert isinstance(cfg, AlphaZeroConfig)
-        self.cfg, self.backend = cfg, backend
+        cfg, self.backend = self.cfg, backend
         self.played = SearchConfig(**{**vars(cfg.search), "sims": cfg.eval_sims})  # how evaluations play it
         # 1. start: the greedy prior with a value of 0 (or init's), or the resumed model
         torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))

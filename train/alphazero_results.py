@@ -22,24 +22,21 @@ Per run (one seed):
 from __future__ import annotations
 
 import dataclasses
-import shlex
 import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import tyro
+from typing import Any, ClassVar
 
 from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
 from train.cli import (
-    check_results_path,
+    RunsArgs,
+    command_line,
     exit_quietly_on_ctrl_c,
-    load_yaml,
     one_run_per_seed,
     parse_args,
-    read_history,
+    read_run,
     reports_input_errors,
     write_results,
 )
@@ -47,26 +44,16 @@ from train.config import AlphaZeroConfig, ConfigError
 
 
 @dataclass
-class AlphaZeroResultsArgs:
+class AlphaZeroResultsArgs(RunsArgs):
     """Runs of train.alphazero over seeds as one results file (curves, final against a third, value)."""
 
-    runs: tyro.conf.Positional[tuple[Path, ...]]
-    """run folders of train.alphazero (one per seed)"""
-    results: Path | None = None
-    """write the results file here"""
+    trainers: ClassVar[str] = "train.alphazero"
     pairs: int = bounded(100, 1, 10_000)
     """paired deals of each match (final against its third; the prior against greedy)"""
     games: int = bounded(100, 1, 10_000)
     """fresh self-play games of the final model whose positions measure the value"""
     seed: int = bounded(777, 0, MAX_ARENA_SEED)
     """seed of the matches' deals and of the value games (never a training or evaluation seed of a run)"""
-    workers: int = bounded(1, 1, 64)
-    """processes playing the matches"""
-
-    def validate(self) -> None:
-        if not self.runs:
-            raise ConfigError("give the run folders of train.alphazero to summarize (one per seed)")
-        check_results_path(self.results)
 
 
 @dataclass
@@ -93,9 +80,7 @@ def load(folder: Path) -> Run:
     from patchwork_env.players.value_model import load_value_model
 
     try:
-        config = load_yaml(AlphaZeroConfig, folder / "config.yaml")
-        config.validate()
-        run = Run(folder, config, read_history(folder / "eval_history.json", "iteration"))
+        run = Run(folder, *read_run(folder, AlphaZeroConfig, "eval_history.json", "iteration"))
         iterations = [h["iteration"] for h in run.curve("")]
         if len(iterations) < 2 or iterations[0] != 0:
             raise ValueError("it needs the start and one evaluated iteration")
@@ -289,8 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  final vs its third {m['final_vs_third']['win_rate']:.1%}, prior vs greedy "
               f"{m['prior_vs_greedy']['win_rate']:.1%}, value EV {m['explained_variance']}", flush=True)  # fmt: skip
     if args.results is not None:
-        command = shlex.join(["python", "-m", "train.alphazero_results", *argv])
-        write_results(args.results, summarize(runs, measured, command))
+        write_results(args.results, summarize(runs, measured, command_line("train.alphazero_results", argv)))
     return 0
 
 

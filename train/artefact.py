@@ -13,7 +13,7 @@ of the same shape (format ``MODEL_FORMAT``) beside the model file that ``az:valu
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -117,9 +117,6 @@ class SearchModel:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model = model_of(state, "checkpoint")
-
-    def frozen(self) -> SearchModel:
-        return replace(self)
 
 
 def model_of(state: dict[str, Any], source: str) -> ValueModel:

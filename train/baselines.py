@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-import shlex
 import statistics
 import sys
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from patchwork_env.core.bounds import MAX_ARENA_SEED, MAX_SEED, above, bounded
 from patchwork_env.core.usage import fail
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.workers import WorkerError, run_unordered
-from train.cli import check_results_path, exit_quietly_on_ctrl_c, parse_args, parse_config, write_results
+from train.cli import check_results_path, command_line, exit_quietly_on_ctrl_c, parse_args, parse_config, write_results
 from train.config import CommonConfig, ConfigError, SB3Config, SelfPlayConfig
 from train.run import unusable_folder, used_files
 
@@ -223,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             fail(f"{exc}; see the run folders in --runs")
         runs = {seed: done[seed] for seed in args.seeds}
     if args.results is not None:
-        command = shlex.join(["python", "-m", "train.baselines", *argv])
-        write_results(args.results, summarize(args, runs, command))
+        write_results(args.results, summarize(args, runs, command_line("train.baselines", argv)))
     return 0
 
 

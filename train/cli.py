@@ -19,6 +19,7 @@ import io
 import json
 import math
 import re
+import shlex
 import signal
 import sys
 import typing
@@ -30,9 +31,9 @@ import dacite
 import tyro
 import yaml
 
-from patchwork_env.core.bounds import field_problem
+from patchwork_env.core.bounds import bounded, field_problem
 from patchwork_env.core.files import check_output_path
-from patchwork_env.core.usage import report
+from patchwork_env.core.usage import fail, report
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.workers import RunError
 from patchwork_env.players.errors import AgentSpecError, CheckpointError
@@ -125,16 +126,22 @@ def parse_config(
     resume = _resume_path(rest)
     if resume and hasattr(cls, "resume"):
         start = from_dict(cls, resumed_config(resume), "the resumed checkpoint")
+    cfg: C = _tyro(cls, rest, default=start, description=description, prog=prog)
+    cfg.validate()
+    return cfg, name
+
+
+def _tyro(cls: type, args: Sequence[str], **options: Any) -> Any:
+    """``tyro.cli(cls)`` of ``args``; its boxed error is a ``ConfigError`` of one line (``one_line``),
+    and ``--help`` exits as tyro does."""
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            cfg = tyro.cli(cls, args=rest, default=start, description=description, prog=prog)
+            return tyro.cli(cls, args=args, **options)
     except SystemExit as exc:
         if exc.code:
             raise ConfigError(one_line(errors.getvalue())) from None
         raise
-    cfg.validate()
-    return cfg, name
 
 
 def parse_args(cls: type[A], argv: Sequence[str] | None = None, description: str | None = None) -> A:
@@ -155,17 +162,10 @@ def parse_known_args(
 ) -> tuple[A, list[str]]:
     """``parse_args`` for a command that passes the options it does not know on (``train.demo``
     to its trainer): those options, in their order, beside the command's own."""
-    errors = io.StringIO()
     prog = f"python -m train.{Path(sys.argv[0]).stem}"
     given = sys.argv[1:] if argv is None else list(argv)
     try:
-        with contextlib.redirect_stderr(errors):
-            args, rest = tyro.cli(cls, args=given, description=description, prog=prog, return_unknown_args=True)
-    except SystemExit as exc:
-        if exc.code:
-            raise SystemExit(report(ConfigError(one_line(errors.getvalue())))) from None
-        raise
-    try:
+        args, rest = _tyro(cls, given, description=description, prog=prog, return_unknown_args=True)
         problem = field_problem(args, options=True)
         if problem:
             raise ConfigError(problem)
@@ -276,6 +276,47 @@ def check_results_path(path: str | Path | None, option: str = "--results") -> Pa
     return None if path is None or path == "" else check_output_path(path, option)
 
 
+@dataclasses.dataclass
+class ResultsArgs:
+    """The options of a command that plays games into a results file (``train.exit_results``,
+    ``train.alphazero_results``, ``train.placements``): its dataclass of options derives from this one."""
+
+    workers: int = bounded(1, 1, 64)
+    """processes playing the games"""
+    results: Path | None = None
+    """write the results file here"""
+
+    def validate(self) -> None:
+        check_results_path(self.results)
+
+
+@dataclasses.dataclass
+class RunsArgs(ResultsArgs):
+    """The options of a command that measures finished runs of a trainer into a results file, one run
+    folder per seed (``train.exit_results``, ``train.alphazero_results``)."""
+
+    runs: tyro.conf.Positional[tuple[Path, ...]] = ()
+    """run folders, one per seed"""
+    trainers: typing.ClassVar[str] = "a trainer"  # whose run folders they are (in the error that asks for them)
+
+    def validate(self) -> None:
+        if not self.runs:
+            raise ConfigError(f"give the run folders of {self.trainers} to measure (one per seed)")
+        super().validate()
+        folders = [folder.resolve() for folder in self.runs]
+        if len(set(folders)) != len(folders):
+            raise ConfigError(f"a run folder is given twice (each folder is one seed): {[str(f) for f in self.runs]}")
+
+
+def read_run(folder: Path, cls: type[C], history: str, unit: str = "") -> tuple[C, list[dict[str, Any]]]:
+    """A run folder's config (``config.yaml``, read and validated as a config file is) and its history
+    (the file ``history``, ``read_history``), read before a results command plays a game: a
+    ``ConfigError`` or an ``OSError`` says what is wrong (the caller names the folder)."""
+    config = load_yaml(cls, folder / "config.yaml")
+    config.validate()
+    return config, read_history(folder / history, unit)
+
+
 def write_results(path: Path, data: dict[str, Any]) -> None:
     """A results file, checked against its kind's fields (``patchwork_env.evaluation.results_file``)
     and written atomically (whole or not at all), and the line that says so."""
@@ -284,24 +325,40 @@ def write_results(path: Path, data: dict[str, Any]) -> None:
 
 
 def write_fit_run(
-    path: Path, title: str, description: str, cells: dict[str, Any], seed: int, raw: dict[str, Any], command: str
+    args: Any, title: str, description: str, cells: dict[str, Any], history: Sequence[Any], seconds: float, command: str
 ) -> None:
-    """A ``training`` results file of one fit (one run, its ``cells``; the details in ``raw``), with
-    its provenance: what ``train.value_head`` and ``train.value_model`` write with ``--results``."""
+    """A ``training`` results file of one fit at ``args.results`` (one run of ``args.seed``, its ``cells``;
+    in ``raw`` every epoch's statistics of ``history``, the options and the seconds), with its provenance:
+    what ``train.value_head`` and ``train.value_model`` write with ``--results``."""
     from patchwork_env.evaluation.provenance import provenance
 
+    raw = {"history": [dataclasses.asdict(h) for h in history], "args": dataclasses.asdict(args), "seconds": seconds}
     write_results(
-        path,
+        Path(args.results),
         {
             "kind": "training",
             "title": title,
             "description": description,
             "columns": list(cells),
-            "runs": [{"seed": seed, "cells": cells}],
+            "runs": [{"seed": args.seed, "cells": cells}],
             "raw": raw,
-            **provenance(command, [seed]),
+            **provenance(command, [args.seed]),
         },
     )
+
+
+def save_out(save: Callable[[str], object], path: str) -> None:
+    """``save(path)``, a fit's ``--out``: a path that cannot be written ends the command with one ``error:`` line."""
+    try:
+        save(path)
+    except OSError as exc:
+        fail(f"cannot write --out {path}: {exc.strerror or exc}")
+
+
+def command_line(module: str, argv: Sequence[str] | None = None) -> str:
+    """The command as it was typed, for a results file's provenance: ``python -m <module>`` and its options
+    (``argv``; None: this process's)."""
+    return shlex.join(["python", "-m", module, *(sys.argv[1:] if argv is None else argv)])
 
 
 def read_history(path: Path, unit: str = "") -> list[dict[str, Any]]:

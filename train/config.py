@@ -16,18 +16,10 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from patchwork_env.core.bounds import (
-    MAX_PAIRS,
-    MAX_SEED,
-    above,
-    bounded,
-    field_bounds,
-    field_problem,
-    one_of,
-    out_of_bounds,
-)
+from agents.expert import SearchSettings
+from patchwork_env.core.bounds import MAX_PAIRS, MAX_SEED, above, bounded, field_problem, one_of
 from patchwork_env.evaluation.backend import BACKENDS
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.search_config import SearchConfig
@@ -241,15 +233,32 @@ class ParallelConfig(CommonConfig):
 
 
 @dataclass
-class DistillConfig(ParallelConfig):
+class KindConfig(ParallelConfig):
+    """What the trainers of the choice of move kind share (distillation, expert iteration): a
+    greedy-prior network whose choice of kind is trained, its placements staying the prior's."""
+
+    method: ClassVar[str] = "distillation"  # in the error that asks for the prior
+    net: NetConfig = field(
+        default_factory=lambda: NetConfig(head_features=8, prior_scale=2.0, group_scale=True, kind_weights=True)
+    )
+    """The network's sizes when ``init_checkpoint`` is empty; it needs the greedy prior
+    (``prior_scale > 0``): only the choice of move kind is trained."""
+
+    def validate(self) -> None:
+        super().validate()
+        if not self.init_checkpoint and self.net.prior_scale <= 0:
+            raise ConfigError(
+                f"{self.method} trains the choice of move kind and needs net.prior_scale > 0 "
+                "(placements come from the greedy prior)"
+            )
+
+
+@dataclass
+class DistillConfig(KindConfig):
     """Distillation with DAgger rounds (``train.distill``): a search teacher's choice of move kind
     (which market patch, leather or advance) taught to a greedy-prior network; placements stay
     the prior's. Its step is one round of labels."""
 
-    net: NetConfig = field(
-        default_factory=lambda: NetConfig(head_features=8, prior_scale=2.0, group_scale=True, kind_weights=True)
-    )
-    """The network's sizes; distillation needs the greedy prior (``prior_scale > 0``)."""
     teacher: str = "mcts:sims=100"
     """The agent spec whose move choices are distilled (root visit shares per kind of move)."""
     positions: int = bounded(60_000, 2, 10**7)
@@ -275,25 +284,18 @@ class DistillConfig(ParallelConfig):
         super().validate()
         if not self.teacher.strip():
             raise ConfigError("teacher must be an agent spec, e.g. mcts:sims=100")
-        if not self.init_checkpoint and self.net.prior_scale <= 0:
-            raise ConfigError(
-                "distillation trains the choice of move kind and needs net.prior_scale > 0 "
-                "(placements come from the greedy prior)"
-            )
 
 
 @dataclass
-class ExItConfig(ParallelConfig):
+class ExItConfig(SearchSettings, KindConfig):
     """Expert iteration (``train.exit``): the ``az`` search with the network labels positions of the
     network's own games, the network's choice of move kind is fitted to a window of recent labels,
     and a gate keeps the better of the fitted network and the one before. Its step is one iteration
-    (positions, labels, fit, gate)."""
+    (positions, labels, fit, gate). The labelling search's settings are the expert's
+    (``agents.expert.SearchSettings``: ``search``, ``rollouts``, ``target``, ``search_batch``,
+    ``unsure_sims``, ``unsure_margin``)."""
 
-    net: NetConfig = field(
-        default_factory=lambda: NetConfig(head_features=8, prior_scale=2.0, group_scale=True, kind_weights=True)
-    )
-    """The network's sizes when ``init_checkpoint`` is empty; it needs the greedy prior
-    (``prior_scale > 0``): only the choice of move kind is trained."""
+    method: ClassVar[str] = "expert iteration"
     iterations: int = bounded(20, 1, 10**7)
     """Iterations of positions -> labels -> fit -> gate."""
     positions_per_iteration: int = bounded(1500, 2, 10**7)
@@ -303,21 +305,6 @@ class ExItConfig(ParallelConfig):
     probable move); the rest from its games against itself (sampled from its policy)."""
     position_stride: int = bounded(4, 1, 1000)
     """Decisions played per position kept (a random subset is kept: positions from more games)."""
-    search: SearchConfig = field(default_factory=lambda: SearchConfig(sims=100, expand=4))
-    """The labelling search (the ``az`` agent's settings; ``search.sims`` simulations per position)."""
-    rollouts: int = bounded(4, 1, 1000)
-    """Greedy rollouts per valued leaf of the search (``az:rollouts``; the leaf value is theirs alone)."""
-    target: str = one_of("policy", "policy", "visits")
-    """The label: ``policy``, the search's improved policy (Gumbel: softmax(logit + sigma(completed
-    Q))), or ``visits``, its root visit shares."""
-    unsure_sims: int = bounded(0, 0, 100_000)
-    """Positions whose label is unsure (its two largest kinds of move within ``unsure_margin``) are
-    searched again with this many simulations (more than ``search.sims``), that label kept; 0: off."""
-    unsure_margin: float = bounded(0.2, 0.0, 1.0)
-    """With ``unsure_sims``: the gap between a label's two largest kinds of move below which it is unsure."""
-    search_batch: int = bounded(64, 1, 65_536)
-    """Positions searched together (one forward pass per simulation step for all of them), in this
-    process, or with ``backend=ray`` as one Ray task."""
     window: int = bounded(6, 1, 1000)
     """Iterations of labels the fit trains on (the newest)."""
     epochs: int = bounded(2, 1, 1000)
@@ -342,18 +329,14 @@ class ExItConfig(ParallelConfig):
 
     def validate(self) -> None:
         super().validate()
-        if not self.init_checkpoint and self.net.prior_scale <= 0:
-            raise ConfigError(
-                "expert iteration trains the choice of move kind and needs net.prior_scale > 0 "
-                "(placements come from the greedy prior)"
-            )
         check_product(
             self, "positions_per_iteration", "position_stride", MAX_POSITIONS, "decisions played per iteration"
         )
         check_product(self, "window", "positions_per_iteration", MAX_POSITIONS, "labels trained on")
-        if self.unsure_sims:
-            check_value(self, "unsure_sims", (self.search.sims + 1, field_bounds(ExItConfig, "unsure_sims")[1]))
-            check_value(self, "unsure_margin", (0.0, 1.0), low_open=True)
+        try:
+            self.search_config()  # what spans the expert's settings (unsure_sims above search.sims)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         check_opponents(self, "search_eval_opponents")
 
 
@@ -511,13 +494,6 @@ def check_bounds(cfg: Any) -> None:
                 group.validate(prefix=f"{f.name}.")  # type: ignore[union-attr]
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
-
-
-def check_value(cfg: Any, key: str, bounds: tuple[float, float], *, low_open: bool = False) -> None:
-    value = getattr(cfg, key)
-    problem = out_of_bounds(value, bounds, low_open=low_open)
-    if problem:
-        raise ConfigError(f"{key} {problem}, got {value!r}")
 
 
 def check_product(cfg: Any, first: str, second: str, limit: int, what: str) -> None:

@@ -34,31 +34,13 @@ DEFAULT_CONFIG = "configs/demo.yaml"
 DEFAULT_PAIRS = 100  # paired deals per pair of agents (200 games)
 SMOKE_PAIRS = 2
 EVAL_SEED = 1000  # fresh deals: the trainer's evaluations use other streams
+# what the results file keeps of each seed's ``demo_eval.json``
+RAW = ("seeds", "seconds", "positions", "end_vs_start", "start_vs_greedy", "end_vs_greedy", "start_vs_random",
+       "end_vs_random")  # fmt: skip
 # --smoke: a tiny network (8 channels, 1 block) and a few positions labelled by a tiny search
-SMOKE = [
-    "--net.channels",
-    "8",
-    "--net.blocks",
-    "1",
-    "--net.hidden",
-    "32",
-    "--net.head-features",
-    "4",
-    "--net.head-hidden",
-    "8",
-    "--teacher",
-    "mcts:sims=4",
-    "--positions",
-    "60",
-    "--dagger-positions",
-    "40",
-    "--epochs",
-    "1",
-    "--workers",
-    "1",
-    "--eval-opponents.greedy",
-    "1",
-]
+SMOKE = ["--net.channels", "8", "--net.blocks", "1", "--net.hidden", "32", "--net.head-features", "4",
+         "--net.head-hidden", "8", "--teacher", "mcts:sims=4", "--positions", "60", "--dagger-positions", "40",
+         "--epochs", "1", "--workers", "1", "--eval-opponents.greedy", "1"]  # fmt: skip
 
 
 @dataclass
@@ -123,7 +105,6 @@ if __name__ == "__main__":
 
 import json
 import os
-import shlex
 import statistics
 import time
 from typing import Any
@@ -136,7 +117,7 @@ from patchwork_env.evaluation.arena import PairResult, TournamentResult, round_r
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.replay import write_replay
-from train.cli import exit_quietly_on_ctrl_c, parse_config, reports_input_errors, write_results
+from train.cli import command_line, exit_quietly_on_ctrl_c, parse_config, reports_input_errors, write_results
 from train.config import DistillConfig
 from train.distill import main as train_main
 from train.run import eval_tag
@@ -155,7 +136,6 @@ class Plan:
     workers: int
     smoke: bool
     command: str
-    trainer_options: list[str]
 
 
 def make_plan(args: DemoArgs, rest: list[str], argv: list[str], seed: int | None = None) -> Plan:
@@ -175,18 +155,9 @@ def make_plan(args: DemoArgs, rest: list[str], argv: list[str], seed: int | None
     cfg.run_dir = str(folder)
     pairs = SMOKE_PAIRS if args.smoke and "--pairs" not in argv else args.pairs
     typed = argv if seed is None else [*_without(argv, ("--seeds", "--results")), "--seed", str(seed)]
-    command = " ".join(["python -m train.demo", *(shlex.quote(a) for a in typed)])
+    workers = 1 if args.smoke else args.workers
     return Plan(
-        cfg,
-        path,
-        folder,
-        opponents,
-        pairs,
-        args.eval_seed,
-        1 if args.smoke else args.workers,
-        args.smoke,
-        command,
-        options,
+        cfg, path, folder, opponents, pairs, args.eval_seed, workers, args.smoke, command_line("train.demo", typed)
     )
 
 
@@ -425,23 +396,7 @@ def summarize(runs: list[dict[str, Any]], command: str) -> dict[str, Any]:
         "runs": rows,
         "summary": summary,
         "headline": headline,
-        "raw": [
-            {
-                k: run[k]
-                for k in (
-                    "seeds",
-                    "seconds",
-                    "positions",
-                    "end_vs_start",
-                    "start_vs_greedy",
-                    "end_vs_greedy",
-                    "start_vs_random",
-                    "end_vs_random",
-                )
-                if k in run
-            }
-            for run in runs
-        ],
+        "raw": [{k: run[k] for k in RAW if k in run} for run in runs],
     }
 
 
@@ -456,8 +411,7 @@ def main(argv: list[str] | None = None, parsed: tuple[DemoArgs, list[str]] | Non
         plan = make_plan(args, rest, argv, seed)
         runs.append(run_once(plan))
     if args.results is not None:
-        command = shlex.join(["python", "-m", "train.demo", *argv])
-        write_results(args.results, summarize(runs, command))
+        write_results(args.results, summarize(runs, command_line("train.demo", argv)))
     return plan.folder / "report.md"
 
 

@@ -44,17 +44,17 @@ from agents.distill import (
     DistillStats,
     check_labels,
     distill,
+    held_out,
     legal_groups,
     sample_positions,
     student_positions,
     teacher_targets,
 )
 from patchwork_env.evaluation.backend import Backend, open_backend
-from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.registry import make_agent
 from train.config import STATE_LEN
-from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop, starting_network
 from train.run import Run, frozen_copy, preflight
 from train.seeds import Stream, stream_seed
 
@@ -63,7 +63,6 @@ HELD_OUT = 0.1  # share of each round's new positions never trained on
 
 def main(cfg: DistillConfig, name: str = "distill") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``) with what the distillation measured."""
-    cfg.validate()
     preflight(cfg)
     make_agent(cfg.teacher)  # a teacher that does not build stops the run before anything is written
     net = initial_network(cfg)
@@ -72,16 +71,13 @@ def main(cfg: DistillConfig, name: str = "distill") -> dict[str, Any]:
         return run_loop(run, Distill(run, net, backend, resumed), cfg.rounds + 1, resumed)
 
 
-class Distill(Trainer[PatchworkNet]):
+class Distill(Trainer[PatchworkNet, DistillConfig]):
     """The loop's step ``k``: round ``k - 1`` (new labels, then ``epochs`` passes on every label so far)."""
 
     def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:
         super().__init__(run)
-        cfg = run.cfg
-        assert isinstance(cfg, DistillConfig)
-        self.cfg, self.backend = cfg, backend
-        torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-        self.net = resumed.net if resumed else net if net is not None else PatchworkNet(cfg.net)
+        self.backend = backend
+        self.net = starting_network(self.cfg, net, resumed)
         self.start = frozen_copy(self.net)
         self.states = np.zeros((0, STATE_LEN), dtype=np.int64)
         self.targets = np.zeros((0, 5), dtype=np.float64)
@@ -91,10 +87,10 @@ class Distill(Trainer[PatchworkNet]):
 
     def step(self, step: int) -> None:
         round_ = step - 1
-        states, targets, held_out = new_labels(self.cfg, self.run, round_, self.net if round_ else None, self.backend)
+        states, targets, held = new_labels(self.cfg, self.run, round_, self.net if round_ else None, self.backend)
         self.states = np.concatenate([self.states, states])
         self.targets = np.concatenate([self.targets, targets])
-        self.held_out = np.concatenate([self.held_out, held_out])
+        self.held_out = np.concatenate([self.held_out, held])
         self.accuracy.append(
             train_round(self.cfg, self.run, self.net, self.states, self.targets, self.held_out, round_)
         )
@@ -141,16 +137,12 @@ def new_labels(
     states = states[legal_groups(states).sum(1) > 1]
     t0 = time.time()
     run.log(f"round {round_}: {cfg.teacher} labels {len(states):,} positions of {source}")
-    with progress_bar(
-        total=len(states), unit="pos", dynamic_ncols=True, disable=not cfg.progress, file=sys.stdout
-    ) as bar:
+    with run.progress_bar(len(states), "pos") as bar:
         targets = teacher_targets(
             states, cfg.teacher, seed=seed, workers=cfg.workers, progress=bar.update, backend=backend
         )
     run.writer.add_scalar("distill/labels_per_second", len(states) / max(time.time() - t0, 1e-9), round_)
-    held_out = np.zeros(len(states), dtype=np.bool_)
-    held_out[np.random.default_rng(seed).permutation(len(states))[: max(1, round(HELD_OUT * len(states)))]] = True
-    return states, targets, held_out
+    return states, targets, held_out(len(states), seed, HELD_OUT)
 
 
 def train_round(

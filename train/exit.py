@@ -42,7 +42,6 @@ from train.config import ConfigError, ExItConfig
 if __name__ == "__main__":
     COMMAND_LINE = parse_or_exit(ExItConfig, __doc__)
 
-import dataclasses
 import json
 import time
 from typing import Any
@@ -50,15 +49,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from agents.distill import check_labels
+from agents.distill import check_labels, held_out
 from agents.exit import (
-    SearchSettings,
     Window,
     exit_positions,
     fit,
     gate,
     group_targets,
-    held_out,
     label_loss,
     search_labels,
 )
@@ -70,7 +67,7 @@ from patchwork_env.players.az_search import SearchConfig
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.network import PatchworkNet, count_parameters
 from patchwork_env.players.registry import make_agent
-from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop, starting_network
 from train.run import Run, eval_tag, frozen_copy, preflight
 from train.seeds import Stream, stream_seed
 
@@ -90,7 +87,6 @@ CHARTS = (
 
 def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``) with the iterations' gate decisions."""
-    cfg.validate()
     preflight(cfg)
     for spec in cfg.search_eval_opponents:  # an opponent that does not build stops the run here
         try:
@@ -103,17 +99,14 @@ def main(cfg: ExItConfig, name: str = "exit") -> dict[str, Any]:
         return run_loop(run, ExIt(run, net, backend, resumed), cfg.iterations, resumed)
 
 
-class ExIt(Trainer[PatchworkNet]):
+class ExIt(Trainer[PatchworkNet, ExItConfig]):
     """The loop's step: one iteration (``iterate``); ``exit_history.json`` gets its row."""
 
     def __init__(self, run: Run, net: PatchworkNet | None, backend: Backend | None, resumed: Resumed | None) -> None:
         super().__init__(run)
-        cfg = run.cfg
-        assert isinstance(cfg, ExItConfig)
-        self.cfg, self.backend = cfg, backend
+        cfg, self.backend = self.cfg, backend
         # 1. start --------------------------------------------------------------------------------------
-        torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-        self.net = resumed.net if resumed else net if net is not None else PatchworkNet(cfg.net)
+        self.net = starting_network(cfg, net, resumed)
         run.log(
             f"network: {count_parameters(self.net):,} parameters ({cfg.init_checkpoint or 'fresh'}); "
             f"run folder {run.folder}"
@@ -174,7 +167,7 @@ def iterate(
     t0 = time.time()
     states = exit_positions(net, cfg.positions_per_iteration, seed[0], cfg.greedy_share, cfg.position_stride)
     t1 = time.time()
-    labels = search_labels(net, states, search_settings(cfg), seed[1], backend)
+    labels = search_labels(net, states, cfg, seed[1], backend)  # the config's are the expert's settings
     t2 = time.time()
     targets = group_targets(labels.policies)
     _, agreement = label_loss(net, states, targets)  # how far the search moved from the network's own choice
@@ -227,11 +220,6 @@ def search_eval(cfg: ExItConfig, run: Run, net: PatchworkNet, it: int) -> dict[s
         run.writer.add_scalar(f"exit/az_win_rate_vs_{eval_tag(spec)}", r.win_rate_a, it)
         run.log(f"iteration {it}: az ({cfg.search_eval_sims} sims) vs {spec} {100 * r.win_rate_a:.1f}% of {r.games}")
     return out
-
-
-def search_settings(cfg: ExItConfig) -> SearchSettings:
-    """The labelling search: the config's fields of the same names."""
-    return SearchSettings(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(SearchSettings)})
 
 
 def cli(argv: list[str] | None = None) -> int:

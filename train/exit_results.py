@@ -20,25 +20,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import tyro
 import yaml
 
 from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
 from train.cli import (
-    check_results_path,
+    RunsArgs,
+    command_line,
     exit_quietly_on_ctrl_c,
-    load_yaml,
     one_run_per_seed,
     parse_args,
-    read_history,
+    read_run,
     reports_input_errors,
     write_results,
 )
@@ -81,29 +79,16 @@ TRAINERS = (
 
 
 @dataclass
-class ExitResultsArgs:
+class ExitResultsArgs(RunsArgs):
     """Expert iteration or distillation over seeds, measured: finished runs, one results file."""
 
-    runs: tyro.conf.Positional[tuple[Path, ...]]
-    """run folders of train.exit or of train.distill (one per seed)"""
+    trainers: ClassVar[str] = "train.exit or train.distill"
     pairs: int = bounded(200, 1, 10_000)
     """paired deals of each final figure (two games each)"""
     curve_pairs: int = bounded(100, 1, 10_000)
     """paired deals per point of the curve"""
     eval_seed: int = bounded(5050, 0, MAX_ARENA_SEED)
     """the deals of every evaluation"""
-    workers: int = bounded(1, 1, 64)
-    """processes playing the games"""
-    results: Path | None = None
-    """write the results file here"""
-
-    def validate(self) -> None:
-        if not self.runs:
-            raise ConfigError("give the run folders of train.exit or train.distill to measure (one per seed)")
-        check_results_path(self.results)
-        folders = [folder.resolve() for folder in self.runs]
-        if len(set(folders)) != len(folders):
-            raise ConfigError(f"a run folder is given twice (each folder is one seed): {[str(f) for f in self.runs]}")
 
 
 def counts(a: str, b: str, pairs: int, args: ExitResultsArgs) -> dict[str, Any]:
@@ -137,9 +122,7 @@ def load_run(folder: Path, trainer: Trainer) -> tuple[CommonConfig, list[dict[st
 
     more = ", final_eval.json" if trainer is TRAINERS[1] else ""
     try:
-        config = load_yaml(trainer.config, folder / "config.yaml")
-        config.validate()
-        history = read_history(folder / trainer.history, trainer.unit)
+        config, history = read_run(folder, trainer.config, trainer.history, trainer.unit)
         if trainer is TRAINERS[1] and not isinstance(finished(folder)["rounds"], int):
             raise ValueError("final_eval.json: rounds is not a number")
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -286,8 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{folder}:", flush=True)
         measured.append(measure(folder, config, history, args))
     if args.results is not None:
-        command = shlex.join(["python", "-m", "train.exit_results", *argv])
-        write_results(args.results, summarize(measured, trainer, args, command))
+        write_results(args.results, summarize(measured, trainer, args, command_line("train.exit_results", argv)))
     return 0
 
 

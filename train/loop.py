@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import torch
 
@@ -31,23 +31,26 @@ from patchwork_env.players.network import PatchworkNet
 from train.artefact import Artefact, NetworkArtefact, as_artefact, read_artefact
 from train.config import CommonConfig, ConfigError
 from train.run import Run, load_network
+from train.seeds import Stream, stream_seed
 
 FORMAT = 1  # of the loop's part of latest.pt; checkpoints without it hold a network only
 
 
 A = TypeVar("A", bound="PatchworkNet | Artefact")
+C = TypeVar("C", bound=CommonConfig)
 
 
-class Trainer(Generic[A]):
+class Trainer(Generic[A, C]):
     """What a trainer gives the loop. ``net`` is what is being trained (a network, or another
     ``train.artefact.Artefact``); ``start`` a frozen copy of what training started from (the final
-    evaluation also plays it)."""
+    evaluation also plays it); ``cfg`` the trainer's config ``C``, the run's."""
 
     net: A
     start: A
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        self.cfg = cast(C, run.cfg)  # the trainer opened the run with its own config (``open_run``)
 
     def step(self, step: int) -> None:
         """Train step ``step`` (1, 2, ...; a resumed run continues the count)."""
@@ -144,6 +147,16 @@ def initial_network(cfg: CommonConfig) -> PatchworkNet | None:
     return load_network(cfg.init_checkpoint, "init_checkpoint")
 
 
+def starting_network(cfg: CommonConfig, net: PatchworkNet | None, resumed: Resumed | None) -> PatchworkNet:
+    """The network a network trainer trains: the resumed run's, else ``net`` (``initial_network``'s),
+    else a fresh one of ``cfg.net``; torch's generator is seeded from the run's training stream first
+    either way (a fresh network's initialisation draws from it)."""
+    torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
+    if resumed is not None:
+        return cast(PatchworkNet, resumed.net)
+    return net if net is not None else PatchworkNet(cfg.net)
+
+
 def run_folder_of(checkpoint: str) -> str:
     """The run folder of a checkpoint (``<run>/checkpoints/latest.pt`` -> ``<run>``)."""
     parent = Path(checkpoint).parent
@@ -160,7 +173,7 @@ def open_run(cfg: CommonConfig, name: str, unit: str) -> tuple[Run, Resumed | No
     return Run(cfg, name, unit, resumed.history, resumed.minutes), resumed
 
 
-def run_loop(run: Run, trainer: Trainer[Any], total: int, resumed: Resumed | None) -> dict[str, Any]:
+def run_loop(run: Run, trainer: Trainer[Any, Any], total: int, resumed: Resumed | None) -> dict[str, Any]:
     """Steps ``trainer`` up to ``total`` (or the time limit); returns the summary of ``Run.finish``."""
     cfg = run.cfg
     step = 0
@@ -224,7 +237,7 @@ def interrupted(run: Run, step: int, where: str = "") -> Interrupted:
     return Interrupted(f"interrupted after {unit_count(step, run.unit)}{where}; resume with --resume {latest}")
 
 
-def save_latest(run: Run, trainer: Trainer[Any], step: int) -> Path:
+def save_latest(run: Run, trainer: Trainer[Any, Any], step: int) -> Path:
     """``checkpoints/latest.pt``: what ``--resume`` restores (written whole or not at all)."""
     state = {
         "config": dataclasses.asdict(run.cfg),

@@ -12,39 +12,33 @@ are not purchases and are not counted. The games are paired deals (``--pairs``, 
 
 from __future__ import annotations
 
-import shlex
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import tyro
 
 from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
-from train.cli import check_results_path, parse_args, reports_input_errors, write_results
+from train.cli import ResultsArgs, command_line, parse_args, reports_input_errors, write_results
 from train.config import ConfigError
 
 
 @dataclass
-class PlacementsArgs:
+class PlacementsArgs(ResultsArgs):
     """How often an agent places a patch it buys elsewhere than greedy's best placement of it."""
 
-    agents: tyro.conf.Positional[tuple[str, ...]]
+    agents: tyro.conf.Positional[tuple[str, ...]] = ()
     """agent specs (each plays greedy)"""
     pairs: int = bounded(20, 1, 10_000)
     """paired deals per agent (2 games each)"""
     seed: int = bounded(4040, 0, MAX_ARENA_SEED)
     """seed of the deals"""
-    workers: int = bounded(1, 1, 64)
-    """processes playing the games"""
-    results: Path | None = None
-    """write the results file here"""
 
     def validate(self) -> None:
         if not self.agents:
             raise ConfigError("give the agent specs to measure")
-        check_results_path(self.results)
+        super().validate()
 
 
 def own_placements(seed: int, deal_index: int, actions: list[int], seat: int) -> tuple[int, int]:
@@ -113,9 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                  "against greedy": format_win_rate(m["win_rate"], m["ci95"])}  # fmt: skip
         rows.append({"seed": args.seed, "cells": cells})
     if args.results is not None:
-        command = shlex.join(["python", "-m", "train.placements", *argv])
         write_results(args.results, {
-            **provenance(command, [args.seed]),
+            **provenance(command_line("train.placements", argv), [args.seed]),
             "kind": results_file.TRAINING,
             "title": "Placements of their own: purchases placed off greedy's best placement of the patch",
             "description": f"Each agent's {2 * args.pairs} games against greedy (paired deals, seed {args.seed}); "

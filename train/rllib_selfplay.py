@@ -185,7 +185,6 @@ def throughput(result: dict[str, Any]) -> dict[str, float]:
 
 def main(cfg: RLlibConfig, name: str = "rllib") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``)."""
-    cfg.validate()
     preflight(cfg)
     import_ray()  # the ray extra: a missing one is an error line, not a traceback
     start = initial_net(cfg) if cfg.init_checkpoint and not cfg.resume else None  # one that does not fit fails first
@@ -198,16 +197,14 @@ def main(cfg: RLlibConfig, name: str = "rllib") -> dict[str, Any]:
             import_ray().shutdown()
 
 
-class RLlibSelfPlay(Trainer[PatchworkNet]):
+class RLlibSelfPlay(Trainer[PatchworkNet, RLlibConfig]):
     """The loop's step: one ``algo.train()`` (sampling on the EnvRunners, one PPO update), then the
     pool's round-robin refresh. ``--resume`` restores RLlib's own checkpoint of the algorithm
     (``checkpoints/rllib-latest``, written with every ``latest.pt``); its games are dealt anew."""
 
     def __init__(self, run: Run, start: PatchworkNet | None, resumed: Resumed | None) -> None:
         super().__init__(run)
-        cfg = run.cfg
-        assert isinstance(cfg, RLlibConfig)
-        self.cfg = cfg
+        cfg = self.cfg
         self.algo = build_algorithm(cfg, start)
         self.snapshots = [m for m in opponent_ids(cfg)[0] if m.startswith("snapshot_")]
         self.train_seconds = 0.0  # in algo.train() alone (sampling + update), for throughput

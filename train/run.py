@@ -23,6 +23,7 @@ import fcntl
 import json
 import re
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,13 @@ from torch.utils.tensorboard import SummaryWriter
 from patchwork_env.core.files import write_atomic
 from patchwork_env.core.records import write_records
 from patchwork_env.evaluation.arena import play_pairs
+from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.evaluation.stats import format_win_rate
 from patchwork_env.players import checkpoint
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.registry import make_agent
+from tools.render_results import curves_figure
 from train.artefact import Artefact, as_artefact
 from train.config import CommonConfig, ConfigError
 from train.seeds import Stream, stream_seed
@@ -89,6 +92,12 @@ class Run:
     def log(self, text: str) -> None:
         if self.cfg.progress:
             print(f"[{self.minutes():6.1f} min] {text}", flush=True)
+
+    def progress_bar(self, total: int, unit: str, initial: int = 0) -> Any:
+        """A progress bar on stdout (none without ``progress``); the trainer closes it."""
+        return progress_bar(
+            total=total, initial=initial, unit=unit, dynamic_ncols=True, disable=not self.cfg.progress, file=sys.stdout
+        )
 
     def checkpoint(self, net: Artefact | PatchworkNet, name: str, trainer: dict[str, Any] | None = None) -> Path:
         """``checkpoints/<name>`` (the artefact's format: ``train.artefact``)."""
@@ -244,12 +253,14 @@ def remove_files(folder: Path, names: list[str]) -> None:
 
 
 def preflight(cfg: CommonConfig) -> None:
-    """What every trainer checks first, before a backend starts or the folder is written: the run's
-    buffers fit in the machine's free memory (``memory_bytes``, a rough estimate), and every agent
-    the evaluations will play builds (an unknown agent, a bad value, a checkpoint that does not
-    load, a missing extra stop the run here). It sets torch's threads (``torch_threads``) before any
-    network is built: a fresh network's initialisation (orthogonal, by a QR decomposition) differs
-    in its last bits between thread counts, so a run must not depend on what its process ran before."""
+    """What every trainer checks first, before a backend starts or the folder is written: the config's
+    values (``validate``), the run's buffers fit in the machine's free memory (``memory_bytes``, a
+    rough estimate), and every agent the evaluations will play builds (an unknown agent, a bad
+    value, a checkpoint that does not load, a missing extra stop the run here). It sets torch's
+    threads (``torch_threads``) before any network is built: a fresh network's initialisation
+    (orthogonal, by a QR decomposition) differs in its last bits between thread counts, so a run must
+    not depend on what its process ran before."""
+    cfg.validate()
     set_threads(cfg.torch_threads)
     need, free = cfg.memory_bytes(), available_memory()
     if free and need > free:
@@ -345,38 +356,19 @@ def print_results(results: Results) -> None:
 
 def plot_learning_curve(history: list[dict[str, Any]], unit: str, path: Path, title: str) -> Path | None:
     """Win rate against each opponent over minutes of training, with 95% bands; the final
-    evaluation (fresh deals) as a separate marker with its interval, in the legend."""
+    evaluation (fresh deals) as a separate marker with its interval: the results page's plot of
+    curves (``tools/render_results.curves_figure``) of this one run."""
     if not history:
         return None
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4), dpi=110)
-    ax = fig.subplots()
-    for spec in dict.fromkeys(h["opponent"] for h in history):
-        rows = [h for h in history if h["opponent"] == spec and not h.get("final")]
-        x = [h["minutes"] for h in rows]
-        (line,) = ax.plot(x, [h["win_rate"] for h in rows], marker="o", ms=3, label=f"vs {spec}")
-        ax.fill_between(
-            x, [h["ci_low"] for h in rows], [h["ci_high"] for h in rows], alpha=0.15, color=line.get_color()
-        )
-        for h in (h for h in history if h["opponent"] == spec and h.get("final")):
-            err = [[h["win_rate"] - h["ci_low"]], [h["ci_high"] - h["win_rate"]]]
-            ax.errorbar(
-                [h["minutes"]],
-                [h["win_rate"]],
-                yerr=err,
-                fmt="*",
-                ms=10,
-                color=line.get_color(),
-                label=f"vs {spec}, final (fresh deals)",
-            )
-    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
-    ax.set_ylim(0, 1)
-    ax.set_xlabel(f"minutes of training (points: evaluations every few {unit}s)")
-    ax.set_ylabel("win rate (paired games, 95% CI)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
+    curves: dict[str, dict[str, list[tuple[float, float, float, float]]]] = {}
+    finals = {}
+    for h in history:  # a curve per opponent, and per player other than the artefact's own (``Run.evaluate``)
+        name = h["opponent"] + (f" ({h['player']})" if h.get("player") else "")
+        point = (h["minutes"], h["win_rate"], h["ci_low"], h["ci_high"])
+        if h.get("final"):
+            finals[name] = point
+        else:
+            curves.setdefault(name, {"run": []})["run"].append(point)
+    xlabel = f"minutes of training (points: evaluations every few {unit}s)"
+    curves_figure(curves, finals, title, xlabel).savefig(path, dpi=110)
     return path

@@ -39,12 +39,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import VecEnvWrapper, VecMonitor
 
-from agents.opponent_pool import GREEDY, RANDOM, SELF, OpponentPool
+from agents.opponent_pool import OpponentPool
 from agents.sb3 import MarginReward, PatchworkPolicy, SB3VecEnv
-from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.network import PatchworkNet
-from patchwork_env.players.policy import NetworkAgent
-from patchwork_env.players.registry import make_agent
 from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
 from train.run import Run, frozen_copy, preflight
 from train.seeds import Stream, stream_rng, stream_seed
@@ -68,17 +65,7 @@ class PoolCallback(BaseCallback):  # type: ignore[misc]
     def _on_rollout_start(self) -> None:
         self.pool.set_latest(self.net)
         code = int(self.pool.draw(1, self.rng)[0][0])
-        if code == SELF:
-            assert self.pool.latest is not None
-            opponent: Any = NetworkAgent(self.pool.latest, deterministic=False, name="latest")
-        elif code == RANDOM:
-            opponent = "random"
-        elif code == GREEDY:
-            opponent = make_agent("greedy")
-        else:
-            snap = next(s for s in self.pool.snapshots if s.id == code)
-            opponent = NetworkAgent(snap.net, deterministic=False, name=f"snapshot-{snap.update}")
-        self.venv.venv.set_opponent(opponent)  # the PatchworkVectorEnv under the SB3 adapter
+        self.venv.venv.set_opponent(self.pool.agent(code))  # the PatchworkVectorEnv under the SB3 adapter
         self.opponent_name = self.pool.name(code)
 
     def _on_step(self) -> bool:
@@ -102,7 +89,6 @@ def make_env(cfg: SB3Config) -> tuple[SB3VecEnv, Any]:
 
 def main(cfg: SB3Config, name: str = "sb3") -> dict[str, Any]:
     """Train MaskablePPO; returns the summary (``train.run.Run.finish``)."""
-    cfg.validate()
     preflight(cfg)
     net = initial_network(cfg)
     run, resumed = open_run(cfg, name, "update")
@@ -110,26 +96,17 @@ def main(cfg: SB3Config, name: str = "sb3") -> dict[str, Any]:
     return run_loop(run, MaskablePPOTrainer(run, net, resumed), updates, resumed)
 
 
-class MaskablePPOTrainer(Trainer[PatchworkNet]):
+class MaskablePPOTrainer(Trainer[PatchworkNet, SB3Config]):
     """The loop's step: one ``MaskablePPO.learn`` call of one rollout (``n_envs * n_steps`` learner
     decisions) and its update. On ``--resume`` the games in progress are dealt anew."""
 
     def __init__(self, run: Run, net: PatchworkNet | None, resumed: Resumed | None) -> None:
         super().__init__(run)
-        cfg = run.cfg
-        assert isinstance(cfg, SB3Config)
-        self.cfg = cfg
+        cfg = self.cfg
         self.venv, self.env = make_env(cfg)
         start = resumed.net if resumed is not None else net
         net_config = start.config if start is not None else cfg.net
-        self.pool = OpponentPool(
-            net_config,
-            size=cfg.pool_size,
-            latest_prob=cfg.latest_prob,
-            random_weight=cfg.random_weight,
-            greedy_weight=cfg.greedy_weight,
-            snapshot_weight=cfg.snapshot_weight,
-        )
+        self.pool = OpponentPool.of(net_config, cfg)
         self.model = MaskablePPO(
             PatchworkPolicy,
             self.env,
@@ -155,13 +132,7 @@ class MaskablePPOTrainer(Trainer[PatchworkNet]):
             self.net.load_state_dict(start.state_dict())
         self.start = frozen_copy(self.net)
         self.resume(resumed)
-        self.bar = progress_bar(
-            total=cfg.total_timesteps,
-            initial=self.model.num_timesteps,
-            unit="dec",
-            dynamic_ncols=True,
-            disable=not cfg.progress,
-        )
+        self.bar = run.progress_bar(cfg.total_timesteps, "dec", initial=self.model.num_timesteps)
         print(f"run folder: {run.folder}")
 
     def step(self, step: int) -> None:
@@ -191,11 +162,6 @@ class MaskablePPOTrainer(Trainer[PatchworkNet]):
         self.model.num_timesteps = int(counters["num_timesteps"])
         self.model._n_updates = int(counters["n_updates"])
         self.callback.next_snapshot = int(counters["next_snapshot"])
-
-    def evaluate(self, step: int) -> None:
-        was_training = self.net.training
-        self.run.evaluate(self.net, step)
-        self.net.train(was_training)
 
     def close(self) -> None:
         self.bar.close()

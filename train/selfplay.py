@@ -44,43 +44,33 @@ from agents.ppo import PPOSettings, Rollout, per_seat_gae, ppo_update, shaped_fi
 from patchwork_env.core import rules
 from patchwork_env.envs import observation
 from patchwork_env.envs.vector import VectorGames
-from patchwork_env.evaluation.progress import progress_bar
 from patchwork_env.players.heuristic import NUM_FEATURES
 from patchwork_env.players.network import PatchworkNet, count_parameters, prior_for, sample_actions
-from train.loop import Resumed, Trainer, initial_network, open_run, run_loop
+from train.loop import Resumed, Trainer, initial_network, open_run, run_loop, starting_network
 from train.run import Run, frozen_copy, load_network, preflight
 from train.seeds import Stream, stream_rng, stream_seed
 
 
 def main(cfg: SelfPlayConfig, name: str = "selfplay") -> dict[str, Any]:
     """Train; returns the summary (``train.run.Run.finish``)."""
-    cfg.validate()
     preflight(cfg)
     net = initial_network(cfg)
     run, resumed = open_run(cfg, name, "update")
     return run_loop(run, SelfPlay(run, net, resumed), cfg.total_updates, resumed)
 
 
-class SelfPlay(Trainer[PatchworkNet]):
+class SelfPlay(Trainer[PatchworkNet, SelfPlayConfig]):
     """The loop's step: one rollout over the games in progress, one PPO update on it."""
 
     def __init__(self, run: Run, net: PatchworkNet | None, resumed: Resumed | None) -> None:
         super().__init__(run)
-        cfg = run.cfg
-        assert isinstance(cfg, SelfPlayConfig)
-        self.learner = new_learner(cfg, resumed.net if resumed else net if net is not None else start_network(cfg))
+        cfg = self.cfg
+        self.learner = new_learner(cfg, starting_network(cfg, net, resumed))
         self.net, self.start = self.learner.net, self.learner.start
         self.best: dict[str, Any] = {}
         self.diagnostics: dict[str, float] = {}
         self.resume(resumed)
-        self.bar = progress_bar(
-            total=cfg.total_updates,
-            initial=self.learner.update,
-            unit="upd",
-            dynamic_ncols=True,
-            disable=not cfg.progress,
-            file=sys.stdout,
-        )
+        self.bar = run.progress_bar(cfg.total_updates, "upd", initial=self.learner.update)
         self.bar.write(f"run folder: {run.folder}  (network: {count_parameters(self.net):,} parameters)")
 
     def step(self, step: int) -> None:
@@ -92,7 +82,16 @@ class SelfPlay(Trainer[PatchworkNet]):
         self.bar.set_postfix(dps=f"{metrics['charts/decisions_per_second']:.0f}", refresh=False)
 
     def evaluate(self, step: int) -> None:
-        evaluate(self.run, self.learner, self.best)
+        """The periodic evaluation (and of the sampled policy with ``eval_sampled``); with ``keep_best``
+        a better win rate against that opponent saves ``checkpoints/best.pt``."""
+        cfg, learner = self.cfg, self.learner
+        results = self.run.evaluate(learner.net, learner.update)
+        if cfg.eval_sampled:
+            self.run.evaluate(learner.net, learner.update, deterministic=False)
+        rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
+        if rate is not None and rate > self.best.get("win_rate", -1.0):
+            self.best.update(update=learner.update, win_rate=rate, opponent=cfg.keep_best)
+            self.run.checkpoint(learner.net, "best.pt")
 
     def state_dict(self) -> dict[str, Any]:
         learner = self.learner
@@ -150,11 +149,8 @@ class SelfPlay(Trainer[PatchworkNet]):
 
 
 def start_network(cfg: SelfPlayConfig) -> PatchworkNet:
-    """A fresh network (seeded), or the one of ``init_checkpoint``."""
-    if cfg.init_checkpoint:
-        return load_network(cfg.init_checkpoint, "init_checkpoint")
-    torch.manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-    return PatchworkNet(cfg.net)
+    """A fresh network (seeded), or the one of ``init_checkpoint`` (what the benchmarks train)."""
+    return starting_network(cfg, initial_network(cfg), None)
 
 
 # --- the learner: network, optimizer, opponents, games in progress ----------------------------------
@@ -186,27 +182,9 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet) -> Learner:
     """A fresh learner around ``net``: optimizer, pool, generators, games (``SelfPlay.load_state_dict``
     puts back a resumed run's)."""
     net.train()
-    pool = OpponentPool(
-        net.config,
-        size=cfg.pool_size,
-        latest_prob=cfg.latest_prob,
-        random_weight=cfg.random_weight,
-        greedy_weight=cfg.greedy_weight,
-        snapshot_weight=cfg.snapshot_weight,
-    )
+    pool = OpponentPool.of(net.config, cfg)
     rng = stream_rng(cfg.seed, Stream.TRAIN)
     gen = torch.Generator().manual_seed(stream_seed(cfg.seed, Stream.TRAIN))
-    settings = PPOSettings(
-        epochs=cfg.epochs,
-        num_minibatches=cfg.num_minibatches,
-        clip_coef=cfg.clip_coef,
-        clip_vloss=cfg.clip_vloss,
-        ent_coef=cfg.ent_coef,
-        vf_coef=cfg.vf_coef,
-        max_grad_norm=cfg.max_grad_norm,
-        target_kl=cfg.target_kl,
-        anchor_coef=cfg.anchor_coef,
-    )
     n, steps = cfg.num_games, cfg.rollout_steps
     games = VectorGames(n, seed=int(rng.integers(2**63)))
     codes, seats = pool.draw(n, rng)
@@ -221,7 +199,7 @@ def new_learner(cfg: SelfPlayConfig, net: PatchworkNet) -> Learner:
         pool=pool,
         rng=rng,
         gen=gen,
-        settings=settings,
+        settings=PPOSettings.of(cfg),
         games=games,
         codes=codes,
         seats=seats,
@@ -358,21 +336,6 @@ def log_update(run: Run, learner: Learner, collected: Collected, metrics: dict[s
         metrics[f"charts/train_win_rate_vs_{name}"] = float(np.mean(won))
     for key, value in metrics.items():
         run.writer.add_scalar(key, value, learner.global_step)
-
-
-def evaluate(run: Run, learner: Learner, best: dict[str, Any]) -> None:
-    """The periodic evaluation (and of the sampled policy with ``eval_sampled``); with ``keep_best``
-    a better win rate against that opponent saves ``checkpoints/best.pt``."""
-    cfg = run.cfg
-    assert isinstance(cfg, SelfPlayConfig)
-    results = run.evaluate(learner.net, learner.update)
-    if cfg.eval_sampled:
-        run.evaluate(learner.net, learner.update, deterministic=False)
-    learner.net.train()
-    rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
-    if rate is not None and rate > best.get("win_rate", -1.0):
-        best.update(update=learner.update, win_rate=rate, opponent=cfg.keep_best)
-        run.checkpoint(learner.net, "best.pt")
 
 
 def cli(argv: list[str] | None = None) -> int:

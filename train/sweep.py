@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.stats import format_win_rate, wilson_interval
 from patchwork_env.players.net_config import NetConfig
-from train.cli import check_results_path, load_yaml, parse_args, write_results
+from train.cli import check_results_path, command_line, load_yaml, parse_args, write_results
 from train.config import ConfigError, SelfPlayConfig
 
 BASE = "configs/selfplay_scratch.yaml"
@@ -134,7 +133,7 @@ def base_config(args: SweepArgs) -> SelfPlayConfig:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(SweepArgs, argv, __doc__.split("\n\n")[0])
-    command = shlex.join(["python", "-m", "train.sweep", *argv])
+    command = command_line("train.sweep", argv)
     from train.selfplay import main as train
 
     base, out = base_config(args), args.out

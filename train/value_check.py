@@ -69,14 +69,8 @@ def checkpoint_path(name: str) -> str:
     return str(SHIPPED_NETWORKS[NEWEST_NETWORK]) if name == SHIPPED else name
 
 
-def parse(argv: Sequence[str] | None = None) -> ValueCheckArgs:
-    return parse_args(ValueCheckArgs, argv, __doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    ARGS = parse()
-
-import shlex
+    ARGS = parse_args(ValueCheckArgs, None, __doc__.splitlines()[0])
 
 import numpy as np
 import numpy.typing as npt
@@ -85,7 +79,7 @@ import torch
 from agents.value_head import network_games, network_values, rollout_targets
 from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.players.checkpoint import load_network
-from train.cli import write_results
+from train.cli import command_line, write_results
 
 COLUMNS = ("mse vs the label", "explained variance", "mse vs the result")
 
@@ -101,7 +95,7 @@ def scores(
 
 @reports_input_errors
 def main(argv: Sequence[str] | None = None, args: ValueCheckArgs | None = None) -> int:
-    args = args or parse(argv)
+    args = args or parse_args(ValueCheckArgs, argv, __doc__.splitlines()[0])
     torch.set_num_threads(1)
     nets = {name: load_network(checkpoint_path(name)) for name in dict.fromkeys([args.games_of, *args.checkpoints])}
     states, results, _ = network_games(nets[args.games_of], args.games, args.seed, args.margin_weight)
@@ -118,7 +112,6 @@ def main(argv: Sequence[str] | None = None, args: ValueCheckArgs | None = None) 
     for name, cells in table.items():
         print(f"  {name:50s} " + "  ".join(f"{c} {v}" for c, v in cells.items()))
     if args.results:
-        command = shlex.join(["python", "-m", "train.value_check", *(sys.argv[1:] if argv is None else argv)])
         write_results(Path(args.results), {
             "kind": "training",
             "title": "Leaf values against a many-rollout label",
@@ -131,7 +124,7 @@ def main(argv: Sequence[str] | None = None, args: ValueCheckArgs | None = None) 
             "columns": list(COLUMNS),
             "runs": [{"seed": name, "cells": cells} for name, cells in table.items()],
             "raw": {"label_variance": float(np.var(label)), "positions": len(states)},
-            **provenance(command, [args.seed]),
+            **provenance(command_line("train.value_check", argv), [args.seed]),
         })  # fmt: skip
     return 0
 

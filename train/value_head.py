@@ -22,12 +22,10 @@ import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from patchwork_env.core.bounds import MAX_SEED, above, bounded
 from patchwork_env.core.files import check_output_path
-from patchwork_env.core.usage import fail
 from patchwork_env.players.registry import MAX_SIMS
 from train.cli import check_results_path, parse_args, reports_input_errors
 from train.config import MAX_GAMES, ConfigError
@@ -78,16 +76,9 @@ class ValueHeadArgs:
         check_results_path(self.results)
 
 
-def parse(argv: Sequence[str] | None = None) -> ValueHeadArgs:
-    return parse_args(ValueHeadArgs, argv, __doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    ARGS = parse()
+    ARGS = parse_args(ValueHeadArgs, None, __doc__.splitlines()[0])
 
-import dataclasses
-import functools
-import shlex
 import time
 
 import numpy as np
@@ -95,19 +86,18 @@ import torch
 
 from agents.value_head import (
     ValueStats,
-    fit_value_head,
-    fit_value_net,
+    fit_value,
     network_games,
     rollout_targets,
     search_targets,
 )
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
-from train.cli import write_fit_run
+from train.cli import command_line, save_out, write_fit_run
 
 
 @reports_input_errors
 def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -> int:
-    args = args or parse(argv)
+    args = args or parse_args(ValueHeadArgs, argv, __doc__.splitlines()[0])
     net = load_network(args.checkpoint)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -134,16 +124,12 @@ def main(argv: Sequence[str] | None = None, args: ValueHeadArgs | None = None) -
         line = f"held-out explained variance {h.val_explained_variance:.3f} (mse {h.val_mse:.4f}){kl}"
         print(f"  {label:>8}: {line}, {time.perf_counter() - start:.0f} s so far", flush=True)
 
-    fit = fit_value_head if args.fit == "head" else functools.partial(fit_value_net, kl_weight=args.kl_weight)
-    history = fit(net, states, values, games, args.epochs, args.learning_rate, args.seed, progress=show)
-    try:
-        save_checkpoint(args.out, net)
-    except OSError as exc:
-        fail(f"cannot write --out {args.out}: {exc.strerror or exc}")
+    history = fit_value(net, states, values, games, args.epochs, args.learning_rate, args.seed, trunk=args.fit == "net",
+                        kl_weight=args.kl_weight, progress=show)  # fmt: skip
+    save_out(lambda path: save_checkpoint(path, net), args.out)
     seconds = time.perf_counter() - start
     if args.results:
-        command = shlex.join(["python", "-m", "train.value_head", *(sys.argv[1:] if argv is None else argv)])
-        write_fit_results(args, command, len(states), history, seconds)
+        write_fit_results(args, command_line("train.value_head", argv), len(states), history, seconds)
     print(f"wrote {args.out} ({seconds:.0f} s in all)")
     return 0
 
@@ -164,15 +150,15 @@ def write_fit_results(
     labels = {"rollouts": f" ({args.rollouts} greedy rollouts each)", "search": f" (mcts:sims={args.sims} each)"}
     labels_text = labels.get(args.target, "")
     write_fit_run(
-        Path(args.results),
+        args,
         f"Value fit ({args.target} targets, {args.fit})",
         (
             f"train.value_head on {args.checkpoint}: {args.games} games, {positions} positions kept, "
             f"target {args.target}{labels_text}, fit {args.fit}; held-out: a fifth of the games"
         ),
         cells,
-        args.seed,
-        {"history": [dataclasses.asdict(h) for h in history], "args": dataclasses.asdict(args), "seconds": seconds},
+        history,
+        seconds,
         command,
     )
 

@@ -25,7 +25,6 @@ from typing import Literal
 
 from patchwork_env.core.bounds import MAX_SEED, above, bounded
 from patchwork_env.core.files import check_output_path
-from patchwork_env.core.usage import fail
 from patchwork_env.players.registry import MAX_SIMS
 from patchwork_env.players.value_model import MAX_HIDDEN
 from train.cli import check_results_path, exit_quietly_on_ctrl_c, parse_args, reports_input_errors
@@ -78,17 +77,10 @@ class ValueModelArgs:
         check_results_path(self.results)
 
 
-def parse(argv: Sequence[str] | None = None) -> ValueModelArgs:
-    return parse_args(ValueModelArgs, argv, __doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    ARGS = parse()
+    ARGS = parse_args(ValueModelArgs, None, __doc__.splitlines()[0])
 
-import dataclasses
-import shlex
 import time
-from pathlib import Path
 
 import torch
 
@@ -96,12 +88,12 @@ from agents.value_head import held_out_split, network_games, network_values, tre
 from agents.value_model import VAL_SHARE, ModelStats, fit_value_model
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.value_model import ValueModelError, load_value_model
-from train.cli import write_fit_run
+from train.cli import command_line, save_out, write_fit_run
 
 
 @reports_input_errors
 def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) -> int:
-    args = args or parse(argv)
+    args = args or parse_args(ValueModelArgs, argv, __doc__.splitlines()[0])
     net = load_network(args.checkpoint)
     try:
         leaves = load_value_model(args.model) if args.model else None
@@ -137,13 +129,10 @@ def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) 
     }
     for name, mse in result_mse.items():
         print(f"  the {name}'s own mse against the held-out results: {mse:.4f}")
-    try:
-        model.save(args.out)
-    except OSError as exc:
-        fail(f"cannot write --out {args.out}: {exc.strerror or exc}")
+    save_out(model.save, args.out)
     seconds = time.perf_counter() - start
     if args.results:
-        command = shlex.join(["python", "-m", "train.value_model", *(sys.argv[1:] if argv is None else argv)])
+        command = command_line("train.value_model", argv)
         write_fit_results(args, command, len(states), model.hidden, history, result_mse, seconds)
     print(f"wrote {args.out} ({seconds:.0f} s in all)")
     return 0
@@ -177,15 +166,15 @@ def write_fit_results(
         title = "Value model fitted to az's compiled search (train.value_model --target search)"
         source = f"from {args.model} (its search's values, {args.sims} simulations), games of {args.checkpoint}"
     write_fit_run(
-        Path(args.results),
+        args,
         title,
         (
             f"train.value_model {source}: {args.games} games, {positions} positions, "
             f"hidden {hidden[0]}, {hidden[1]}, {args.epochs} epochs; held-out: a fifth of the games"
         ),
         cells,
-        args.seed,
-        {"history": [dataclasses.asdict(h) for h in history], "args": dataclasses.asdict(args), "seconds": seconds},
+        history,
+        seconds,
         command,
     )
 
