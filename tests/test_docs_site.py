@@ -138,6 +138,23 @@ def test_the_page_renders_a_file_by_its_kind_not_by_its_keys() -> None:
     assert f"## Reference ratings on ladder {rating['ladder']}" in page and f"| `{rating['agent']}` |" in page
 
 
+def test_a_rung_rated_like_any_agent_sits_beside_its_round_robin_rating() -> None:
+    """Issue 59's ladder section: a rating whose spec is a rung of its version shows in that version's
+    rung table (both ratings, the difference) and not again among the agents rated on it."""
+    files = render_results.load()
+    reference = files["ladder-v2-reference"]
+    greedy = next(r for r in reference["ratings"] if r["spec"] == "greedy")
+    rating = {**files["ladder-v2-openspiel-mcts"], "spec": "greedy", "agent": "greedy", "elo": greedy["elo"] + 124.0}
+    page = render_results.page({"ladder-v2-reference": reference, "rung": rating, "other": files["ladder-v2-az"]})
+    start, end = page.index("### The rungs of v2 rated like any agent"), page.index("## Reference ratings on ladder v2")
+    section = page[start:end]
+    row = next(line for line in section.splitlines() if line.startswith("| `greedy` |"))
+    assert f"| {greedy['elo']:.0f} [" in row and f"| {rating['elo']:.0f} [" in row and "| +124 |" in row, row
+    rest = page[page.index("## Reference ratings on ladder v2") :]
+    assert "| `greedy` |" not in rest and f"| `{files['ladder-v2-az']['agent']}` |" in rest
+    assert "### The rungs of" not in render_results.page({"ladder-v2-reference": reference})  # none rated: no table
+
+
 def test_the_page_reads_the_declared_fields_only() -> None:
     """Each file cut down to what its kind declares (``results_file.declared``: no raw counts but a
     writer's declared curves, no field a schema does not name) renders the same page, README table

@@ -230,6 +230,39 @@ def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
     return lines
 
 
+def rungs_as_agents(reference: Data, ratings: list[tuple[str, Data]]) -> list[str]:
+    """The rungs of ``reference`` that were also rated like any agent on their own version (a rating
+    file whose ``spec`` is the rung's name): both ratings side by side, and why they may differ."""
+    rungs = {r["spec"]: r for r in reference["ratings"]}
+    rated = [(n, d) for n, d in ratings if d["ladder"] == reference["ladder"] and d.get("spec") in rungs]
+    if not rated:
+        return []
+    lines = [
+        f"### The rungs of {reference['ladder']} rated like any agent",
+        "",
+        "A rung's own rating comes from the version's round robin: every rung against every other, thousands of "
+        "games, one fit of all of them together. Rated like any agent (`patchwork ladder RUNG`), the same player "
+        "meets only the rungs nearest a short probe, a copy of itself among them, in 60 (quick) or 160 (standard) "
+        "games, and is fitted against their ratings held fixed. These are two estimates of one strength: they "
+        "agree when each lies inside the other's interval. A difference beyond the intervals would say that the "
+        "player's strength depends on whom it meets (its nearest rungs rather than the whole panel), which Elo's "
+        "one number per player does not hold.",
+        "",
+        "| rung | its rating in the round robin [95% CI] | rated like any agent [95% CI] | difference | games | "
+        "budget | measured by |",
+        "|---|---|---|---:|---:|---|---|",
+    ]
+    for _, d in sorted(rated, key=lambda nd: -rungs[nd[1]["spec"]]["elo"]):
+        r = rungs[d["spec"]]
+        own = f"{r['elo']:.0f} [{r['ci95'][0]:.0f}, {r['ci95'][1]:.0f}]"
+        if d["scale"] == "on":
+            agent, diff = f"{d['elo']:.0f} [{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}]", f"{d['elo'] - r['elo']:+.0f}"
+        else:
+            agent, diff = f"{d['scale']} the scale", ""
+        lines.append(f"| `{d['spec']}` | {own} | {agent} | {diff} | {d['games']} | {d['budget']} | {where(d)} |")
+    return [*lines, ""]
+
+
 def training(name: str, data: Data) -> list[str]:
     """A trainer's outcome over seeds: ``runs`` (one per seed) with named metrics (raw counts), and
     its curves' figure when its writer keeps curves in ``raw`` (``results_file.CURVES``)."""
@@ -373,11 +406,15 @@ def page(files: dict[str, Data]) -> str:
         render = SECTIONS[data["kind"]]
         try:
             out += [*render(name, data), ""]
+            if data["kind"] == LADDER_REFERENCE:
+                out += rungs_as_agents(data, ratings)
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
             field = f"field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
             raise ValueError(f"results/{name}.json: cannot be rendered ({field} missing or malformed)") from None
-    if ratings:
-        out += [*ladder_ratings(ratings), ""]
+    rungs = {(d["ladder"], r["spec"]) for d in files.values() if d["kind"] == LADDER_REFERENCE for r in d["ratings"]}
+    others = [(n, d) for n, d in ratings if (d["ladder"], d.get("spec")) not in rungs]  # the rungs': above
+    if others:
+        out += [*ladder_ratings(others), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
