@@ -155,6 +155,13 @@ def test_a_rung_rated_like_any_agent_sits_beside_its_round_robin_rating() -> Non
     assert "### The rungs of" not in render_results.page({"ladder-v2-reference": reference})  # none rated: no table
 
 
+def test_the_headline_shows_the_newest_ladder_only() -> None:
+    files = render_results.load()
+    newer = {**files["ladder-v2-reference"], "ladder": "v10"}  # a later version: numbers, not letters, order them
+    rows = render_results.headline({**files, "ladder-v10-reference": newer}).splitlines()
+    assert [r.split(":")[0] for r in rows if r.startswith("| Patchwork ladder")] == ["| Patchwork ladder v10"]
+
+
 def test_the_page_reads_the_declared_fields_only() -> None:
     """Each file cut down to what its kind declares (``results_file.declared``: no raw counts but a
     writer's declared curves, no field a schema does not name) renders the same page, README table

@@ -481,6 +481,8 @@ def headline(files: dict[str, Data]) -> str:
 
     speed_rows: list[str] = []
     arena_rows: dict[tuple[str, str], str] = {}
+    versions = [d["ladder"] for d in files.values() if d["kind"] == LADDER_REFERENCE]
+    newest = max(versions, key=lambda v: int(v.removeprefix("v"))) if versions else None
     other_rows = [cite(curve_headline(label, files[n]), n) for n, label in CURVE_HEADLINE.items() if n in files]
     other_rows += [cite(summary_headline(n, files[n]), n) for n in SUMMARY_HEADLINE if n in files]
     for name, data in files.items():
@@ -500,7 +502,7 @@ def headline(files: dict[str, Data]) -> str:
                     arena_rows[p["a"], p["b"]] = cite(
                         f"| `{p['a']}` against `{p['b']}` | {pct(rate, ci)} of {p['games']} games |", name
                     )
-        elif data["kind"] == LADDER_REFERENCE and "neighbours" in data:
+        elif data["kind"] == LADDER_REFERENCE and "neighbours" in data and data["ladder"] == newest:
             widest = max((g["ci95"][1] - g["ci95"][0]) / 2 for g in data["neighbours"])
             furthest = max(g["difference"] for g in data["neighbours"])
             top = max(r["elo"] for r in data["ratings"])
