@@ -45,7 +45,7 @@ WORKERS_HELP = (
     "processes (default: this one, and every core once the games left would take over a minute here: "
     "starting processes costs more than a short run gains); with ray: local CPUs"
 )
-LADDER_VERSIONS = ("v1", "v2")  # evaluation.ladder.VERSIONS (a test keeps them equal), oldest first
+LADDER_VERSIONS = ("v1", "v2", "v3")  # evaluation.ladder.VERSIONS (a test keeps them equal), oldest first
 
 
 def _play(sub: argparse._SubParsersAction[Parser]) -> None:

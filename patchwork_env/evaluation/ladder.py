@@ -7,9 +7,10 @@
     >>> result = rate(my_agent_or_callable, budget="quick")          # doctest: +SKIP
     >>> result.elo, result.ci95, result.scale                        # doctest: +SKIP
 
-The scale is a panel of reference agents, its rungs (``PANEL`` for the newest version, v2: random,
+The scale is a panel of reference agents, its rungs (``PANEL`` for the newest version, v3: random,
 three softened greedies, greedy, mcts at 10, 50, 100, 300 and 1,000 simulations, the shipped
-network v1 alone and in ``az``), all deterministic for a seed and played with every parameter
+network v1 alone and in ``az``, and ``az``'s compiled search with network v3 at 1,000 and 3,000
+simulations, the latter ``az``'s default of 0.4, so that every shipped agent rates on the scale), all deterministic for a seed and played with every parameter
 pinned (``PINNED``), rated against each other on the ladder's fixed deals with ``random`` = 0
 (``build_scale``: a round robin, then more games where neighbouring rungs meet). Their ratings,
 intervals, the deals' seed, every matchup's games and the command that produced them are the
@@ -60,8 +61,8 @@ from patchwork_env.evaluation.provenance import provenance
 from patchwork_env.evaluation.results_file import LADDER_RATING
 from patchwork_env.evaluation.stats import ELO_SCALE, VIRTUAL_DRAWS, Z95, fit_elo, fit_elo_covariance, fit_strengths
 
-VERSIONS = ("v1", "v2")
-VERSION = "v2"  # the default scale (a new version becomes the default; the old ones stay selectable)
+VERSIONS = ("v1", "v2", "v3")
+VERSION = "v3"  # the default scale (a new version becomes the default; the old ones stay selectable)
 PANEL: tuple[str, ...] = (  # the rungs of the newest version, weakest first
     "random",
     "greedy:temp=8",
@@ -75,6 +76,8 @@ PANEL: tuple[str, ...] = (  # the rungs of the newest version, weakest first
     "mcts:sims=300",
     "az:net=v1",
     "mcts:sims=1000",
+    "az:value=v3,sims=1000",
+    "az:value=v3,sims=3000",
 )
 #: how each rung is played: every parameter spelled out with its value when the version was built,
 #: so that a later change of a player's default or of the newest shipped network moves no rung
@@ -92,6 +95,11 @@ PINNED: dict[str, str] = {
     **{
         f"mcts:sims={n}": f"mcts:sims={n},rollout=greedy,c=0.4,width=1,rtemp=2,rcands=16,reuse=1"
         for n in (10, 50, 100, 300, 1000)
+    },
+    **{
+        f"az:value=v3,sims={n}": f"az:value=v3,sims={n},width=2,kinds=1,rollouts=0,mix=1,reuse=1,root=gumbel,"
+        "considered=16,c_puct=1.25,expand=1,leaves=1,virtual_loss=1,fast=1,prior=greedy,ptemp=20"
+        for n in (1000, 3000)
     },
 }
 LADDER_SEED = 20261201  # the ladder's deals: arena.deal(LADDER_SEED, i)
