@@ -42,9 +42,15 @@ def test_fit_rating_recovers_the_rating_that_generated_the_results() -> None:
 
 
 V1_PANEL = ("random", "greedy", "mcts:sims=10", "mcts:sims=100", "mcts:sims=300", "mcts:sims=1000", "pretrained", "az")
+V2_PANEL = PANEL[: PANEL.index("mcts:sims=1000") + 1]  # v3 is v2's rungs and two above them
 
 
-@pytest.mark.parametrize(("version", "panel"), [("v1", V1_PANEL), ("v2", PANEL)])
+def test_v3_is_v2_with_rungs_above_its_top() -> None:
+    assert PANEL[len(V2_PANEL) :] == ("az:value=v3,sims=1000", "az:value=v3,sims=3000")
+    assert [r["spec"] for r in load_scale(version="v2")["ratings"]] == list(V2_PANEL)
+
+
+@pytest.mark.parametrize(("version", "panel"), [("v1", V1_PANEL), ("v2", V2_PANEL), ("v3", PANEL)])
 def test_a_shipped_scale_is_the_round_robin_it_stores(version: str, panel: tuple[str, ...]) -> None:
     scale = load_scale(version=version)
     assert scale["ladder"] == version and scale["seed"] == ladder.LADDER_SEED
@@ -66,13 +72,16 @@ def test_a_shipped_scale_is_the_round_robin_it_stores(version: str, panel: tuple
     assert by_spec["random"] < by_spec["greedy"] < by_spec["mcts:sims=1000"]
 
 
-def test_v2_meets_its_spacing_and_precision_when_refitted_from_its_own_games() -> None:
+@pytest.mark.parametrize(("version", "panel"), [("v2", V2_PANEL), ("v3", PANEL)])
+def test_a_version_meets_its_spacing_and_precision_when_refitted_from_its_own_games(
+    version: str, panel: tuple[str, ...]
+) -> None:
     """The issue's standard: neighbouring rungs at most 250 Elo apart, each difference known to
     +-50 Elo (95%), recomputed here from the stored games (not read from the file's summary)."""
-    scale = load_scale(version="v2")
+    scale = load_scale(version=version)
     assert ladder.check_scale(scale, max_gap=250.0, precision=50.0) == []
     gaps = ladder.neighbours(scale)
-    assert len(gaps) == len(PANEL) - 1
+    assert len(gaps) == len(panel) - 1
     for mine, stored in zip(gaps, scale["neighbours"], strict=True):  # the file's summary is its games' refit
         assert (mine["low"], mine["high"]) == (stored["low"], stored["high"])
         assert [mine["difference"], *mine["ci95"]] == pytest.approx([stored["difference"], *stored["ci95"]])
@@ -98,8 +107,12 @@ def test_every_rung_is_played_with_every_parameter_pinned() -> None:
         missing = {p.name for p in entry.params} - set(given) - {"path", "time", "clock"}
         if entry.name == "az" and "net" in given:  # width is the compiled search's: a network search refuses it
             missing -= {"width"}
+        compiled = entry.name == "az" and "net" not in given
+        if compiled:  # the compiled search (no network): its model pinned instead
+            missing -= {"net"}
+            assert given["value"] == "v3", rung
         assert not missing, (rung, missing)
-        if entry.name in ("az", "pretrained"):
+        if entry.name in ("az", "pretrained") and not compiled:
             assert given["net"] == "v1"
 
 

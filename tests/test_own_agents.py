@@ -287,7 +287,7 @@ def test_the_ladder_rates_a_maskable_model(sb3_models: dict[str, Path], tmp_path
     spec = f"sb3:{sb3_models['maskable']}"
     assert patchwork("ladder", spec, "--workers", "2", "--json", str(out), "--no-progress") == 0
     data = json.loads(out.read_text())
-    assert data["spec"] == spec and data["illegal_actions"] == 0 and data["ladder"] == "v2"
+    assert data["spec"] == spec and data["illegal_actions"] == 0 and data["ladder"] == "v3"
 
 
 def test_one_checkpoint_under_two_paths_is_one_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

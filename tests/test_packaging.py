@@ -120,7 +120,7 @@ def test_without_torch_az_searches_with_the_shipped_value_model(fresh_env: Path)
 def test_the_ladder_scales_ship_in_the_wheel(fresh_env: Path) -> None:
     proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "ladder", "--table")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("Patchwork ladder v2") and "greedy:temp=2" in proc.stdout
+    assert proc.stdout.startswith("Patchwork ladder v3") and "az:value=v3,sims=3000" in proc.stdout
     proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), "ladder", "--table", "--ladder", "v1")
     assert proc.returncode == 0 and proc.stdout.startswith("Patchwork ladder v1"), proc.stderr
 
