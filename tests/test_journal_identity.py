@@ -17,7 +17,7 @@ import pytest
 from patchwork_env.core.state import GameState
 from patchwork_env.evaluation.arena import Journal, play_pairs, resolve_agent, round_robin
 from patchwork_env.evaluation.journal import JOURNAL_KIND, JournalRefused, agent_identity
-from patchwork_env.evaluation.ladder import build_scale, rate
+from patchwork_env.evaluation.ladder import VERSION, build_scale, rate
 from patchwork_env.players.registry import make_agent
 from tests.cli import error_lines, patchwork
 
@@ -215,7 +215,7 @@ def test_an_objects_own_load_path_is_not_what_the_workers_play(tmp_path: Path) -
 
 
 def test_a_scale_of_another_version_than_ladder_is_refused(tiny_scale: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match=r"scale holds ladder v2, and ladder='v1' asks for v1"):
+    with pytest.raises(ValueError, match=rf"scale holds ladder {VERSION}, and ladder=.v1. asks for v1"):
         rate("greedy", scale=tiny_scale, ladder="v1")
     with pytest.raises(ValueError, match=r"ladder must be one of v1, v2, v3 \(or None: the scale's\), got 'v9'"):
         rate("greedy", scale=tiny_scale, ladder="v9")

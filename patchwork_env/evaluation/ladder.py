@@ -8,12 +8,13 @@
     >>> result.elo, result.ci95, result.scale                        # doctest: +SKIP
 
 The scale is a panel of reference agents, its rungs (``PANEL`` for the newest version, v3: random,
-three softened greedies, greedy, mcts at 10, 50, 100, 300 and 1,000 simulations, the shipped
-network v1 alone and in ``az``, and ``az``'s compiled search with network v3 at 1,000 and 3,000
-simulations, the latter ``az``'s default of 0.4, so that every shipped agent rates on the scale), all deterministic for a seed and played with every parameter
-pinned (``PINNED``), rated against each other on the ladder's fixed deals with ``random`` = 0
-(``build_scale``: a round robin, then more games where neighbouring rungs meet). Their ratings,
-intervals, the deals' seed, every matchup's games and the command that produced them are the
+three softened greedies, greedy, mcts at 10, 50, 100, 300 and 1,000 simulations, the shipped network
+v1 alone and in ``az``, and ``az``'s compiled search with network v3 at 1,000 and 3,000 simulations,
+the latter ``az``'s default of 0.4, so that every shipped agent rates on the scale), all
+deterministic for a seed and played with every parameter pinned (``PINNED``), rated against each
+other on the ladder's fixed deals with ``random`` = 0 (``build_scale``: a round robin, then more
+games where neighbouring rungs meet). Their ratings, intervals, the deals' seed, every matchup's
+games and the command that produced them are the
 version file (``patchwork_env/data/ladder-<version>.json``); a version never changes.
 
 Rating a new agent plays it against rungs on the same fixed deals, each deal twice with the seats
