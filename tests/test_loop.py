@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,28 @@ def test_an_alphazero_run_killed_between_a_step_and_its_checkpoint_resumes(
     assert window == [3] and sorted(p.name for p in (tmp_path / "killed" / "data").iterdir()) == [
         f"records-{k}.npz" for k in window
     ]
+
+
+def test_a_checkpoint_whose_zip_directory_asks_too_much_is_refused_before_torch_loads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--resume`` reads a checkpoint with ``read_artefact``, which tries it as a search model with
+    ``torch.load`` first: the zip directory is checked before (``archive.check_torch_file``), as
+    ``read_checkpoint`` does, so a record announcing more than the limits never reaches torch."""
+    from patchwork_env.players.checkpoint import ZIP_LIMITS
+    from patchwork_env.players.errors import CheckpointError
+    from tests.fuzz_faults import lie_about_size
+
+    path = tmp_path / "latest.pt"
+    torch.save({"format": "x", "weights": torch.zeros(4)}, path)
+    raw = path.read_bytes()
+    for name in zipfile.ZipFile(path).namelist()[:2]:  # two records announcing 3 GiB each: over the total
+        raw = lie_about_size(raw, name, 3 * 2**30, "unpacked")
+    assert ZIP_LIMITS.total_bytes < 2 * 3 * 2**30
+    path.write_bytes(raw)
+
+    loads: list[object] = []
+    monkeypatch.setattr(torch, "load", lambda *args, **kwargs: loads.append(args))
+    with pytest.raises(CheckpointError, match="refused before loading"):
+        read_artefact(str(path))
+    assert loads == []  # torch never saw it

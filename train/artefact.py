@@ -20,8 +20,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from patchwork_env.players.archive import check_torch_file
 from patchwork_env.players.az_tree import TreeAgent
-from patchwork_env.players.checkpoint import MAX_BYTES, net_from_checkpoint, read_checkpoint
+from patchwork_env.players.checkpoint import MAX_BYTES, ZIP_LIMITS, net_from_checkpoint, read_checkpoint
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.model_policy import ModelPolicy
 from patchwork_env.players.network import PatchworkNet
@@ -134,8 +135,9 @@ def read_artefact(path: str) -> tuple[Artefact, dict[str, Any]]:
     p = Path(path)
     if p.is_file() and p.stat().st_size <= MAX_BYTES:
         try:
+            check_torch_file(p, ZIP_LIMITS)  # its directory first: torch.load gives each record what it announces
             data = torch.load(p, map_location="cpu", weights_only=True)
-        except Exception:  # not a torch file: read_checkpoint says so below
+        except Exception:  # not a torch file, or beyond the limits: read_checkpoint says which below
             data = None
         if isinstance(data, dict) and data.get("format") == MODEL_FORMAT:
             if data.get("version") != MODEL_VERSION:
