@@ -318,3 +318,23 @@ def test_an_agent_file_that_raises_as_it_is_imported_is_named_with_its_exception
     (tmp_path / "imp.py").write_text(f"{raises}\n\ndef act(state):\n    return 0\n")
     assert patchwork("ladder", "imp.py:act", "--no-progress", "--workers", "1") == 2
     assert error_lines(capsys.readouterr().err) == [f"error: imp.py: importing it raised {said}"]
+
+
+def test_an_agent_that_sweeps_its_probe_climbs_to_the_rungs_above_before_the_nearest() -> None:
+    """A strong agent won all of its probe games against greedy, which put its estimate about 500 Elo
+    above greedy whatever its strength: on v3 az then met rungs 400-800 Elo below it. While it sweeps,
+    it now probes the rung above nearest its estimate (``MAX_PROBES`` in all), and every probe's games
+    count in its fit."""
+    panel = ("random", "greedy:temp=2", "greedy", "mcts:sims=10", "mcts:sims=50")
+    scale = build_scale(pairs=2, workers=1, panel=panel, seed=7)
+    spaced = dict(zip(panel, (0.0, 300.0, 600.0, 1400.0, 1800.0), strict=True))  # as far apart as v3's top
+    scale["ratings"] = [{**r, "elo": spaced[r["spec"]], "ci95": [spaced[r["spec"]] - 1, spaced[r["spec"]] + 1]}
+                        for r in scale["ratings"]]  # fmt: skip
+    strong = rate("mcts:sims=200", budget="quick", scale=scale, workers=1)
+    opponents = {row["opponent"]: row["games"] for row in strong.per_opponent}
+    # greedy swept (4 of 4), then mcts:sims=10 probed and swept, then mcts:sims=50: the nearest 3 are
+    # the top rungs; the estimate of the first probe alone (about 980) would have taken greedy:temp=2
+    assert "mcts:sims=50" in opponents and "greedy:temp=2" not in opponents, opponents
+    assert strong.games == sum(opponents.values()) == 3 * 2 * 10  # the probes' deals are their rungs' first
+    weak = rate("random", budget="quick", scale=scale, workers=1)  # no sweep: one probe, as before
+    assert weak.per_opponent[0]["opponent"] == "random" and weak.games == 3 * 2 * 10

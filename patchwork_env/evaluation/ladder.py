@@ -23,7 +23,9 @@ per opponent so that a clean sweep stays finite). Its 95% interval holds the Fis
 its own games and the rungs' covariance, refitted from the version's games. ``quick`` probes the
 agent against greedy (4 games), then plays the three rungs nearest that estimate (60 games: about
 +-100 to +-130 Elo on v2); ``standard`` probes with 8 games and plays the four nearest (160 games:
-about +-75 to +-85 Elo on v2).
+about +-75 to +-85 Elo on v2). An agent that wins every probe game climbs: it probes the rung above
+nearest its estimate so far, up to ``MAX_PROBES`` probes, so that a strong agent meets the rungs
+near it rather than those a sweep of greedy points to; the probes' games count in its fit.
 An agent that beats the strongest reference or loses to random beyond the scale is reported as
 ``above`` / ``below`` the scale with a bound, not an extrapolated number. An illegal or wrong-type
 action of the rated agent loses that game (counted, each with its reason in ``forfeits``); an
@@ -110,6 +112,10 @@ BUDGETS: dict[str, tuple[int, int, int]] = {  # probe pairs vs greedy, opponents
     "standard": (4, 4, 20),
 }
 PROBE = "greedy"
+#: the most probes of a rating: greedy, then while the agent sweeps its last probe, the unprobed rung
+#: above it nearest the estimate so far (a strong agent's 8 wins of 8 against greedy put it about 500 Elo
+#: above greedy whatever its strength, and the rungs nearest that were 400-800 Elo below az's)
+MAX_PROBES = 3
 MAX_GAP = 250.0  # a version's neighbouring rungs are at most this far apart (Elo) ...
 PRECISION = 50.0  # ... and each difference of neighbours is known to +- this (95%)
 
@@ -435,24 +441,35 @@ def rate(
             pool=pool,
         )
 
+    probes: dict[str, PairResult] = {}
     try:
         probe_spec = PROBE if PROBE in by_spec else refs[len(refs) // 2].spec  # a scale without greedy: its middle
-        (probe,) = play([probe_spec], [range(probe_pairs)])
-        guess = by_spec[probe_spec].elo + ELO_SCALE * math.log((probe.wins_a + 0.5) / (probe.wins_b + 0.5))
+        while True:  # climb while the agent sweeps its probe: a sweep says only "much stronger"
+            try:
+                (probes[probe_spec],) = play([probe_spec], [range(probe_pairs)])
+            except AgentError as exc:  # the games finished before it: the earlier probes' too
+                exc.finished[:0] = list(probes.values())
+                raise
+            guess = _fit_rating([(by_spec[s].elo, r.wins_a, r.wins_b) for s, r in probes.items()])[0]
+            above = [r for r in refs if r.elo > by_spec[probe_spec].elo and r.spec not in probes]
+            swept = probes[probe_spec].wins_b == 0
+            if not swept or not above or len(probes) == MAX_PROBES:
+                break
+            probe_spec = min(above, key=lambda r: abs(r.elo - guess)).spec
         nearest = [r.spec for r in sorted(refs, key=lambda r: abs(r.elo - guess))[:opponents]]
-        # the rungs together; the probe's deals are the first of the probe rung's own, not played again
+        # the rungs together; a probe's deals are the first of that rung's own, not played again
         try:
-            results = play(nearest, [range(probe_pairs if s == probe_spec else 0, pairs) for s in nearest])
-        except AgentError as exc:  # the games finished before it: the probe's too
-            exc.finished.insert(0, probe)
+            results = play(nearest, [range(probe_pairs if s in probes else 0, pairs) for s in nearest])
+        except AgentError as exc:
+            exc.finished[:0] = list(probes.values())
             raise
     finally:
         if pool is not None:
             pool.close()
-    played = {probe_spec: probe}
+    played = dict(probes)  # every probe's games count, on its rung or beside the nearest
     for spec, result in zip(nearest, results, strict=True):
-        if spec == probe_spec:
-            result = PairResult.from_records(result.a, result.b, result.seed, probe.records + result.records)
+        if spec in probes:
+            result = PairResult.from_records(result.a, result.b, result.seed, probes[spec].records + result.records)
         played[spec] = result
     if records is not None:
         records.extend(played.values())
