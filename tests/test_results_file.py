@@ -226,7 +226,7 @@ def test_declared_keeps_what_the_schema_declares_and_nothing_else() -> None:
         assert results_file.curves(kept) == results_file.curves(data), name
     pair = results_file.declared(files["baselines.json"])["pairs"][0]
     assert set(pair) == set(results_file.PAIR)  # deals_split, mean_score_a...: no page reads them
-    rating, machine = results_file.declared(files["ladder-v2-az.json"]), files["ladder-v2-az.json"]["machine"]
+    rating, machine = results_file.declared(files["ladder-v3-az.json"]), files["ladder-v3-az.json"]["machine"]
     assert "ci95_games" not in rating and "spec" in rating
     assert rating["machine"] == {"cpu": machine["cpu"], "cores": machine["cores"]}  # not its python
 
