@@ -145,13 +145,14 @@ def test_a_rung_rated_like_any_agent_sits_beside_its_round_robin_rating() -> Non
     reference = files["ladder-v2-reference"]
     greedy = next(r for r in reference["ratings"] if r["spec"] == "greedy")
     rating = {**files["ladder-v2-openspiel-mcts"], "spec": "greedy", "agent": "greedy", "elo": greedy["elo"] + 124.0}
-    page = render_results.page({"ladder-v2-reference": reference, "rung": rating, "other": files["ladder-v2-openspiel-mcts"]})
+    other = files["ladder-v2-openspiel-mcts"]
+    page = render_results.page({"ladder-v2-reference": reference, "rung": rating, "other": other})
     start, end = page.index("### The rungs of v2 rated like any agent"), page.index("## Reference ratings on ladder v2")
     section = page[start:end]
     row = next(line for line in section.splitlines() if line.startswith("| `greedy` |"))
     assert f"| {greedy['elo']:.0f} [" in row and f"| {rating['elo']:.0f} [" in row and "| +124 |" in row, row
     rest = page[page.index("## Reference ratings on ladder v2") :]
-    assert "| `greedy` |" not in rest and f"| `{files['ladder-v2-openspiel-mcts']['agent']}` |" in rest
+    assert "| `greedy` |" not in rest and f"| `{other['agent']}` |" in rest
     assert "### The rungs of" not in render_results.page({"ladder-v2-reference": reference})  # none rated: no table
 
 
