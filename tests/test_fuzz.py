@@ -24,28 +24,29 @@ ROOT = Path(__file__).resolve().parent.parent
 STATES = reachable_states(np.random.default_rng(12), 6)
 
 
-def test_fuzz_budget_in_a_subprocess() -> None:
+def _budget(module: str, cases: int, seed: int, kinds: tuple[str, ...], timeout: int = 600) -> str:
+    """Run ``python -m tests.<module>`` on a small budget in a subprocess (a crash fails the test, it
+    cannot take pytest down): no failure, and every kind in ``kinds`` both accepted and rejected.
+    Returns its output."""
     proc = subprocess.run(
-        [sys.executable, "-X", "faulthandler", "-m", "tests.fuzz_states", "--cases", "1200", "--seed", "3"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-X", "faulthandler", "-m", f"tests.{module}", "--cases", str(cases), "--seed", str(seed)],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "1200 cases, 0 failures" in proc.stdout
-    for kind in ("array", "pickle", "vector", "dict", "notation", "action"):  # every path saw both outcomes
+    assert f"{cases} cases, 0 failures" in proc.stdout
+    for kind in kinds:  # every path saw both outcomes
         assert f"{kind} accepted" in proc.stdout and f"{kind} rejected" in proc.stdout, proc.stdout
+    return proc.stdout
+
+
+def test_fuzz_budget_in_a_subprocess() -> None:
+    _budget("fuzz_states", 1200, 3, ("array", "pickle", "vector", "dict", "notation", "action"))
 
 
 def test_input_fuzz_budget_in_a_subprocess() -> None:
     """Records, specs, checkpoints, command lines, seeds, env misuse and the vector arrays
     (``tests/fuzz_inputs.py``; ``python -m tests.fuzz_inputs --long`` for 200,000 cases)."""
-    proc = subprocess.run(
-        [sys.executable, "-X", "faulthandler", "-m", "tests.fuzz_inputs", "--cases", "700", "--seed", "5"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "700 cases, 0 failures" in proc.stdout
-    for kind in ("record", "spec", "checkpoint", "config", "seed", "misuse", "vector"):
-        assert f"{kind} accepted" in proc.stdout and f"{kind} rejected" in proc.stdout, proc.stdout
+    _budget("fuzz_inputs", 700, 5, ("record", "spec", "checkpoint", "config", "seed", "misuse", "vector"))
 
 
 def test_fault_fuzz_budget_in_a_subprocess() -> None:
@@ -55,15 +56,8 @@ def test_fault_fuzz_budget_in_a_subprocess() -> None:
     value-model files with pickles, lying zip directories and bad headers; damaged journals and
     another agent's; odd arguments of ``rate()``. About 30 s of CPU."""
     pytest.importorskip("stable_baselines3")
-    proc = subprocess.run(
-        [sys.executable, "-X", "faulthandler", "-m", "tests.fuzz_faults", "--cases", "240", "--seed", "4"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "240 cases, 0 failures" in proc.stdout
-    for kind in ("agent", "agent_cli", "sb3", "journal", "value_model"):  # played or forfeited, and refused
-        assert f"{kind} accepted" in proc.stdout and f"{kind} rejected" in proc.stdout, proc.stdout
-    assert "rate rejected: 30" in proc.stdout  # its odd arguments are all refused, before any game
+    out = _budget("fuzz_faults", 240, 4, ("agent", "agent_cli", "sb3", "journal", "value_model"), timeout=900)
+    assert "rate rejected: 30" in out  # its odd arguments are all refused, before any game
 
 
 @pytest.mark.parametrize(
