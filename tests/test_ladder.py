@@ -338,3 +338,19 @@ def test_an_agent_that_sweeps_its_probe_climbs_to_the_rungs_above_before_the_nea
     assert strong.games == sum(opponents.values()) == 3 * 2 * 10  # the probes' deals are their rungs' first
     weak = rate("random", budget="quick", scale=scale, workers=1)  # no sweep: one probe, as before
     assert weak.per_opponent[0]["opponent"] == "random" and weak.games == 3 * 2 * 10
+
+
+def test_a_rating_beyond_every_rung_it_met_meets_the_next_rung_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick ladder rated az "above the scale" without playing the top rung: its estimate was
+    above all three rungs nearest its probes. A fit beyond every rung met now plays the next rung
+    out (here, one probe only: the three nearest are the softened greedies it beats 18-19 of 20)."""
+    panel = ("random", "greedy:temp=30", "greedy:temp=10", "greedy:temp=3", "greedy:temp=1")
+    scale = build_scale(pairs=2, workers=1, panel=panel, seed=7, precision=10_000.0)
+    spaced = dict(zip(panel, (0.0, 100.0, 200.0, 300.0, 1500.0), strict=True))
+    scale["ratings"] = [{**r, "elo": spaced[r["spec"]], "ci95": [spaced[r["spec"]] - 1, spaced[r["spec"]] + 1]}
+                        for r in scale["ratings"]]  # fmt: skip
+    monkeypatch.setattr(ladder, "MAX_PROBES", 1)
+    result = rate("greedy", budget="quick", scale=scale, workers=1)
+    opponents = {row["opponent"]: row["games"] for row in result.per_opponent}
+    assert opponents == {"greedy:temp=30": 20, "greedy:temp=10": 20, "greedy:temp=3": 20, "greedy:temp=1": 20}
+    assert result.scale == "on" and 300 < result.elo < 1500 + 400

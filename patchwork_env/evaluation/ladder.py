@@ -25,13 +25,15 @@ agent against greedy (4 games), then plays the three rungs nearest that estimate
 +-100 to +-130 Elo on v2); ``standard`` probes with 8 games and plays the four nearest (160 games:
 about +-75 to +-85 Elo on v2). An agent that wins every probe game climbs: it probes the rung above
 nearest its estimate so far, up to ``MAX_PROBES`` probes, so that a strong agent meets the rungs
-near it rather than those a sweep of greedy points to; the probes' games count in its fit.
+near it rather than those a sweep of greedy points to; the probes' games count in its fit. A fit
+beyond every rung the agent met then meets the next rung out (and again, while it stays beyond):
+a rating is "above" the scale only once it has played the top rung.
 An agent that beats the strongest reference or loses to random beyond the scale is reported as
 ``above`` / ``below`` the scale with a bound, not an extrapolated number. An illegal or wrong-type
 action of the rated agent loses that game (counted, each with its reason in ``forfeits``); an
 exception it raises stops the run naming the game and the move (``arena``'s rule, that of every
 harness: ``patchwork_env.evaluation.games``). A rating's games run on one set of processes
-(``workers``) for all its stages: the probe, then the nearest rungs together.
+(``workers``) for all its stages: the probes, the nearest rungs together, the rungs further out.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -236,6 +238,16 @@ def fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float]
     standard error from the Fisher information)."""
     elo, se, _ = _fit_rating(results)
     return elo, se
+
+
+def _next_rung_beyond(refs: list[Reference], played: Collection[str], elo: float) -> str | None:
+    """The rung next beyond every rung in ``played`` on the side of ``elo`` when ``elo`` is beyond
+    them all (a rating above every rung it met has not met the ones that could hold it), else None."""
+    met = [r.elo for r in refs if r.spec in played]
+    if min(met) <= elo <= max(met):
+        return None
+    beyond = [r for r in refs if r.spec not in played and (r.elo > max(met) if elo > max(met) else r.elo < min(met))]
+    return min(beyond, key=lambda r: abs(r.elo - elo)).spec if beyond else None
 
 
 def _fit_rating(results: Sequence[tuple[float, int, int]]) -> tuple[float, float, np.ndarray]:
@@ -441,36 +453,38 @@ def rate(
             pool=pool,
         )
 
-    probes: dict[str, PairResult] = {}
+    played: dict[str, PairResult] = {}  # every stage's games count, each on its rung
+
+    def stage(specs: list[str], deals: list[range]) -> None:
+        try:
+            results = play(specs, deals)
+        except AgentError as exc:  # the games finished before it: the earlier stages' too
+            exc.finished[:0] = list(played.values())
+            raise
+        for spec, result in zip(specs, results, strict=True):
+            if spec in played:  # a probe's deals are the first of its rung's own, not played again
+                result = PairResult.from_records(result.a, result.b, result.seed, played[spec].records + result.records)
+            played[spec] = result
+
+    def fit() -> float:
+        return _fit_rating([(by_spec[s].elo, r.wins_a, r.wins_b) for s, r in played.items()])[0]
+
     try:
         probe_spec = PROBE if PROBE in by_spec else refs[len(refs) // 2].spec  # a scale without greedy: its middle
         while True:  # climb while the agent sweeps its probe: a sweep says only "much stronger"
-            try:
-                (probes[probe_spec],) = play([probe_spec], [range(probe_pairs)])
-            except AgentError as exc:  # the games finished before it: the earlier probes' too
-                exc.finished[:0] = list(probes.values())
-                raise
-            guess = _fit_rating([(by_spec[s].elo, r.wins_a, r.wins_b) for s, r in probes.items()])[0]
-            above = [r for r in refs if r.elo > by_spec[probe_spec].elo and r.spec not in probes]
-            swept = probes[probe_spec].wins_b == 0
-            if not swept or not above or len(probes) == MAX_PROBES:
+            stage([probe_spec], [range(probe_pairs)])
+            guess = fit()
+            above = [r for r in refs if r.elo > by_spec[probe_spec].elo and r.spec not in played]
+            if played[probe_spec].wins_b > 0 or not above or len(played) == MAX_PROBES:
                 break
             probe_spec = min(above, key=lambda r: abs(r.elo - guess)).spec
         nearest = [r.spec for r in sorted(refs, key=lambda r: abs(r.elo - guess))[:opponents]]
-        # the rungs together; a probe's deals are the first of that rung's own, not played again
-        try:
-            results = play(nearest, [range(probe_pairs if s in probes else 0, pairs) for s in nearest])
-        except AgentError as exc:
-            exc.finished[:0] = list(probes.values())
-            raise
+        stage(nearest, [range(probe_pairs if s in played else 0, pairs) for s in nearest])
+        while (edge := _next_rung_beyond(refs, played, fit())) is not None:
+            stage([edge], [range(pairs)])  # a fit beyond every rung it met meets the next one out
     finally:
         if pool is not None:
             pool.close()
-    played = dict(probes)  # every probe's games count, on its rung or beside the nearest
-    for spec, result in zip(nearest, results, strict=True):
-        if spec in probes:
-            result = PairResult.from_records(result.a, result.b, result.seed, probes[spec].records + result.records)
-        played[spec] = result
     if records is not None:
         records.extend(played.values())
     specs = list(played)
