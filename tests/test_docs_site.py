@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from patchwork_env.evaluation import results_file
+from patchwork_env.evaluation import ladder, results_file
 from tests.test_replay_browser import browser  # noqa: F401  (the headless Chromium fixture)
 from tools import render_results
 
@@ -154,6 +154,10 @@ def test_a_rung_rated_like_any_agent_sits_beside_its_round_robin_rating() -> Non
     rest = page[page.index("## Reference ratings on ladder v2") :]
     assert "| `greedy` |" not in rest and f"| `{other['agent']}` |" in rest
     assert "### The rungs of" not in render_results.page({"ladder-v2-reference": reference})  # none rated: no table
+    # a rung rated by the spec it plays (``ladder.play_spec``: every parameter pinned) is that rung too
+    pinned = {**rating, "spec": ladder.play_spec("greedy")}
+    page = render_results.page({"ladder-v2-reference": reference, "rung": pinned})
+    assert "| `greedy` |" in page[page.index("### The rungs of v2 rated like any agent") :], page
 
 
 def test_the_headline_shows_the_newest_ladder_only() -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's library, run from anywhere
 from patchwork_env.core.files import write_atomic
 from patchwork_env.evaluation import results_file
+from patchwork_env.evaluation.ladder import play_spec
 from patchwork_env.evaluation.results_file import (
     COMPARISON,
     EVALUATION,
@@ -230,10 +231,16 @@ def ladder_ratings(files: list[tuple[str, Data]]) -> list[str]:
     return lines
 
 
+def rung_specs(reference: Data) -> dict[str, dict[str, Any]]:
+    """The rungs of ``reference`` by every spec a rating of one names: the rung's name and the spec
+    it is played by (``ladder.play_spec``: a rung rated like any agent plays its pinned spec)."""
+    return {spec: r for r in reference["ratings"] for spec in (r["spec"], play_spec(r["spec"]))}
+
+
 def rungs_as_agents(reference: Data, ratings: list[tuple[str, Data]]) -> list[str]:
     """The rungs of ``reference`` that were also rated like any agent on their own version (a rating
     file whose ``spec`` is the rung's name): both ratings side by side, and why they may differ."""
-    rungs = {r["spec"]: r for r in reference["ratings"]}
+    rungs = rung_specs(reference)
     rated = [(n, d) for n, d in ratings if d["ladder"] == reference["ladder"] and d.get("spec") in rungs]
     if not rated:
         return []
@@ -259,7 +266,7 @@ def rungs_as_agents(reference: Data, ratings: list[tuple[str, Data]]) -> list[st
             agent, diff = f"{d['elo']:.0f} [{d['ci95'][0]:.0f}, {d['ci95'][1]:.0f}]", f"{d['elo'] - r['elo']:+.0f}"
         else:
             agent, diff = f"{d['scale']} the scale", ""
-        lines.append(f"| `{d['spec']}` | {own} | {agent} | {diff} | {d['games']} | {d['budget']} | {where(d)} |")
+        lines.append(f"| `{r['spec']}` | {own} | {agent} | {diff} | {d['games']} | {d['budget']} | {where(d)} |")
     return [*lines, ""]
 
 
@@ -411,7 +418,7 @@ def page(files: dict[str, Data]) -> str:
         except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
             field = f"field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
             raise ValueError(f"results/{name}.json: cannot be rendered ({field} missing or malformed)") from None
-    rungs = {(d["ladder"], r["spec"]) for d in files.values() if d["kind"] == LADDER_REFERENCE for r in d["ratings"]}
+    rungs = {(d["ladder"], s) for d in files.values() if d["kind"] == LADDER_REFERENCE for s in rung_specs(d)}
     others = [(n, d) for n, d in ratings if (d["ladder"], d.get("spec")) not in rungs]  # the rungs': above
     if others:
         out += [*ladder_ratings(others), ""]
