@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+import patchwork_env
 from patchwork_env.evaluation import ladder, results_file
 from tests.test_replay_browser import browser  # noqa: F401  (the headless Chromium fixture)
 from tools import render_results
@@ -110,12 +111,12 @@ def test_a_results_file_without_its_kind_or_a_field_of_it_fails_the_check(
     tmp_path: Path, change: Any, message: str
 ) -> None:
     copy = _copy_of_the_checkout(tmp_path)
-    path = copy / "results" / "ladder-exit-s0.json"
+    path = copy / "results" / "ladder-v3-pretrained.json"
     data = json.loads(path.read_text())
     change(data)
     path.write_text(json.dumps(data))
     proc = _check(copy)
-    assert proc.returncode == 2 and proc.stderr.startswith("error: results/ladder-exit-s0.json: "), proc.stderr
+    assert proc.returncode == 2 and proc.stderr.startswith("error: results/ladder-v3-pretrained.json: "), proc.stderr
     assert message in proc.stderr, proc.stderr
 
 
@@ -133,8 +134,8 @@ def test_the_page_renders_a_file_by_its_kind_not_by_its_keys() -> None:
     # the same keys under another kind: that kind's section, which finds none of its fields
     with pytest.raises(ValueError, match=r"results/baselines.json: cannot be rendered \(field 'rows'"):
         render_results.page({"baselines": {**arena, "kind": results_file.SPEED}})
-    rating = files["ladder-exit-s0"]
-    page = render_results.page({"ladder-exit-s0": rating})
+    rating = files["ladder-v3-pretrained"]
+    page = render_results.page({"ladder-v3-pretrained": rating})
     assert f"## Reference ratings on ladder {rating['ladder']}" in page and f"| `{rating['agent']}` |" in page
 
 
@@ -177,7 +178,10 @@ def test_the_page_reads_the_declared_fields_only() -> None:
     assert render_results.headline(cut) == render_results.headline(files)
     for name, data in files.items():
         assert render_results.mark_curves(cut[name]) == render_results.mark_curves(data), name
-    assert {name for name, data in files.items() if render_results.mark_curves(data)} >= {"ppo-scratch", "exit"}
+    assert {name for name, data in files.items() if render_results.mark_curves(data)} >= {"ppo-scratch"}
+    retired = json.loads((ROOT / "tests" / "data" / "retired-results" / "exit.json").read_text())  # per run
+    curves = render_results.mark_curves(retired)
+    assert curves and curves == render_results.mark_curves(results_file.declared(retired))
 
 
 def test_the_page_says_once_how_a_tables_elo_is_fitted() -> None:
@@ -290,8 +294,8 @@ def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships()
     assert alphazero.endswith(f"| {shown[0]} / {shown[1]} | [alphazero.json](results/alphazero.json) |")
     assert any(r.startswith("| Patchwork ladder v") for r in rows)  # the scale's precision, not cut by the limit
     for row in rows[2:]:  # each row names the results file it comes from, and that file exists
-        cited = row.rsplit("](", 1)[1].removesuffix(") |")
-        assert row.endswith(f"[{Path(cited).name}]({cited}) |") and (ROOT / cited).is_file(), row
+        cited = row.rsplit("](", 1)[1].split(")", 1)[0]  # the link, then an age note if the figure is older
+        assert f"| [{Path(cited).name}]({cited})" in row and (ROOT / cited).is_file(), row
 
 
 def test_the_headline_shows_the_from_scratch_curves_first_and_last_marks() -> None:
@@ -302,7 +306,8 @@ def test_the_headline_shows_the_from_scratch_curves_first_and_last_marks() -> No
         greedy = [i for i, c in enumerate(data["columns"]) if c.startswith("vs greedy at ")]
         mean = data["summary"]["mean"]
         row = next(r for r in table.splitlines() if r.startswith(f"| {label} against greedy"))
-        assert row.endswith(f"| {mean[greedy[0]]} / {mean[greedy[-1]]} | [{name}.json](results/{name}.json) |"), row
+        cell = f"| {mean[greedy[0]]} / {mean[greedy[-1]]} | [{name}.json](results/{name}.json)"
+        assert row.endswith(f"{cell}{render_results.older_tag(data)} |"), row
         assert f"(mean of {len(data['seeds'])} seeds)" in row
     broken = {**files, "ppo-scratch": {**files["ppo-scratch"], "columns": ["vs random at 10 min"]}}
     with pytest.raises(ValueError, match="no 'vs greedy at' column"):
@@ -336,3 +341,22 @@ def test_a_damaged_results_file_is_one_error_line_naming_it(tmp_path: Path, dama
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: results/baselines.json") and message in lines[0], lines
+
+
+def test_a_figure_measured_with_older_code_says_so_on_the_page_and_in_the_readme() -> None:
+    """Issue 61: the page says when a figure predates the code it measures (another version, or a tree
+    with uncommitted changes); a current one and a ladder version's round robin (it defines its scale)
+    say nothing."""
+    files = render_results.load()
+    current = {**files["az-vs-mcts1000"], "version": patchwork_env.__version__, "commit": "0" * 40}
+    for change, said, tag in [
+        ({"version": "0.2.0"}, "Measured with 0.2.0, before later changes", "(measured with 0.2.0)"),
+        ({"commit": "1" * 40 + "+dirty"}, "Measured from a tree with uncommitted changes", "(uncommitted tree)"),
+    ]:
+        old = {"az-vs-mcts1000": {**current, **change}}
+        assert said in render_results.page(old) and tag in render_results.headline(old)
+    fresh = {"az-vs-mcts1000": current}
+    assert "**Measured" not in render_results.page(fresh) and "(measured with" not in render_results.headline(fresh)
+    reference = {**files["ladder-v1-reference"]}
+    assert reference["version"] != patchwork_env.__version__
+    assert "**Measured" not in render_results.page({"ladder-v1-reference": reference})

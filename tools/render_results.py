@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's library, run from anywhere
+from patchwork_env import __version__
 from patchwork_env.core.files import write_atomic
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.ladder import play_spec
@@ -81,7 +82,29 @@ def pct(rate: float, ci: list[float]) -> str:
 def where(data: Data) -> str:
     machine = data["machine"]
     commit = (data["commit"] or data.get("version", "?"))[:10]
-    return f"`{data['command']}` (commit {commit}, {data['date'][:10]}, {machine['cpu']}, {machine['cores']} cores)"
+    return f"`{data['command']}` (commit {commit}, {data['date'][:10]}, {machine['cpu']}, {machine['cores']} cores)" + (
+        f" **{older(data)}**" if older(data) else ""
+    )
+
+
+def older(data: Data) -> str:
+    """Why a figure may not hold for the code as it is: measured with an older version, or from a tree
+    with uncommitted changes ("" if neither). A ladder version's round robin is never measured again:
+    it defines its scale."""
+    if data["kind"] == LADDER_REFERENCE:
+        return ""
+    if data.get("version") != __version__:
+        return f"Measured with {data.get('version')}, before later changes to the code it measures ({__version__})."
+    if str(data["commit"]).endswith("+dirty"):
+        return "Measured from a tree with uncommitted changes."
+    return ""
+
+
+def older_tag(data: Data) -> str:
+    """``older`` in a few words, for the README's rows."""
+    if not older(data):
+        return ""
+    return f" (measured with {data.get('version')})" if data.get("version") != __version__ else " (uncommitted tree)"
 
 
 # --- one section per kind of file (``results_file.KINDS``) -------------------------------------------
@@ -484,7 +507,7 @@ def headline(files: dict[str, Data]) -> str:
     results file it comes from."""
 
     def cite(row: str, name: str) -> str:
-        return f"{row} [{name}.json](results/{name}.json) |"
+        return f"{row} [{name}.json](results/{name}.json){older_tag(files[name])} |"
 
     speed_rows: list[str] = []
     arena_rows: dict[tuple[str, str], str] = {}
