@@ -253,9 +253,10 @@ def network_rows(seconds: float, repeats: int, quick: bool = False, threads: int
         count = unit.split("/")[0]
         per_s = rate(runs[case.key], count)
         n = int(case.key.rsplit(" ", 1)[1]) if numbered else None
-        share = per_s * flops / matmul_rate if flops else float("nan")
-        note = f"{flops / 1e6:.2f} MFLOP each, {per_s * flops / 1e9:.1f} GFLOP/s = {share:.1%} of matmul"
-        note = note if flops else ""
+        share = per_s * flops / matmul_rate if flops else None  # a rate only: no share (JSON has no NaN)
+        note = ""
+        if share is not None:
+            note = f"{flops / 1e6:.2f} MFLOP each, {per_s * flops / 1e9:.1f} GFLOP/s = {share:.1%} of matmul"
         out.append(
             row(
                 name,
@@ -264,7 +265,7 @@ def network_rows(seconds: float, repeats: int, quick: bool = False, threads: int
                 n=n,
                 per_cpu_s=rate(runs[case.key], count, "cpu"),
                 flop_share=share,
-                note=f"{label}; {note}" if label else note,
+                note="; ".join(text for text in (label, note) if text),
             )
         )
     return out

@@ -269,63 +269,6 @@ def test_a_keep_that_leaves_one_game_is_one_error_line(tmp_path: Path, capsys: p
     assert not (tmp_path / "o.pt").exists()
 
 
-def test_value_check_scores_against_the_label_and_the_result() -> None:
-    from train.value_check import scores
-
-    label = np.array([0.5, -0.5, 0.0, 1.0], dtype=np.float32)
-    result = np.array([1.0, -1.0, 1.0, 1.0], dtype=np.float32)
-    exact = scores(label, label, result)
-    assert exact["mse vs the label"] == 0.0 and exact["explained variance"] == 1.0
-    assert exact["mse vs the result"] == pytest.approx(np.mean((label - result) ** 2), abs=1e-4)
-    off = scores(label + 0.5, label, result)  # 0.25 error everywhere: EV = 1 - 0.25 / var(label)
-    assert off["mse vs the label"] == 0.25
-    assert off["explained variance"] == pytest.approx(1 - 0.25 / np.var(label), abs=1e-3)
-
-
-def test_value_check_writes_one_row_per_estimator(tmp_path: Path) -> None:
-    from train import value_check
-
-    torch.manual_seed(6)
-    games_of = save_checkpoint(tmp_path / "a.pt", PatchworkNet(TINY))
-    other = save_checkpoint(tmp_path / "b.pt", PatchworkNet(TINY))
-    results = tmp_path / "check.json"
-    argv = ["--games-of", str(games_of), "--checkpoints", str(other), "--games", "2", "--positions", "12"]
-    assert value_check.main([*argv, "--label-rollouts", "3", "--rollouts", "1", "2", "--results", str(results)]) == 0
-    data = results_file.check(json.loads(results.read_text()))
-    assert data["command"].startswith("python -m train.value_check")
-    names = [run["seed"] for run in data["runs"]]
-    assert names == ["1 greedy rollouts", "2 greedy rollouts", f"value of {games_of}", f"value of {other}"]
-    assert data["raw"]["positions"] == 12
-    for run in data["runs"]:
-        assert set(run["cells"]) == set(data["columns"]) and run["cells"]["mse vs the label"] >= 0
-
-
-def test_value_check_reads_pretrained_as_the_shipped_network() -> None:
-    from train.value_check import checkpoint_path
-
-    assert Path(checkpoint_path("pretrained")) == Path(PRETRAINED_PATH) and Path(PRETRAINED_PATH).is_file()
-    assert checkpoint_path("runs/x.pt") == "runs/x.pt"
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["--games", "0"], "error: --games must be in [1, 100000], got 0"),
-        (["--rollouts", "64"], "error: --rollouts must be in [1, --label-rollouts), got [64]"),
-        (["--label-rollouts", "1"], "error: --label-rollouts must be in [2, 1024], got 1"),
-        (["--checkpoints", "no/such.pt"], "error: checkpoint not found: no/such.pt"),
-    ],
-)
-def test_value_check_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from train import value_check
-
-    with pytest.raises(SystemExit) as exc:
-        value_check.main(argv)
-    assert exc.value.code == 2
-    (err,) = error_lines(capsys.readouterr().err)
-    assert err == message
-
-
 def test_search_targets_are_the_searched_value_whatever_the_workers(
     games: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> None:
