@@ -1,11 +1,13 @@
-"""Trainer speed: PPO learner decisions per second of ``train.selfplay`` with the quick network.
+"""Trainer speed: PPO learner decisions per second of ``train.selfplay``'s whole loop.
 
     python -m benchmarks.bench_trainer [--repeats 3] [--quick] [--threads N]
 
 One iteration is exactly what the trainer does per update (``train.selfplay.collect_rollout`` then
-``update_policy``) with ``configs/quick.yaml`` (greedy prior, 128 games x 32 steps, 2 epochs of
-4 minibatches); the rate counts the learner's decisions of the rollout over the wall time of
-rollout + update. The note splits it: decisions/s of the rollout alone and of the update alone.
+``update_policy``), for two recipes: ``configs/quick.yaml`` (greedy prior, 128 games x 32 steps, 2
+epochs of 4 minibatches) and ``configs/selfplay_scratch.yaml`` (from scratch: 64 games x 32 steps, 2
+epochs of 8 minibatches; issue 64's learning speed); the rate counts the learner's decisions of the
+rollout over the wall time of rollout + update, and over the CPU time of this process (every thread).
+The note splits it: decisions/s of the rollout alone and of the update alone.
 ``--quick`` (CI, notebooks): 16 games x 8 steps, one iteration per repeat. ``--threads N`` runs
 torch with N threads instead of the config's ``torch_threads`` (1 in ``quick.yaml``).
 
@@ -26,9 +28,15 @@ TRAINER_TARGET = 3_000.0
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure(quick: bool = False, repeats: int = 3, threads: int | None = None) -> dict[str, float]:
-    """Median over ``repeats`` iterations (after one warm-up) of the rollout and update times;
-    torch runs with ``threads`` threads (default: the config's ``torch_threads``)."""
+RECIPES = {"quick net": "quick.yaml", "from-scratch recipe": "selfplay_scratch.yaml"}  # row label: config
+
+
+def measure(
+    quick: bool = False, repeats: int = 3, threads: int | None = None, config: str = "quick.yaml"
+) -> dict[str, float]:
+    """Median over ``repeats`` iterations (after one warm-up) of the rollout and update times of the
+    recipe ``configs/<config>``; torch runs with ``threads`` threads (default: the config's
+    ``torch_threads``)."""
     import torch
 
     from train import selfplay as S
@@ -37,7 +45,7 @@ def measure(quick: bool = False, repeats: int = 3, threads: int | None = None) -
 
     extra = ["--num-games", "16", "--rollout-steps", "8"] if quick else []
     extra += ["--torch-threads", str(threads)] if threads is not None else []
-    argv = ["--config", str(ROOT / "configs" / "quick.yaml"), "--critic-warmup-updates", "0", *extra]
+    argv = ["--config", str(ROOT / "configs" / config), "--critic-warmup-updates", "0", *extra]
     cfg, _ = parse_config(SelfPlayConfig, argv)
     before = torch.get_num_threads()
     torch.set_num_threads(cfg.torch_threads)
@@ -68,22 +76,24 @@ def measure(quick: bool = False, repeats: int = 3, threads: int | None = None) -
 
 
 def rows(quick: bool = False, repeats: int | None = None, threads: int | None = None) -> list[Row]:
-    m = measure(quick, repeats or (1 if quick else 3), threads)
-    note = (
-        f"quick.yaml net, {m['threads']:.0f} torch threads, {m['decisions']:.0f} decisions/update; "
-        f"rollout {m['rollout_per_s']:,.0f}/s, "
-        f"update {m['update_per_s']:,.0f}/s"
-    )
-    return [
-        row(
-            "PPO learner decisions (train.selfplay, quick net)",
-            m["decisions_per_s"],
-            "decisions/s",
-            per_cpu_s=m["per_cpu_s"],
-            target=None if quick else TRAINER_TARGET,
-            note=note,
+    out = []
+    for label, config in RECIPES.items():
+        m = measure(quick, repeats or (1 if quick else 3), threads, config)
+        note = (
+            f"{config}, {m['threads']:.0f} torch threads, {m['decisions']:.0f} decisions/update; "
+            f"rollout {m['rollout_per_s']:,.0f}/s, update {m['update_per_s']:,.0f}/s"
         )
-    ]
+        out.append(
+            row(
+                f"PPO learner decisions (train.selfplay, {label})",
+                m["decisions_per_s"],
+                "decisions/s",
+                per_cpu_s=m["per_cpu_s"],
+                target=None if quick or config != "quick.yaml" else TRAINER_TARGET,
+                note=note,
+            )
+        )
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
