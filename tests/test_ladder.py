@@ -170,9 +170,19 @@ def test_beyond_the_scale_is_a_bound_not_a_number() -> None:
     above_scale = build_scale(pairs=4, workers=1, panel=("random", "greedy:temp=30"), seed=3)
     result = rate("greedy", scale=above_scale)
     assert result.scale == "above" and result.summary().startswith("above the scale: at least")
-    below_scale = build_scale(pairs=4, workers=1, panel=("greedy:temp=3", "greedy"), seed=3)
+    below_scale = build_scale(pairs=4, workers=1, panel=("greedy:temp=0.5", "greedy"), seed=3)
     result = rate("random", scale=below_scale)
     assert result.scale == "below" and result.summary().startswith("below the scale: at most")
+
+
+def test_a_fit_above_the_top_rung_whose_interval_reaches_it_is_a_number() -> None:
+    """The quick ladder said az was "above the scale: at least 1495" after it won 10 of 20 against the
+    top rung (1627): its fit, 1637, was above the rung, its interval was not. Beyond the scale means
+    the whole interval is; here greedy won 13 of 20 against the top rung (fit 498 against 468)."""
+    scale = build_scale(pairs=4, workers=1, panel=("random", "greedy:temp=8", "greedy:temp=0.5"), seed=3)
+    result = rate("greedy", scale=scale)
+    top = max(r["elo"] for r in scale["ratings"])
+    assert result.elo > top > result.ci95[0] and result.scale == "on", (result.elo, result.ci95, top)
 
 
 def test_illegal_actions_forfeit_and_are_counted(small_scale: dict[str, Any]) -> None:

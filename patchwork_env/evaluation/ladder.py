@@ -27,9 +27,10 @@ about +-75 to +-85 Elo on v2). An agent that wins every probe game climbs: it pr
 nearest its estimate so far, up to ``MAX_PROBES`` probes, so that a strong agent meets the rungs
 near it rather than those a sweep of greedy points to; the probes' games count in its fit. A fit
 beyond every rung the agent met then meets the next rung out (and again, while it stays beyond):
-a rating is "above" the scale only once it has played the top rung.
-An agent that beats the strongest reference or loses to random beyond the scale is reported as
-``above`` / ``below`` the scale with a bound, not an extrapolated number. An illegal or wrong-type
+a rating is "above" the scale only once it has played the top rung. An agent whose whole 95%
+interval lies above the strongest reference (or below random) is reported as ``above`` / ``below``
+the scale with a bound, not an extrapolated number; one whose interval reaches the top rung it met
+gets its number. An illegal or wrong-type
 action of the rated agent loses that game (counted, each with its reason in ``forfeits``); an
 exception it raises stops the run naming the game and the move (``arena``'s rule, that of every
 harness: ``patchwork_env.evaluation.games``). A rating's games run on one set of processes
@@ -193,7 +194,7 @@ def references(scale: dict[str, Any]) -> list[Reference]:
 @dataclass
 class LadderResult:
     """A rating on the ladder: ``elo`` with its 95% interval, or a bound when ``scale`` is
-    ``"above"`` (beyond the strongest reference) or ``"below"`` (below random). The interval holds
+    ``"above"`` (its interval beyond the strongest reference) or ``"below"`` (below random). The interval holds
     both the agent's own games and the uncertainty of the references' ratings it was fitted against
     (``ci95_games``: the games alone). ``provenance``: how and where the rating was made."""
 
@@ -491,10 +492,10 @@ def rate(
     elo, se, weights = _fit_rating([(by_spec[s].elo, played[s].wins_a, played[s].wins_b) for s in specs])
     ref_var = sum(weights[i] * weights[j] * cov[a, b] for i, a in enumerate(specs) for j, b in enumerate(specs))
     total = math.sqrt(se**2 + max(ref_var, 0.0))
-    status: Literal["on", "above", "below"] = "on"
-    if elo > refs[-1].elo:
+    status: Literal["on", "above", "below"] = "on"  # beyond the scale: the whole interval is
+    if elo - Z95 * total > refs[-1].elo:  # (az met the top rung, won 10 of 20 and its fit was 1637 > 1627)
         status = "above"
-    elif elo < refs[0].elo:
+    elif elo + Z95 * total < refs[0].elo:
         status = "below"
     per_opponent = [
         {
