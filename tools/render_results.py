@@ -82,9 +82,9 @@ def pct(rate: float, ci: list[float]) -> str:
 def where(data: Data) -> str:
     machine = data["machine"]
     commit = (data["commit"] or data.get("version", "?"))[:10]
-    return f"`{data['command']}` (commit {commit}, {data['date'][:10]}, {machine['cpu']}, {machine['cores']} cores)" + (
-        f" **{older(data)}**" if older(data) else ""
-    )
+    age = f" **{older(data)}**" if older(data) else ""
+    run = f"commit {commit}, {data['date'][:10]}, {machine['cpu']}, {machine['cores']} cores"
+    return f"`{data['command']}` ({run}){age}"
 
 
 def older(data: Data) -> str:
