@@ -1,7 +1,7 @@
 """Gumbel AlphaZero with the compiled search: the search's own games teach the model at its leaves
 and its prior over whole moves (``train.alphazero`` runs the loop).
 
-The player is ``az``'s compiled search (``patchwork_env.players.az_tree``) with a value model
+The player is ``az``'s compiled search (``patchwork_env.players.compiled_search``) with a value model
 (``patchwork_env.players.value_model``) carrying both heads: the value, and a prior over every legal
 move (its kind's logit plus the terms of the position after it, weighted by weights that depend on
 the position). The search takes its candidates, the best ``width`` moves of each kind, from that
@@ -15,7 +15,7 @@ prior, so placements greedy ranks low can be searched, chosen and learned.
   decision with a choice records its position, the search's root value and, once the game is over,
   its result for the mover (``final_value``). Work items are chunks of games, each dealt and seeded
   from its own index, for any ``patchwork_env.evaluation.backend``: the same games wherever they run.
-* **Learner** (``Learner``): the model's layers in torch (``agents.value_model.ValueNet``); AdamW on mean squared
+* **Learner** (``Learner``): the model's layers in torch (``agents.value_distill.ValueNet``); AdamW on mean squared
   value error (targets ``(1 - q_weight) * result + q_weight * root value``) plus the prior's
   cross-entropy against the full searches' targets, over minibatches sampled from a window of the
   newest decisions; the compiled model is read back from it (``to_value_model``) for the next games.
@@ -37,14 +37,14 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from agents.value_model import ValueNet, perceptron
+from agents.value_distill import ValueNet, perceptron
 from patchwork_env.core import rules
 from patchwork_env.core.files import write_atomic
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
-from patchwork_env.players.az_search import final_value
-from patchwork_env.players.az_tree import CompiledSearch
+from patchwork_env.players.batched_search import final_value
+from patchwork_env.players.compiled_search import CompiledSearch
 from patchwork_env.players.heuristic import GROUP_OF_ACTION, NUM_FEATURES, NUM_GROUPS, action_terms
 from patchwork_env.players.search_config import SearchConfig
 from patchwork_env.players.value_model import ValueModel

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.state import new_game
-from patchwork_env.players.az_search import final_value
+from patchwork_env.players.batched_search import final_value
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 
 IntArray = npt.NDArray[np.int64]

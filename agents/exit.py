@@ -43,8 +43,8 @@ from agents.expert import TARGETS, SearchSettings
 from patchwork_env.core import rules
 from patchwork_env.evaluation.arena import PairResult, play_pairs
 from patchwork_env.evaluation.backend import Backend, LocalBackend
-from patchwork_env.players.az import NetEvaluator
-from patchwork_env.players.az_search import BatchedSearch
+from patchwork_env.players.az_network import NetEvaluator
+from patchwork_env.players.batched_search import BatchedSearch
 from patchwork_env.players.network import GROUP_BOUNDS, PatchworkNet, net_inputs
 from patchwork_env.players.policy import NetworkAgent
 

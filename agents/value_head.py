@@ -5,7 +5,7 @@
 Here the network plays its most probable move (``patchwork_env.players.policy.most_probable_move``) against
 ``greedy`` in three of every four games (its seat alternating game by game) and samples from its
 policy against itself in the fourth; every decision of a finished game gets the game's result from
-the mover's side (``patchwork_env.players.az_search.final_value``, the quantity the search backs up). Only the
+the mover's side (``patchwork_env.players.batched_search.final_value``, the quantity the search backs up). Only the
 value head (``value.*``) is fitted to it, on the frozen trunk: the policy stays bit-identical.
 
 A second target replaces the one game's result by what ``az`` computes at a leaf: the mean of many
@@ -16,7 +16,7 @@ trunk with the head, and keeps the policy where it was with a penalty on its div
 start policy (KL over the legal actions). A third target is the value an ``mcts`` search gives the
 position (``search_targets``): a leaf value with the search's look-ahead rather than the rollouts'
 expectation. A fourth is the value ``az``'s compiled search gives it with a value model at its
-leaves (``tree_targets``, ``patchwork_env.players.az_tree``): the model's own value with the
+leaves (``tree_targets``, ``patchwork_env.players.compiled_search``): the model's own value with the
 search's look-ahead, at a fraction of a rollout search's cost (the targets of the next model).
 """
 
@@ -38,9 +38,9 @@ from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.workers import check_spawn_safe, run_unordered
-from patchwork_env.players.az import rollout_values
-from patchwork_env.players.az_search import SearchConfig, final_value
-from patchwork_env.players.az_tree import CompiledSearch
+from patchwork_env.players.az_network import rollout_values
+from patchwork_env.players.batched_search import SearchConfig, final_value
+from patchwork_env.players.compiled_search import CompiledSearch
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, greedy_batch, rng_state
 from patchwork_env.players.mcts import MCTSAgent, result_for_player0
 from patchwork_env.players.network import PatchworkNet, net_inputs
@@ -214,7 +214,7 @@ def _tree_chunk(model: ValueModel, config: SearchConfig, prior_temp: float, chun
 
 def tree_value(search: CompiledSearch, row: IntArray) -> float:
     """``search``'s value of the position ``row`` for its mover, in [-1, 1] (the root's value,
-    ``az_tree.TreeResult.root_value``), through single-candidate positions (``value_at_a_choice``)
+    ``compiled_search.TreeResult.root_value``), through single-candidate positions (``value_at_a_choice``)
     down to a finished game's ``final_value``."""
 
     def searched(s: IntArray, player: int) -> tuple[int, float | None]:
@@ -284,8 +284,9 @@ def _label(states: IntArray, label: Callable[[tuple[int, IntArray]], F32], worke
 
 
 def rollout_targets(states: IntArray, rollouts: int, margin_weight: float, seed: int, workers: int = 1) -> F32:
-    """Each position's mean value over ``rollouts`` greedy rollouts (``patchwork_env.players.az.rollout_values``,
-    ``az``'s leaf value), from the mover's side (``_label``: independent of ``workers``)."""
+    """Each position's mean value over ``rollouts`` greedy rollouts
+    (``patchwork_env.players.az_network.rollout_values``, ``az``'s leaf value), from the mover's side
+    (``_label``: independent of ``workers``)."""
     if rollouts < 1 or workers < 1:
         raise ValueError(f"need rollouts >= 1 and workers >= 1, got {rollouts} and {workers}")
     return _label(states, functools.partial(_rollout_chunk, rollouts, margin_weight, seed), workers, "rollout_targets")

@@ -1,5 +1,5 @@
 """Throughput of the AlphaZero search's leaf evaluator: game states in, masked log-probabilities
-and values out (``patchwork_env.players.az.NetEvaluator``: legal masks, observations and the greedy prior
+and values out (``patchwork_env.players.az_network.NetEvaluator``: legal masks, observations and the greedy prior
 from the compiled rules, then one forward pass of the shipped network), per batch size; and the
 searches' simulations per second on one core (``mcts``, ``az`` with its default greedy rollouts at
 the leaves, ``az:rollouts=0`` valuing a leaf by the network alone, ``az`` valuing leaves by a small
@@ -7,7 +7,7 @@ compiled value model, ``patchwork_env.players.value_model``, with the network's 
 greedy's): one move's search from each of
 a set of mid-game positions, 200 simulations each (issue 41's reference rows), and ``mcts`` and
 the 16-leaves ``az`` at 2,000, about what ``az:time=0.5`` searches per move; ``az``'s compiled tree
-(``patchwork_env.players.az_tree``: value-model leaves, the greedy prior, ``expand=1``) at 200 and
+(``patchwork_env.players.compiled_search``: value-model leaves, the greedy prior, ``expand=1``) at 200 and
 2,000, each with its ratio to ``mcts`` at the same simulations in the same run, and the value
 model's leaf evaluations per second (one position per call, as the compiled tree asks). At 200, a call's 16
 paths mostly end at the same few shallow leaves, each evaluated once; in the 2,000-simulation
@@ -66,7 +66,7 @@ def cases(quick: bool = False) -> list[Case]:
     import torch
 
     from agents.az_selfplay import greedy_value_samples
-    from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator
+    from patchwork_env.players.az_network import PRETRAINED_PATH, NetEvaluator
     from patchwork_env.players.checkpoint import load_network
 
     torch.set_num_threads(1)  # as the trainer runs it (train.config: torch_threads)
@@ -117,8 +117,8 @@ def search_cases(quick: bool = False) -> list[Case]:
 
 def _python_tree(sims: int, model: str) -> object:
     """``az``'s default settings (value model, greedy prior, ``expand=1``, no rollouts) on the Python
-    tree (``az_search.BatchedSearch``): the same search as the compiled one, move for move."""
-    from patchwork_env.players.az import make_az_agent
+    tree (``batched_search.BatchedSearch``): the same search as the compiled one, move for move."""
+    from patchwork_env.players.az_network import make_az_agent
     from patchwork_env.players.registry import AZ_COMPILED
 
     settings = {**AZ_COMPILED, "value": model}

@@ -11,7 +11,7 @@ The rows:
   network, 2 epochs of 4 minibatches) on the decisions of one rollout, per decision trained on;
 * ``rollout forward``: the learner's forward pass without gradient on ``num_games`` stored
   decisions, as the rollout runs it at every step;
-* ``az evaluator``: ``patchwork_env.players.az.NetEvaluator`` on the shipped network (masks,
+* ``az evaluator``: ``patchwork_env.players.az_network.NetEvaluator`` on the shipped network (masks,
   observations, greedy prior and the forward pass, kind policy) at batch 1 (one position after
   another) and 256, through ``NetInference`` (the default) and through the reference path
   (``fast=False``);
@@ -125,7 +125,7 @@ def evaluator_cases(quick: bool) -> list[tuple[Case, float, str]]:
     import torch
 
     from agents.az_selfplay import greedy_value_samples
-    from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator
+    from patchwork_env.players.az_network import PRETRAINED_PATH, NetEvaluator
     from patchwork_env.players.checkpoint import load_network
     from patchwork_env.players.network import net_inputs
 

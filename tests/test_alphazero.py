@@ -14,13 +14,13 @@ import pytest
 import torch
 
 from agents.alphazero import Learner, Records, SelfPlay, init_model, prior_logits, self_play
-from agents.value_model import ValueNet
+from agents.value_distill import ValueNet
 from patchwork_env.core import rules
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import deal
-from patchwork_env.players.az_search import SearchConfig
-from patchwork_env.players.az_tree import CompiledSearch
+from patchwork_env.players.batched_search import SearchConfig
+from patchwork_env.players.compiled_search import CompiledSearch
 from patchwork_env.players.greedy import GreedyAgent
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,

@@ -1,4 +1,4 @@
-"""patchwork_env.players.az (``az:`` and ``pretrained``) and the trainer train.alphazero (smoke run)."""
+"""patchwork_env.players.az_network (``az:`` and ``pretrained``) and the trainer train.alphazero (smoke run)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from agents import SEARCH_PATH
 from patchwork_env.core import rules
 from patchwork_env.envs.single_agent import SingleAgentEnv
 from patchwork_env.evaluation.arena import deal, play_game
-from patchwork_env.players.az import (
+from patchwork_env.players.az_compiled import GREEDY_PRIOR_TEMP, TREE_SIMS, TreeAgent
+from patchwork_env.players.az_network import (
     EXPAND,
     FIRST_PLAN,
     OVERPLAN,
@@ -23,8 +24,7 @@ from patchwork_env.players.az import (
     AZAgent,
     NetEvaluator,
 )
-from patchwork_env.players.az_search import BatchedSearch, SearchConfig
-from patchwork_env.players.az_tree import GREEDY_PRIOR_TEMP, TREE_SIMS, TreeAgent
+from patchwork_env.players.batched_search import BatchedSearch, SearchConfig
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, ROLLOUT_GREEDY, rng_state, rollout, rollout_results
@@ -246,7 +246,7 @@ def test_rollouts_alone_make_an_uninformed_network_search_well() -> None:
     """A freshly initialised network (an arbitrary prior, a meaningless value): with ``mix=1`` the
     leaf values are the rollouts' and the search beats random in every game (3 deals, both seats);
     with ``mix=0`` (the value alone) it does not."""
-    from patchwork_env.players.az_search import SearchConfig
+    from patchwork_env.players.batched_search import SearchConfig
     from patchwork_env.players.net_config import NetConfig
     from patchwork_env.players.network import PatchworkNet
 
@@ -294,8 +294,8 @@ def test_registry_defaults_match_the_az_agent() -> None:
     search's (``AZ_COMPILED``, ``make_tree_agent``'s)."""
     import inspect
 
-    from patchwork_env.players.az import make_az_agent
-    from patchwork_env.players.az_tree import make_tree_agent
+    from patchwork_env.players.az_compiled import make_tree_agent
+    from patchwork_env.players.az_network import make_az_agent
     from patchwork_env.players.registry import AZ_COMPILED, AZ_NETWORK, AZ_PARAMS
 
     for fn in (AZAgent.__init__, make_az_agent):

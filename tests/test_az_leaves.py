@@ -1,4 +1,4 @@
-"""patchwork_env.players.az_search with several leaves per evaluator call (``SearchConfig.leaves``,
+"""patchwork_env.players.batched_search with several leaves per evaluator call (``SearchConfig.leaves``,
 virtual loss): with one leaf the search is the one-path-per-call search recorded in
 ``tests/golden/az_search_one_leaf.json``; with several, the evaluator sees batches, the virtual
 losses are gone after the search and the search still finds a forced win."""
@@ -16,7 +16,7 @@ import pytest
 
 from patchwork_env.core import rules
 from patchwork_env.evaluation.arena import deal
-from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig
+from patchwork_env.players.batched_search import BatchedSearch, Node, SearchConfig
 from patchwork_env.players.registry import make_agent
 
 GOLDEN = Path(__file__).parent / "golden" / "az_search_one_leaf.json"

@@ -69,7 +69,7 @@ def test_time_is_cpu_time_by_default_and_wall_time_when_asked(spec: str, fake_cp
 def test_the_budget_plans_on_its_clock(fake_cpu: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
     """The searches report their simulations' wall seconds; a CPU budget takes the share of the CPU
     the move had (here half: the wall clock runs at twice the counter's pace) for its speed."""
-    from patchwork_env.players.az_search import OVERPLAN, TimeBudget
+    from patchwork_env.players.batched_search import OVERPLAN, TimeBudget
 
     wall = [100.0]
     monkeypatch.setattr("time.perf_counter", lambda: wall[0])

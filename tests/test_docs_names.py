@@ -181,9 +181,9 @@ def test_a_name_that_moved_does_not_resolve(name: str) -> None:
         ("serialize.array_from_dict", "patchwork_env.core.validate", True),
         ("rules.TOP", "patchwork_env.core.validate", True),
         ("VectorGames.set_state", "patchwork_env.core.validate", True),
-        ("players.inference.NetInference", "patchwork_env.players.az", True),
-        ("SearchResult.roots", "patchwork_env.players.az_search", True),  # a dataclass field
-        ("NetEvaluator.fast", "patchwork_env.players.az", True),  # set in __init__
+        ("players.inference.NetInference", "patchwork_env.players.az_network", True),
+        ("SearchResult.roots", "patchwork_env.players.batched_search", True),  # a dataclass field
+        ("NetEvaluator.fast", "patchwork_env.players.az_network", True),  # set in __init__
         ("np.random.Generator", "patchwork_env.envs.agent", True),
         ("serialize.state_from_dict", "patchwork_env.core.validate", False),
         ("VectorGames.refresh", "patchwork_env.core.validate", False),

@@ -11,7 +11,7 @@ import torch
 from agents.az_selfplay import greedy_value_samples
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
-from patchwork_env.players.az import PRETRAINED_PATH, NetEvaluator
+from patchwork_env.players.az_network import PRETRAINED_PATH, NetEvaluator
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.inference import NetInference, kind_policy_np, log_softmax_np
 from patchwork_env.players.net_config import NetConfig

@@ -24,11 +24,11 @@ import yaml
 
 from agents.alphazero import Records, RecordsError
 from agents.distill import sample_positions, teacher_targets
-from agents.value_model import fit_value_model
+from agents.value_distill import fit_value_model
 from patchwork_env.evaluation.games import AgentError
 from tests.cli import error_lines
 from tests.test_loop import EVAL, TRAINERS
-from train import alphazero, alphazero_results, exit_results, value_model
+from train import alphazero, alphazero_results, exit_results, value_distill
 from train import distill as distill_trainer
 from train.alphazero import AlphaZero
 from train.cli import exit_quietly_on_ctrl_c, parse_config, quiet_ctrl_c_while_loading
@@ -362,7 +362,7 @@ def test_a_path_name_the_file_system_refuses_is_one_error_line(
     assert alphazero.cli(["--resume", f"{long}/checkpoints/latest.pt"]) == 2
     _one_error(capsys, "File name too long")
     with pytest.raises(SystemExit) as stop:
-        value_model.main(["--checkpoint", f"{long}.pt", "--out", str(tmp_path / "v.npz"), "--games", "2"])
+        value_distill.main(["--checkpoint", f"{long}.pt", "--out", str(tmp_path / "v.npz"), "--games", "2"])
     assert stop.value.code == 2
     _one_error(capsys, "File name too long")
 

@@ -23,8 +23,8 @@ from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.envs import observation
 from patchwork_env.evaluation import results_file
-from patchwork_env.players.az import PRETRAINED_PATH
-from patchwork_env.players.az_search import final_value
+from patchwork_env.players.az_network import PRETRAINED_PATH
+from patchwork_env.players.batched_search import final_value
 from patchwork_env.players.checkpoint import load_network, save_checkpoint
 from patchwork_env.players.mcts import MCTSAgent
 from patchwork_env.players.net_config import NetConfig
@@ -178,7 +178,7 @@ def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.C
 def test_the_rollouts_bound_is_azs() -> None:
     """``--rollouts`` is bounded as az's ``rollouts`` (declared apart: az loads torch, ``--help`` does not)."""
     from patchwork_env.core.bounds import field_bounds
-    from patchwork_env.players.az import MAX_ROLLOUTS
+    from patchwork_env.players.az_network import MAX_ROLLOUTS
 
     assert field_bounds(cli.ValueHeadArgs, "rollouts") == (1, MAX_ROLLOUTS)
 

@@ -111,7 +111,7 @@ def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
 
     from agents.alphazero import Records, SelfPlay, self_play
     from patchwork_env.evaluation.arena import play_pairs
-    from patchwork_env.players.az_tree import TreeAgent
+    from patchwork_env.players.az_compiled import TreeAgent
     from patchwork_env.players.model_policy import ModelPolicy
     from patchwork_env.players.value_model import load_value_model
 

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from patchwork_env.players.archive import check_torch_file
-from patchwork_env.players.az_tree import TreeAgent
+from patchwork_env.players.az_compiled import TreeAgent
 from patchwork_env.players.checkpoint import MAX_BYTES, ZIP_LIMITS, net_from_checkpoint, read_checkpoint
 from patchwork_env.players.errors import CheckpointError
 from patchwork_env.players.model_policy import ModelPolicy

@@ -329,7 +329,7 @@ def write_fit_run(
 ) -> None:
     """A ``training`` results file of one fit at ``args.results`` (one run of ``args.seed``, its ``cells``;
     in ``raw`` every epoch's statistics of ``history``, the options and the seconds), with its provenance:
-    what ``train.value_head`` and ``train.value_model`` write with ``--results``."""
+    what ``train.value_head`` and ``train.value_distill`` write with ``--results``."""
     from patchwork_env.evaluation.provenance import provenance
 
     raw = {"history": [dataclasses.asdict(h) for h in history], "args": dataclasses.asdict(args), "seconds": seconds}

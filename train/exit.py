@@ -62,8 +62,8 @@ from agents.exit import (
 from patchwork_env.core.files import write_atomic
 from patchwork_env.evaluation.arena import play_pairs
 from patchwork_env.evaluation.backend import Backend, open_backend
-from patchwork_env.players.az import EXPAND, AZAgent
-from patchwork_env.players.az_search import SearchConfig
+from patchwork_env.players.az_network import EXPAND, AZAgent
+from patchwork_env.players.batched_search import SearchConfig
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.network import PatchworkNet, count_parameters
 from patchwork_env.players.registry import make_agent

@@ -30,7 +30,7 @@ from patchwork_env.players.registry import MAX_SIMS
 from train.cli import check_results_path, parse_args, reports_input_errors
 from train.config import MAX_GAMES, ConfigError
 
-MAX_ROLLOUTS = 1000  # = patchwork_env.players.az.MAX_ROLLOUTS (a test keeps them equal; az loads torch)
+MAX_ROLLOUTS = 1000  # = patchwork_env.players.az_network.MAX_ROLLOUTS (a test keeps them equal; az loads torch)
 
 
 @dataclass

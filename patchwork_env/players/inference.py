@@ -1,5 +1,5 @@
 """``NetInference``: the forward pass of a ``PatchworkNet`` for search, from game states, with the
-per-call overhead cut (``patchwork_env.players.az.NetEvaluator`` uses it).
+per-call overhead cut (``patchwork_env.players.az_network.NetEvaluator`` uses it).
 
 It gives the same masked logits and values as ``net(obs, mask, prior)`` (``network.net_inputs``)
 up to float rounding, computed differently:

@@ -214,7 +214,7 @@ def _az(
     width: int | None,
     **search: Any,
 ) -> Agent:
-    from patchwork_env.players.az_tree import make_tree_agent, network_free
+    from patchwork_env.players.az_compiled import make_tree_agent, network_free
 
     with_network = bool(path or net) or prior == "network" or value == NO_VALUE_MODEL
     preset = AZ_NETWORK if with_network else AZ_COMPILED
@@ -242,7 +242,7 @@ def _az(
     if width is not None:
         raise ValueError(f"width={width} is the compiled search's setting; a search with a network takes kinds")
     _needs_torch("az")
-    from patchwork_env.players.az import make_az_agent
+    from patchwork_env.players.az_network import make_az_agent
 
     searcher = make_az_agent(
         path=path,
@@ -269,7 +269,7 @@ def _pretrained(net: str) -> Agent:
     if is_search_model(path):  # a search model of train.alphazero: its prior alone, no torch
         return _model_policy(path, "pretrained")
     _needs_torch("pretrained")
-    from patchwork_env.players.az import make_pretrained_agent
+    from patchwork_env.players.az_network import make_pretrained_agent
 
     agent: Agent = make_pretrained_agent(net=net)
     return agent
@@ -378,7 +378,7 @@ AZ_PARAMS: tuple[Param, ...] = (
         "",
         "value model for the leaves, not the network's head: a shipped version ("
         + ", ".join(SHIPPED_VALUE_MODELS)
-        + "), a file (train.value_model) or none",
+        + "), a file (train.value_distill) or none",
         shown=_preset("value"),
     ),
     Param(
@@ -477,9 +477,9 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
     "az": AgentSpec(
         "az",
-        "Gumbel / PUCT search: by default compiled whole (players.az_tree, no torch), a shipped value model at "
+        "Gumbel / PUCT search: by default compiled whole (players.compiled_search, no torch), a shipped value model at "
         "its leaves and greedy's candidates as its prior; with a network (path=, net=, prior=network or "
-        "value=none) the AlphaZero-style search (players.az_search): its policy as the prior, greedy rollouts "
+        "value=none) the AlphaZero-style search (players.batched_search): its policy as the prior, greedy rollouts "
         "at the leaves (mix weighs in its value; rollouts=0: the value alone)",
         AZ_PARAMS,
         _az,

@@ -1,4 +1,4 @@
-"""The search's settings (``SearchConfig``), apart from the search (``patchwork_env.players.az_search``)
+"""The search's settings (``SearchConfig``), apart from the search (``patchwork_env.players.batched_search``)
 so that the trainers' configs and ``--help`` read them without loading the rules or the search: the
 ``search:`` group of ``train.exit`` and ``train.alphazero``, and the ``az`` agent spec's settings."""
 

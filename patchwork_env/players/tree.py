@@ -1,4 +1,4 @@
-"""What the tree searches (``mcts``, ``az_search``) share: subtree reuse (find the node of the
+"""What the tree searches (``mcts``, ``batched_search``) share: subtree reuse (find the node of the
 position now to move among the descendants of the node kept from the last decision), and the
 positions a search warms its kernels on before its first timed move."""
 

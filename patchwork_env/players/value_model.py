@@ -7,12 +7,12 @@ beats ``mcts``, at equal time it loses). A ``ValueModel`` gives a leaf's value f
 observation (``patchwork_env.envs.observation``, from the mover's seat) through two hidden ReLU
 layers and a ``tanh``, in one compiled kernel over a batch of states (no torch): its first layer reads
 only the observation's nonzero entries (about 600 of 1,452), so a position costs about 10 us with
-hidden sizes 128 and 64. ``train.value_model`` fits one to a network's values (distillation).
+hidden sizes 128 and 64. ``train.value_distill`` fits one to a network's values (distillation).
 
 A model may also carry a **move-kind head** (``wp``, ``bp``): from the same last hidden layer, one
 logit per kind of move (``heuristic.action_group``: buy from market slot 0, 1 or 2, place the
 leather patch, advance), which the compiled search adds to the greedy prior's log-probability of
-each candidate of that kind (``patchwork_env.players.az_tree``): a learned correction of the
+each candidate of that kind (``patchwork_env.players.compiled_search``): a learned correction of the
 heuristic prior. A model without one is a model whose head is zero.
 
 A model may also carry a **placement head** (``wf``, ``bf``): from the last hidden layer, nine
@@ -305,7 +305,7 @@ def mlp_value(s: I64, w1: F32, b1: F32, w2: F32, b2: F32, w3: F32, b3: F32, obs:
     """The model's value of the unfinished state ``s`` from its mover's side; ``obs``, ``h1``, ``h2``
     are scratch (``OBS_DIM``, H1 and H2 entries; ``h2`` then holds the last hidden layer, for
     ``kind_logit``). One position of ``ValueModel.values``, and a leaf of the compiled tree
-    (``patchwork_env.players.az_tree``)."""
+    (``patchwork_env.players.compiled_search``)."""
     mlp_hidden(s, w1, b1, w2, b2, obs, h1, h2)
     v = np.float64(b3[0])
     for j in range(h2.shape[0]):

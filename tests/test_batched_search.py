@@ -1,4 +1,4 @@
-"""patchwork_env.players.az_search: PUCT / Gumbel search with batched leaf evaluation."""
+"""patchwork_env.players.batched_search: PUCT / Gumbel search with batched leaf evaluation."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import torch
 from agents.az_selfplay import deal_states
 from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
-from patchwork_env.players.az import NetEvaluator
-from patchwork_env.players.az_search import (
+from patchwork_env.players.az_network import NetEvaluator
+from patchwork_env.players.batched_search import (
     BatchedSearch,
     Node,
     SearchConfig,

@@ -2,7 +2,7 @@
 
 Following OpenSpiel's split (``mcts.py``: one bot, a separate evaluator), ``BatchedSearch`` holds
 no network: it asks an ``Evaluator`` for the legal actions, the prior log-probabilities and the
-value of a batch of game states (``patchwork_env.players.az.NetEvaluator`` runs the policy-value network;
+value of a batch of game states (``patchwork_env.players.az_network.NetEvaluator`` runs the policy-value network;
 a test plugs in a hand-written one). Each simulation step descends ONE path in every game still
 searching and evaluates all their new leaves in one call, so the network sees one batch of up to
 ``len(games)`` positions per step.
@@ -182,7 +182,7 @@ def root_choice(
 ) -> int:  # fmt: skip
     """The root's edge for simulation ``index``: PUCT's choice, or (``gumbel_root``) sequential
     halving's among the ``considered`` with ``schedule[index]`` visits (past the schedule: the
-    fewest visits), for the Python tree and the compiled one (``patchwork_env.players.az_tree``)."""
+    fewest visits), for the Python tree and the compiled one (``patchwork_env.players.compiled_search``)."""
     if not gumbel_root:
         return puct_choice(n, w, prior, value, c_puct)
     if index < len(schedule):

@@ -1,4 +1,4 @@
-"""patchwork_env.players.az_tree: the compiled search is the Python tree's search (same visits, targets,
+"""patchwork_env.players.compiled_search: the compiled search is the Python tree's search (same visits, targets,
 values and moves, subtree reuse included), grows, keeps time, and refuses what it cannot run."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from agents.value_model import perceptron, to_value_model
+from agents.value_distill import perceptron, to_value_model
 from patchwork_env.core import rules
 from patchwork_env.evaluation.arena import deal, play_game
-from patchwork_env.players.az import AZAgent, NetEvaluator, make_az_agent
-from patchwork_env.players.az_search import FIRST_PLAN, BatchedSearch, SearchConfig
-from patchwork_env.players.az_tree import CompiledSearch, TreeAgent
+from patchwork_env.players.az_compiled import TreeAgent
+from patchwork_env.players.az_network import AZAgent, NetEvaluator, make_az_agent
+from patchwork_env.players.batched_search import FIRST_PLAN, BatchedSearch, SearchConfig
+from patchwork_env.players.compiled_search import CompiledSearch
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.net_config import NetConfig
 from patchwork_env.players.network import PatchworkNet
@@ -208,12 +209,13 @@ def test_the_kernels_compile_when_the_search_is_built(model: ValueModel, tmp_pat
     path = tmp_path / "model.npz"
     model.save(path)
     code = (
-        "from patchwork_env.players import az_tree\n"
-        "from patchwork_env.players.az_search import SearchConfig\n"
+        "from patchwork_env.players import compiled_search\n"
+        "from patchwork_env.players.batched_search import SearchConfig\n"
         "from patchwork_env.players.value_model import load_value_model\n"
-        "kernels = (az_tree._new_node, az_tree._expand, az_tree._simulate, az_tree._compact)\n"
+        "cs = compiled_search\n"
+        "kernels = (cs._new_node, cs._expand, cs._simulate, cs._compact)\n"
         "assert not any(k.signatures for k in kernels)\n"
-        f"az_tree.CompiledSearch(SearchConfig(expand=1), load_value_model({str(path)!r}))\n"
+        f"compiled_search.CompiledSearch(SearchConfig(expand=1), load_value_model({str(path)!r}))\n"
         "print([bool(k.signatures) for k in kernels])\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
@@ -236,7 +238,7 @@ def test_the_shipped_value_models_never_change_and_ship_in_the_package() -> None
 
 
 def test_a_time_budget_plans_from_the_speed_within_bounds() -> None:
-    from patchwork_env.players.az_search import MAX_PLAN, OVERPLAN, TimeBudget
+    from patchwork_env.players.batched_search import MAX_PLAN, OVERPLAN, TimeBudget
 
     assert TimeBudget(100).plan() == (None, None)  # no time budget: the search's own simulations
     budget = TimeBudget(100, 0.5)

@@ -1,5 +1,5 @@
 """patchwork_env.players.value_model (the compiled leaf-value model), its use by ``az`` (``value=``,
-``prior=greedy``), agents.value_model (the distillation) and the command train.value_model."""
+``prior=greedy``), agents.value_distill (the distillation) and the command train.value_distill."""
 
 from __future__ import annotations
 
@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 import torch
 
+from agents.value_distill import fit_value_model, observations, perceptron, to_value_model
 from agents.value_head import network_games, network_values, tree_targets, tree_value
-from agents.value_model import fit_value_model, observations, perceptron, to_value_model
 from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.envs.observation import SCALAR_INDEX, SCALARS, SCALARS_SLICE
 from patchwork_env.evaluation import results_file
 from patchwork_env.evaluation.arena import deal, play_game
-from patchwork_env.players.az import AZAgent, NetEvaluator
-from patchwork_env.players.az_search import SearchConfig
-from patchwork_env.players.az_tree import CompiledSearch
+from patchwork_env.players.az_network import AZAgent, NetEvaluator
+from patchwork_env.players.batched_search import SearchConfig
 from patchwork_env.players.checkpoint import save_checkpoint
+from patchwork_env.players.compiled_search import CompiledSearch
 from patchwork_env.players.errors import AgentSpecError
 from patchwork_env.players.heuristic import DEFAULT_WEIGHTS, candidate_actions
 from patchwork_env.players.net_config import NetConfig
@@ -30,7 +30,7 @@ from patchwork_env.players.network import PatchworkNet
 from patchwork_env.players.registry import make_agent
 from patchwork_env.players.value_model import FORMAT, FORMAT_HEAD, ValueModel, ValueModelError, load_value_model
 from tests.cli import error_lines
-from train import value_model as cli
+from train import value_distill as cli
 
 TINY = NetConfig(channels=8, blocks=1, hidden=16, head_features=4, head_hidden=8, prior_scale=2.0)
 
@@ -202,7 +202,7 @@ def test_command_writes_a_model_az_reads_and_a_results_file(tmp_path: Path, caps
     assert "held-out explained variance" in printed and str(out) in printed
     assert load_value_model(out).hidden == (8, 4)
     data = results_file.check(json.loads(results.read_text()))
-    assert data["runs"][0]["cells"]["hidden"] == "8, 4" and "train.value_model" in data["command"]
+    assert data["runs"][0]["cells"]["hidden"] == "8, 4" and "train.value_distill" in data["command"]
     agent = make_agent(f"az:path={src},value={out},rollouts=0,sims=6")
     assert deal(1, 0).is_legal(agent.act(deal(1, 0), np.random.default_rng(0)))
 

@@ -1,13 +1,14 @@
-"""``az``'s search tree on flat arrays, compiled: the search without a network in its loop.
+"""``az``'s search tree on flat arrays, compiled: the search without a network in its loop (the
+algorithm; the agent around it is ``patchwork_env.players.az_compiled.TreeAgent``).
 
 With its leaf values from a small value model (``patchwork_env.players.value_model``) and its prior
 from the greedy heuristic (``heuristic.candidate_prior``, plus the model's move-kind logits if it has
 that head), ``az`` needs nothing a compiled kernel
 cannot do, so ``CompiledSearch`` runs whole simulations in numba: the root's choice (Gumbel's
-sequential halving or PUCT: ``az_search.root_choice``), PUCT below it (``az_search.puct_choice``),
+sequential halving or PUCT: ``batched_search.root_choice``), PUCT below it (``batched_search.puct_choice``),
 the new leaf's position (``rules.step_into``), its expansion (candidates and prior) and value, and
 the backup, on arrays of nodes and edges instead of Python objects. It is the same search as
-``az_search.BatchedSearch`` with that evaluator, ``expand=1`` and ``leaves=1`` (a test plays both
+``batched_search.BatchedSearch`` with that evaluator, ``expand=1`` and ``leaves=1`` (a test plays both
 and compares every visit count); the Python tree spends most of a simulation on its own
 bookkeeping, this one about 12-15 us in all on one core (about 3x ``mcts``'s simulations per
 second, 3.4x the Python tree's: ``benchmarks.bench_az``), most of it scoring the new leaf's
@@ -26,22 +27,18 @@ arrays (``_compact``) so a game's tree never outgrows one search's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from patchwork_env.core import rules
 from patchwork_env.core.jit import compile_notice, jit
-from patchwork_env.core.state import GameState, new_game
+from patchwork_env.core.state import new_game
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import OBS_DIM
-from patchwork_env.players.az_search import (
-    FIRST_PLAN,
+from patchwork_env.players.batched_search import (
     GREEDY_PRIOR_TEMP,
-    TREE_SIMS,
     SearchConfig,
-    TimeBudget,
     considered_visits,
     final_value,
     puct_choice,
@@ -49,10 +46,8 @@ from patchwork_env.players.az_search import (
     root_outcome,
 )
 from patchwork_env.players.heuristic import NUM_FEATURES, NUM_GROUPS, model_candidates
-from patchwork_env.players.search_config import PLACEMENT_WIDTH
-from patchwork_env.players.shipped import value_model_path
 from patchwork_env.players.tree import find_below
-from patchwork_env.players.value_model import ValueModel, kind_logit, load_value_model, mlp_value, term_weights
+from patchwork_env.players.value_model import ValueModel, kind_logit, mlp_value, term_weights
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -73,7 +68,7 @@ class TreeResult:
 
     action: int
     policy: npt.NDArray[np.float32]
-    """(2026,) the policy target (``az_search.root_outcome``), zero off the root's edges."""
+    """(2026,) the policy target (``batched_search.root_outcome``), zero off the root's edges."""
     root_value: float
     actions: IntArray
     """The root's edges' actions and their visits in this search."""
@@ -245,97 +240,6 @@ class CompiledSearch:
         policy[actions] = target
         self._kept = int(self.edge_i[first + best, CHILD]) if self.reuse else -1
         return TreeResult(int(actions[best]), policy, root_value, actions, n)
-
-
-class TreeAgent:
-    """``az`` with the compiled search (``CompiledSearch``): no network, so no torch. ``sims``
-    simulations per move or a ``time`` budget (``az_search.TimeBudget``, as ``AZAgent``'s);
-    ``reuse`` keeps the played move's subtree; ``last_visits`` are the root's visits, as ``mcts``'s,
-    and ``last_policy`` the search's policy target (a distillation teacher's target, ``agents.distill``)."""
-
-    def __init__(
-        self,
-        config: SearchConfig,
-        value_model: ValueModel,
-        prior_temp: float = GREEDY_PRIOR_TEMP,
-        time: float | None = None,
-        reuse: bool = True,
-        name: str = "az",
-        width: int = 1,
-    ) -> None:
-        self.config = config
-        self.value_model = value_model
-        self.prior_temp = prior_temp
-        self.time = time
-        self.reuse = reuse
-        self.name = name
-        self.width = width
-        self.budget = TimeBudget(config.sims, time)
-        self.search = CompiledSearch(config, value_model, prior_temp, width=width, reuse=reuse)
-        self.last_visits: list[tuple[int, int]] = []
-        self.last_policy: npt.NDArray[np.float32] | None = None
-
-    @property
-    def last_sims(self) -> int:
-        """Simulations run for the last decision, as ``mcts``'s (``search_stats.search_stats``)."""
-        return self.search.last_sims
-
-    def reset(self) -> None:
-        """Forget the kept subtree (the arena calls this before each game)."""
-        self.search.reset()
-
-    def act(self, state: GameState, rng: np.random.Generator) -> int:
-        """The search's move (``rng`` is not drawn from: the search has no noise)."""
-        if state.is_terminal:
-            raise ValueError(f"{self.name}: the game is over, there is no action to take")
-        sims, deadline = self.budget.plan()
-        result = self.search.run(state.array(), sims, deadline)
-        self.budget.measure(self.search.last_sims, self.search.last_sim_seconds)
-        self.last_visits = list(zip(result.actions.tolist(), result.visits.tolist(), strict=True))
-        self.last_policy = result.policy
-        return result.action
-
-    # pickled for the arena's worker processes: the settings, not the tree
-    def __getstate__(self) -> dict[str, Any]:
-        keys = ("config", "value_model", "prior_temp", "time", "reuse", "name", "width")
-        return {key: getattr(self, key) for key in keys}
-
-    def __setstate__(self, data: dict[str, Any]) -> None:
-        self.__init__(**data)  # type: ignore[misc]
-
-
-def network_free(value: object, prior: str, rollouts: int, expand: int, leaves: int) -> bool:
-    """Whether ``az``'s settings need no network, so that the compiled search (``TreeAgent``) runs
-    them: a value model's leaves (``value``: its file, None for none), the greedy prior, no
-    rollouts, ``expand=1`` and ``leaves=1``."""
-    return value is not None and prior == "greedy" and rollouts == 0 and expand == 1 and leaves == 1
-
-
-def make_tree_agent(
-    value: str,
-    sims: int | None = None,
-    time: float | None = None,
-    reuse: bool = True,
-    ptemp: float = GREEDY_PRIOR_TEMP,
-    width: int | None = None,
-    **search: Any,
-) -> TreeAgent:
-    """``az`` with network-free settings (``network_free``): the value model ``value`` (a shipped
-    version or a file, ``shipped.value_model_path``) and a ``SearchConfig`` of ``search``; ``sims``
-    unless given: ``TREE_SIMS``, or with ``time`` the first move's plan ``FIRST_PLAN``; ``width``
-    candidates per kind of move unless given: ``PLACEMENT_WIDTH`` for a model with a placement
-    head (its prior ranks placements), else 1 (greedy's best placement of each patch)."""
-    path = value_model_path(value)
-    if path is None:
-        raise ValueError("the compiled search needs a value model (value=...)")
-    model = load_value_model(path)
-    if sims is None:
-        sims = TREE_SIMS if time is None else FIRST_PLAN
-    if width is None:
-        width = PLACEMENT_WIDTH if model.has_placement else 1
-    config = SearchConfig(sims=sims, **search)
-    config.validate()
-    return TreeAgent(config, model, ptemp, time=time, reuse=reuse, width=width)
 
 
 class _Arrays:

@@ -1,7 +1,7 @@
 """The AlphaZero agent with a network (``az:net=v1``, ``az:path=CKPT``, ``az:prior=network``), its
 network evaluator, and ``pretrained``.
 
-``NetEvaluator`` is the leaf evaluator of ``patchwork_env.players.az_search.BatchedSearch``: one
+``NetEvaluator`` is the leaf evaluator of ``patchwork_env.players.batched_search.BatchedSearch``: one
 forward pass of a ``PatchworkNet`` over a batch of game states (legal masks, observations from each
 mover's seat and, for a network with the greedy prior, the prior's terms, all from the compiled
 rules), returning masked log-probabilities and values clipped to [-1, 1]; optionally the leaf
@@ -18,11 +18,11 @@ rollouts (``rollouts``; ``mix`` weighs them against the network's value, AlphaGo
 evaluation), with ``SIMS`` = 300 simulations, a leaf expanded by the network at its ``EXPAND`` = 4th
 visit (``SearchConfig.expand``) and the subtree of the move played kept (``reuse``). ``value=...``
 takes every leaf value from a small compiled value model instead (``patchwork_env.players.value_model``,
-distilled from a network by ``train.value_model``: ~8 us a position against ~0.4 ms for the
+distilled from a network by ``train.value_distill``: ~8 us a position against ~0.4 ms for the
 network's value head), and ``prior=greedy`` takes the prior from the greedy heuristic (``mcts``'s
 candidates, a softmax of their greedy values at ``ptemp`` score points) instead of the network's
 policy: with both (and ``expand=1``, no rollouts), the search calls no network, and the registry
-runs it compiled (``patchwork_env.players.az_tree``: ``az``'s default); ``AZAgent`` with those
+runs it compiled (``patchwork_env.players.compiled_search``: ``az``'s default); ``AZAgent`` with those
 settings is the same search in Python, its reference. The trainer's self-play
 (``train.alphazero``) searches over all actions with the network's value alone
 (``NetEvaluator(net)``): its policy targets cover every placement. Checkpoints are the project's
@@ -42,9 +42,9 @@ from patchwork_env.core import rules
 from patchwork_env.core.state import GameState
 from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
-from patchwork_env.players.az_search import FIRST_PLAN as FIRST_PLAN  # re-exported: az's budget names
-from patchwork_env.players.az_search import OVERPLAN as OVERPLAN
-from patchwork_env.players.az_search import BatchedSearch, Node, SearchConfig, TimeBudget, outcome_value
+from patchwork_env.players.batched_search import FIRST_PLAN as FIRST_PLAN  # re-exported: az's budget names
+from patchwork_env.players.batched_search import OVERPLAN as OVERPLAN
+from patchwork_env.players.batched_search import BatchedSearch, Node, SearchConfig, TimeBudget, outcome_value
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.heuristic import (
     DEFAULT_WEIGHTS,
@@ -78,7 +78,7 @@ PRIORS = ("network", "greedy")  # where the search's prior comes from (``NetEval
 
 
 class NetEvaluator:
-    """Batched leaf evaluation with a policy-value network (``patchwork_env.players.az_search.Evaluator``)."""
+    """Batched leaf evaluation with a policy-value network (``patchwork_env.players.batched_search.Evaluator``)."""
 
     def __init__(
         self,
@@ -129,7 +129,7 @@ class NetEvaluator:
         self.prior_temp = prior_temp
         self.deterministic_values = rollouts == 0
         """A state's value is the same at every call (no rollouts): the search asks once per leaf
-        (``patchwork_env.players.az_search.Evaluator.values``)."""
+        (``patchwork_env.players.batched_search.Evaluator.values``)."""
         self._rng = rng_state(0)
         self.evaluations = 0  # states evaluated so far (for statistics)
         self.value_evaluations = 0  # and valued alone (``values``)
@@ -282,7 +282,7 @@ class AZAgent:
         """(root action, visits) of the last decision's search, as ``mcts``'s (a distillation's targets,
         ``agents.distill``)."""
         self.last_policy: npt.NDArray[np.float32] | None = None
-        """(2026,) the last decision's policy target (``az_search.root_outcome``): what a distillation
+        """(2026,) the last decision's policy target (``batched_search.root_outcome``): what a distillation
         learns from an ``az`` teacher (``agents.distill``)."""
 
     @property

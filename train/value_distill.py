@@ -1,8 +1,8 @@
-"""Distil a network's value into a small compiled value model for az's leaves (``agents.value_model``).
+"""Distil a network's value into a small compiled value model for az's leaves (``agents.value_distill``).
 
-    python -m train.value_model --checkpoint runs/value/v5-search-s1.pt --out runs/value/v5-small.npz \\
+    python -m train.value_distill --checkpoint runs/value/v5-search-s1.pt --out runs/value/v5-small.npz \\
         --games 20000 --epochs 6 --seed 0
-    python -m train.value_model --checkpoint runs/value/v5-search-s1.pt --out runs/value/v5-small-2.npz \\
+    python -m train.value_distill --checkpoint runs/value/v5-search-s1.pt --out runs/value/v5-small-2.npz \\
         --target search --model runs/value/v5-small.npz --sims 200 --games 8000 --workers 2 --learning-rate 5e-4
     patchwork evaluate --agents az:value=runs/value/v5-small.npz,rollouts=0,prior=greedy,expand=1 greedy
 
@@ -84,8 +84,8 @@ import time
 
 import torch
 
+from agents.value_distill import VAL_SHARE, ModelStats, fit_value_model
 from agents.value_head import held_out_split, network_games, network_values, tree_targets
-from agents.value_model import VAL_SHARE, ModelStats, fit_value_model
 from patchwork_env.players.checkpoint import load_network
 from patchwork_env.players.value_model import ValueModelError, load_value_model
 from train.cli import command_line, save_out, write_fit_run
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None, args: ValueModelArgs | None = None) 
     save_out(model.save, args.out)
     seconds = time.perf_counter() - start
     if args.results:
-        command = command_line("train.value_model", argv)
+        command = command_line("train.value_distill", argv)
         write_fit_results(args, command, len(states), model.hidden, history, result_mse, seconds)
     print(f"wrote {args.out} ({seconds:.0f} s in all)")
     return 0
@@ -161,15 +161,15 @@ def write_fit_results(
         "held-out mse against results, model": round(last.val_result_mse, 4),
         **{name: round(mse, 4) for name, mse in result_mse.items()},
     }
-    title, source = "Value model distilled from a network (train.value_model)", f"on {args.checkpoint}"
+    title, source = "Value model distilled from a network (train.value_distill)", f"on {args.checkpoint}"
     if search:
-        title = "Value model fitted to az's compiled search (train.value_model --target search)"
+        title = "Value model fitted to az's compiled search (train.value_distill --target search)"
         source = f"from {args.model} (its search's values, {args.sims} simulations), games of {args.checkpoint}"
     write_fit_run(
         args,
         title,
         (
-            f"train.value_model {source}: {args.games} games, {positions} positions, "
+            f"train.value_distill {source}: {args.games} games, {positions} positions, "
             f"hidden {hidden[0]}, {hidden[1]}, {args.epochs} epochs; held-out: a fifth of the games"
         ),
         cells,
