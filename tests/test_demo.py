@@ -54,18 +54,19 @@ def test_report_shows_start_end_head_to_head_and_commands(smoke_run: tuple[Path,
     text = report.read_text()
     data = json.loads((folder / "demo_eval.json").read_text())
     head = data["end_vs_start"]
-    assert f"head to head: {format_win_rate(head['win_rate_a'], tuple(head['ci95_a']))}" in text
+    assert f"| its start, head to head | | **{format_win_rate(head['win_rate_a'], tuple(head['ci95_a']))}** |" in text
     for spec in ("random", "greedy"):
         s, e = data[f"start_vs_{spec}"], data[f"end_vs_{spec}"]
         row = (f"| `{spec}` | {format_win_rate(s['win_rate_a'], tuple(s['ci95_a']))} "
                f"| {format_win_rate(e['win_rate_a'], tuple(e['ci95_a']))} |")  # fmt: skip
         assert row in text
-    assert "## What it did, and why it works" in text
+    assert len(text.splitlines()) <= 20  # issue 64: a report a newcomer reads in a minute
+    assert "`mcts:sims=4`'s choice of move kind" in text  # the smoke run's teacher, as the config says
     checkpoint = folder / "checkpoints" / "final.pt"
     assert f"patchwork play --opponent network:{checkpoint}" in text
     assert f"patchwork ladder network:{checkpoint}" in text
     assert "ppo:" not in text  # the spec's old name: the report names checkpoints as network:PATH
-    assert "![learning curve](learning_curve.png)" in text
+    assert "[Learning curve](learning_curve.png)" in text and (folder / "learning_curve.png").is_file()
 
 
 def test_report_links_replays_of_the_games_against_greedy(smoke_run: tuple[Path, Path]) -> None:
@@ -75,7 +76,7 @@ def test_report_links_replays_of_the_games_against_greedy(smoke_run: tuple[Path,
     assert len(records) == 2 and {r.meta["seat_a"] for r in records} == {0, 1}
     for rec in records:
         page = f"replay-vs-greedy-seat{rec.meta['seat_a']}.html"
-        assert f"[{page}]({page})" in text
+        assert f"[seat {rec.meta['seat_a']}]({page})" in text
         assert (folder / page).read_text() == replay_html(rec)
         assert rec.players[1 - rec.meta["seat_a"]] == Player("greedy", "greedy")
 
