@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
+from patchwork_env.core.bounds import bounded
 from patchwork_env.evaluation import results_file
 from train.cli import (
     RunsArgs,
@@ -45,15 +45,14 @@ from train.config import AlphaZeroConfig, ConfigError
 
 @dataclass
 class AlphaZeroResultsArgs(RunsArgs):
-    """Runs of train.alphazero over seeds as one results file (curves, final against a third, value)."""
+    """Runs of train.alphazero over seeds as one results file (curves, final against a third, value).
+
+    The matches: each final model against its model from a third of the way, and its prior alone against
+    greedy."""
 
     trainers: ClassVar[str] = "train.alphazero"
-    pairs: int = bounded(100, 1, 10_000)
-    """paired deals of each match (final against its third; the prior against greedy)"""
     games: int = bounded(100, 1, 10_000)
-    """fresh self-play games of the final model whose positions measure the value"""
-    seed: int = bounded(777, 0, MAX_ARENA_SEED)
-    """seed of the matches' deals and of the value games (never a training or evaluation seed of a run)"""
+    """fresh self-play games of the final model whose positions measure the value (dealt from --seed)"""
 
 
 @dataclass

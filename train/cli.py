@@ -31,7 +31,7 @@ import dacite
 import tyro
 import yaml
 
-from patchwork_env.core.bounds import bounded, field_problem
+from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded, field_problem
 from patchwork_env.core.files import check_output_path
 from patchwork_env.core.usage import fail, report
 from patchwork_env.evaluation import results_file
@@ -297,6 +297,10 @@ class RunsArgs(ResultsArgs):
 
     runs: tyro.conf.Positional[tuple[Path, ...]] = ()
     """run folders, one per seed"""
+    pairs: int = bounded(100, 1, 10_000)
+    """paired deals of each match (two games each)"""
+    seed: int = bounded(777, 0, MAX_ARENA_SEED)
+    """seed of the matches' deals (never a training or evaluation seed of a run)"""
     trainers: typing.ClassVar[str] = "a trainer"  # whose run folders they are (in the error that asks for them)
 
     def validate(self) -> None:

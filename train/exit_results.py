@@ -8,7 +8,7 @@ results file.
     python -m train.exit_results runs/exit-s0 --pairs 5 --curve-pairs 2        # a try
 
 Per run: its final network and its start against greedy on the same paired deals (``--pairs``,
-``--eval-seed``), the final network against the first shipped network (``pretrained:net=v1``) on
+``--seed``), the final network against the first shipped network (``pretrained:net=v1``) on
 them, and the curve: each ``checkpoints/minute-<m>.pt`` the run kept against greedy
 (``--curve-pairs``); a run without minute checkpoints (``train.distill``'s recipes) gives instead
 its own periodic evaluations against greedy (``eval_history.json``: its deals, its games). The deals
@@ -87,7 +87,7 @@ class ExitResultsArgs(RunsArgs):
     """paired deals of each final figure (two games each)"""
     curve_pairs: int = bounded(100, 1, 10_000)
     """paired deals per point of the curve"""
-    eval_seed: int = bounded(5050, 0, MAX_ARENA_SEED)
+    seed: int = bounded(5050, 0, MAX_ARENA_SEED)
     """the deals of every evaluation"""
 
 
@@ -95,7 +95,7 @@ def counts(a: str, b: str, pairs: int, args: ExitResultsArgs) -> dict[str, Any]:
     """``a`` against ``b`` on ``pairs`` paired deals: the raw counts and the win rate of ``a``."""
     from patchwork_env.evaluation.arena import play_pairs
 
-    r = play_pairs(a, b, pairs, seed=args.eval_seed, workers=args.workers)
+    r = play_pairs(a, b, pairs, seed=args.seed, workers=args.workers)
     print(f"  {a} vs {b}: {100 * r.win_rate_a:.1f}% of {r.games}", flush=True)
     return {"games": r.games, "wins": r.wins_a, "losses": r.wins_b, "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}
 
@@ -226,7 +226,7 @@ def summarize(runs: list[dict[str, Any]], trainer: Trainer, args: ExitResultsArg
         "kind": results_file.TRAINING,
         "title": trainer.title,
         "description": f"Each seed one run of {trainer.recipe}; each run's settings are its `config` in `raw`), "
-        f"then its start and final networks on {args.pairs} fresh paired deals (seed {args.eval_seed}) against "
+        f"then its start and final networks on {args.pairs} fresh paired deals (seed {args.seed}) against "
         f"greedy, the final one against `{REFERENCE}` (the first shipped network) on the same deals, and "
         f"{curve}. Raw counts in `raw`.",
         "columns": columns,
