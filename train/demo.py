@@ -1,7 +1,7 @@
 """The main job (``make demo``): a network learns, is measured against where it started, and a
 report says so.
 
-    python -m train.demo                          # configs/demo.yaml, 6-10 minutes on 2 cores
+    python -m train.demo                          # configs/demo.yaml, about 5-7 minutes on 2 cores
     python -m train.demo --seed 1 --pairs 200     # any option of python -m train.distill
     python -m train.demo --smoke                  # a tiny network and budget (under a minute): the pipeline
     python -m train.demo --seeds 0 1 2 --results results/demo.json   # the published measurement
