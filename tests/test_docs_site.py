@@ -363,7 +363,7 @@ def test_a_figure_measured_with_older_code_says_so_on_the_page_and_in_the_readme
 
 
 # Issue 61: published figures measured with older code, until they are measured again (issue 64's runs
-# measure all three): the list may only shrink.
+# measure both): the list may only shrink.
 STALE = {"ppo-scratch", "sb3-maskable-scratch"}
 
 
