@@ -24,22 +24,14 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from patchwork_env.core.bounds import bounded
 from patchwork_env.evaluation import results_file
-from train.cli import (
-    RunsArgs,
-    command_line,
-    exit_quietly_on_ctrl_c,
-    one_run_per_seed,
-    parse_args,
-    read_run,
-    reports_input_errors,
-    write_results,
-)
+from train.cli import RunFolder, RunsArgs, exit_quietly_on_ctrl_c, measure_runs, read_run
 from train.config import AlphaZeroConfig, ConfigError
 
 
@@ -55,16 +47,7 @@ class AlphaZeroResultsArgs(RunsArgs):
     """fresh self-play games of the final model whose positions measure the value (dealt from --seed)"""
 
 
-@dataclass
-class Run:
-    folder: Path
-    config: AlphaZeroConfig
-    history: list[dict[str, Any]]
-
-    @property
-    def seed(self) -> int:
-        return self.config.seed
-
+class Run(RunFolder[AlphaZeroConfig]):
     def curve(self, player: str) -> list[dict[str, Any]]:
         """The periodic evaluations of ``player`` ("" the search, "policy" the prior), in order."""
         return [h for h in self.history if not h["final"] and h.get("player", "") == player]
@@ -92,6 +75,14 @@ def load(folder: Path) -> Run:
     return run
 
 
+def load_runs(args: AlphaZeroResultsArgs) -> list[Run]:
+    """Every run folder ``load``ed, all evaluated against one opponent (else one ``error:`` line)."""
+    runs = [load(folder) for folder in args.runs]
+    if len({run.curve("")[0]["opponent"] for run in runs}) > 1:
+        raise ConfigError("the runs were evaluated against different opponents: give runs of one recipe")
+    return runs
+
+
 def marks(run: Run) -> tuple[int, int]:
     """The evaluated iterations whose models ``measure`` plays: the one nearest a third of the run, the last."""
     iterations = [h["iteration"] for h in run.curve("")]
@@ -105,7 +96,7 @@ def last_third_slope(rates: list[float]) -> float:
 
 
 def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
-    """The run's matches and value statistics (``--pairs``, ``--games``)."""
+    """The run's matches and value statistics (``--pairs``, ``--games``), each said as it is measured."""
     import numpy as np
 
     from agents.alphazero import Records, SelfPlay, self_play
@@ -114,6 +105,8 @@ def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
     from patchwork_env.players.model_policy import ModelPolicy
     from patchwork_env.players.value_model import load_value_model
 
+    rates = " ".join(f"{100 * h['win_rate']:.0f}" for h in run.curve(""))
+    print(f"  its evaluations against {run.curve('')[0]['opponent']}: {rates}", flush=True)
     cfg = run.config
     search = dataclasses.replace(cfg.search, sims=cfg.eval_sims)
     third, last = marks(run)
@@ -135,6 +128,8 @@ def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
         values["network v2"] = v2
     var = float(np.var(results))
     explained = {name: 1.0 - float(np.mean((v - results) ** 2)) / var for name, v in values.items()}
+    print(f"  final vs its third {versus.win_rate_a:.1%}, prior vs greedy {greedy.win_rate_a:.1%}, "
+          f"value EV {explained}", flush=True)  # fmt: skip
     return {
         "third": third,
         "last": last,
@@ -192,7 +187,9 @@ def drawn(run: Run) -> dict[str, Any]:
     return {"minutes": run.curve("")[-1]["minutes"], "curves": curves}
 
 
-def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> dict[str, Any]:
+def summarize(
+    runs: Sequence[Run], measured: list[dict[str, Any]], args: AlphaZeroResultsArgs, command: str
+) -> dict[str, Any]:
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
 
@@ -256,25 +253,8 @@ def summarize(runs: list[Run], measured: list[dict[str, Any]], command: str) -> 
     }
 
 
-@reports_input_errors
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(AlphaZeroResultsArgs, argv, __doc__.splitlines()[0])
-    runs = [load(folder) for folder in args.runs]
-    one_run_per_seed(args.runs, [run.seed for run in runs])
-    if len({run.curve("")[0]["opponent"] for run in runs}) > 1:
-        raise ConfigError("the runs were evaluated against different opponents: give runs of one recipe")
-    measured = []
-    for run in runs:
-        rates = " ".join(f"{100 * h['win_rate']:.0f}" for h in run.curve(""))
-        print(f"{run.folder}: vs {run.curve('')[0]['opponent']}: {rates}", flush=True)
-        measured.append(measure(run, args))
-        m = measured[-1]
-        print(f"  final vs its third {m['final_vs_third']['win_rate']:.1%}, prior vs greedy "
-              f"{m['prior_vs_greedy']['win_rate']:.1%}, value EV {m['explained_variance']}", flush=True)  # fmt: skip
-    if args.results is not None:
-        write_results(args.results, summarize(runs, measured, command_line("train.alphazero_results", argv)))
-    return 0
+    return measure_runs("train.alphazero_results", AlphaZeroResultsArgs, argv, load_runs, measure, summarize)
 
 
 if __name__ == "__main__":

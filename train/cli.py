@@ -25,7 +25,7 @@ import sys
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import Any, Generic, NoReturn, ParamSpec, TypeVar
 
 import dacite
 import tyro
@@ -310,6 +310,51 @@ class RunsArgs(ResultsArgs):
         folders = [folder.resolve() for folder in self.runs]
         if len(set(folders)) != len(folders):
             raise ConfigError(f"a run folder is given twice (each folder is one seed): {[str(f) for f in self.runs]}")
+
+
+RA = TypeVar("RA", bound=RunsArgs)
+
+
+@dataclasses.dataclass
+class RunFolder(Generic[C]):
+    """A finished run that a results command measures: its folder, its config and its history (``read_run``)."""
+
+    folder: Path
+    config: C
+    history: list[dict[str, Any]]
+
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+
+RF = TypeVar("RF", bound=RunFolder[Any])
+
+
+@reports_input_errors
+def measure_runs(
+    module: str,
+    cls: type[RA],
+    argv: Sequence[str] | None,
+    load: Callable[[RA], Sequence[RF]],
+    measure: Callable[[RF, RA], dict[str, Any]],
+    summarize: Callable[[Sequence[RF], list[dict[str, Any]], RA, str], dict[str, Any]],
+) -> int:
+    """The ``main`` of a command that measures finished runs, one per seed, into a results file (``module``,
+    its options ``cls``, whose docstring heads ``--help``): parse and check the options, ``load``
+    every run (each checked before a game is played), refuse two runs of one seed, ``measure`` each run
+    in turn, and with ``--results`` write the file ``summarize`` makes of them (its provenance the command
+    line of ``argv``; None: this process's). An input error is one ``error:`` line and exit code 2."""
+    args = parse_args(cls, argv)
+    runs = load(args)
+    one_run_per_seed([run.folder for run in runs], [run.seed for run in runs])
+    measured = []
+    for run in runs:
+        print(f"{run.folder}:", flush=True)
+        measured.append(measure(run, args))
+    if args.results is not None:
+        write_results(args.results, summarize(runs, measured, args, command_line(module, argv)))
+    return 0
 
 
 def read_run(folder: Path, cls: type[C], history: str, unit: str = "") -> tuple[C, list[dict[str, Any]]]:

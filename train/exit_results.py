@@ -22,6 +22,7 @@ import dataclasses
 import json
 import statistics
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,16 +31,7 @@ import yaml
 
 from patchwork_env.core.bounds import MAX_ARENA_SEED, bounded
 from patchwork_env.evaluation import results_file
-from train.cli import (
-    RunsArgs,
-    command_line,
-    exit_quietly_on_ctrl_c,
-    one_run_per_seed,
-    parse_args,
-    read_run,
-    reports_input_errors,
-    write_results,
-)
+from train.cli import RunFolder, RunsArgs, exit_quietly_on_ctrl_c, measure_runs, read_run
 from train.config import CommonConfig, ConfigError, DistillConfig, ExItConfig
 
 #: the network the final ones are measured against: the first shipped one (a pinned version, so
@@ -115,7 +107,17 @@ def trainer_of(folder: Path) -> Trainer:
     )
 
 
-def load_run(folder: Path, trainer: Trainer) -> tuple[CommonConfig, list[dict[str, Any]]]:
+def load_runs(args: ExitResultsArgs) -> list[RunFolder[CommonConfig]]:
+    """Every run folder, all of one trainer, ``load_run``: each checked before a game is played."""
+    trainers = {trainer_of(folder) for folder in args.runs}
+    if len(trainers) > 1:
+        names = ", ".join(sorted(t.module for t in trainers))
+        raise ConfigError(f"the run folders are of different trainers ({names}): give one's")
+    trainer = trainers.pop()
+    return [load_run(folder, trainer) for folder in args.runs]
+
+
+def load_run(folder: Path, trainer: Trainer) -> RunFolder[CommonConfig]:
     """A finished run of ``trainer``: its config (read as a config file is) and history, its checkpoints
     loadable (else ``ConfigError``, or the agent's error, naming what is wrong)."""
     from patchwork_env.players.registry import make_agent
@@ -131,7 +133,7 @@ def load_run(folder: Path, trainer: Trainer) -> tuple[CommonConfig, list[dict[st
         ) from None
     for path in (folder / "checkpoints" / "start.pt", folder / "checkpoints" / "final.pt", *minute_checkpoints(folder)):
         make_agent(f"network:{path}")  # a missing or corrupt checkpoint: the registry says what
-    return config, history
+    return RunFolder(folder, config, history)
 
 
 def finished(folder: Path) -> dict[str, Any]:
@@ -151,9 +153,10 @@ def minute_checkpoints(folder: Path) -> list[Path]:
     return [marks[m] for m in sorted(marks)]
 
 
-def measure(folder: Path, config: CommonConfig, history: list[dict[str, Any]], args: ExitResultsArgs) -> dict[str, Any]:
+def measure(run: RunFolder[CommonConfig], args: ExitResultsArgs) -> dict[str, Any]:
     """One run's figures (raw counts) and what it was (seed, iterations or rounds, gates kept,
     minutes)."""
+    folder, config, history = run.folder, run.config, run.history
     checkpoints = folder / "checkpoints"
     final, start = f"network:{checkpoints / 'final.pt'}", f"network:{checkpoints / 'start.pt'}"
     minutes = minute_checkpoints(folder)
@@ -183,9 +186,14 @@ def run_evaluation(row: dict[str, Any]) -> dict[str, Any]:
             "ci95": [row["ci_low"], row["ci_high"]], "source": "the run's own evaluation"}  # fmt: skip
 
 
-def summarize(runs: list[dict[str, Any]], trainer: Trainer, args: ExitResultsArgs, command: str) -> dict[str, Any]:
+def summarize(
+    folders: Sequence[RunFolder[CommonConfig]], runs: list[dict[str, Any]], args: ExitResultsArgs, command: str
+) -> dict[str, Any]:
+    """The results file of the measured ``runs`` (``measure``'s, in the order of their ``folders``)."""
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
+
+    trainer = trainer_of(folders[0].folder)
 
     # the table's curve columns: minute checkpoints, measured at the same marks in every run (a run's
     # own evaluations fall at minutes of its own: they are drawn, not tabled)
@@ -253,24 +261,8 @@ def summarize(runs: list[dict[str, Any]], trainer: Trainer, args: ExitResultsArg
     }
 
 
-@reports_input_errors
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parse_args(ExitResultsArgs, argv, __doc__.splitlines()[0])
-    trainers = {trainer_of(folder) for folder in args.runs}
-    if len(trainers) > 1:
-        names = ", ".join(sorted(t.module for t in trainers))
-        raise ConfigError(f"the run folders are of different trainers ({names}): give one's")
-    trainer = trainers.pop()
-    runs = [load_run(folder, trainer) for folder in args.runs]  # every folder checked before a game is played
-    one_run_per_seed(args.runs, [config.seed for config, _ in runs])  # a results file keys its runs by seed
-    measured = []
-    for folder, (config, history) in zip(args.runs, runs, strict=True):
-        print(f"{folder}:", flush=True)
-        measured.append(measure(folder, config, history, args))
-    if args.results is not None:
-        write_results(args.results, summarize(measured, trainer, args, command_line("train.exit_results", argv)))
-    return 0
+    return measure_runs("train.exit_results", ExitResultsArgs, argv, load_runs, measure, summarize)
 
 
 if __name__ == "__main__":
