@@ -16,6 +16,10 @@ consecutive transitions and the final reward reaches both seats. Then clipped PP
 learner's decisions. With ``net.prior_scale > 0`` the network is a residual policy on greedy's
 one-ply evaluation, whose terms the rollout computes from the game states and stores.
 
+Read it top to bottom: the settings are ``train.config.SelfPlayConfig``'s fields (``--help``); ``Learner``
+holds what an iteration reads and changes; ``collect_rollout`` plays the games and ends with per-seat
+GAE; ``update_policy`` runs the clipped PPO update (the algorithm itself, storage, GAE and the loss, is
+``agents/ppo.py``, one file read the same way); ``SelfPlay`` at the bottom is what the loop calls.
 The loop around the step is ``train.loop``'s (time limit, evaluations every ``eval_every`` updates,
 checkpoints, ``--resume``: the network, optimizer, pool, generators, counters and the games in
 progress come back, so a resumed run continues exactly where it stopped).
@@ -57,100 +61,6 @@ def main(cfg: SelfPlayConfig, name: str = "selfplay") -> dict[str, Any]:
     net = initial_network(cfg)
     run, resumed = open_run(cfg, name, "update")
     return run_loop(run, SelfPlay(run, net, resumed), cfg.total_updates, resumed)
-
-
-class SelfPlay(Trainer[PatchworkNet, SelfPlayConfig]):
-    """The loop's step: one rollout over the games in progress, one PPO update on it."""
-
-    def __init__(self, run: Run, net: PatchworkNet | None, resumed: Resumed | None) -> None:
-        super().__init__(run)
-        cfg = self.cfg
-        self.learner = new_learner(cfg, starting_network(cfg, net, resumed))
-        self.net, self.start = self.learner.net, self.learner.start
-        self.best: dict[str, Any] = {}
-        self.diagnostics: dict[str, float] = {}
-        self.resume(resumed)
-        self.bar = run.progress_bar(cfg.total_updates, "upd", initial=self.learner.update)
-        self.bar.write(f"run folder: {run.folder}  (network: {count_parameters(self.net):,} parameters)")
-
-    def step(self, step: int) -> None:
-        collected = collect_rollout(self.learner)
-        metrics = update_policy(self.learner, collected)
-        log_update(self.run, self.learner, collected, metrics)
-        self.diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
-        self.bar.update(1)
-        self.bar.set_postfix(dps=f"{metrics['charts/decisions_per_second']:.0f}", refresh=False)
-
-    def evaluate(self, step: int) -> None:
-        """The periodic evaluation (and of the sampled policy with ``eval_sampled``); with ``keep_best``
-        a better win rate against that opponent saves ``checkpoints/best.pt``."""
-        cfg, learner = self.cfg, self.learner
-        results = self.run.evaluate(learner.net, learner.update)
-        if cfg.eval_sampled:
-            self.run.evaluate(learner.net, learner.update, deterministic=False)
-        rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
-        if rate is not None and rate > self.best.get("win_rate", -1.0):
-            self.best.update(update=learner.update, win_rate=rate, opponent=cfg.keep_best)
-            self.run.checkpoint(learner.net, "best.pt")
-
-    def state_dict(self) -> dict[str, Any]:
-        learner = self.learner
-        return {
-            "optimizer": learner.optimizer.state_dict(),
-            "pool": learner.pool.state_dict(),
-            "numpy_rng": learner.rng.bit_generator.state,
-            "torch_rng": learner.gen.get_state(),
-            # tensors, as a checkpoint holds them (the streams' uint64 words as int64 bits)
-            "games": {k: torch.from_numpy(v.view(np.int64)) for k, v in learner.games.snapshot().items()},
-            "codes": torch.from_numpy(learner.codes.copy()),
-            "seats": torch.from_numpy(learner.seats.copy()),
-            "game_length": torch.from_numpy(learner.game_length.copy()),
-            "counters": {k: getattr(learner, k) for k in ("update", "global_step", "decisions", "games_done")},
-            "best": self.best,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        learner = self.learner
-        learner.optimizer.load_state_dict(state["optimizer"])
-        learner.pool.load_state_dict(state["pool"])
-        learner.rng.bit_generator.state = state["numpy_rng"]
-        learner.gen.set_state(state["torch_rng"])
-        games = {k: v.numpy() for k, v in state["games"].items()}
-        learner.games.restore(
-            {**games, "deal_rng": games["deal_rng"].view(np.uint64), "play_rng": games["play_rng"].view(np.uint64)}
-        )
-        learner.codes, learner.seats = state["codes"].numpy().copy(), state["seats"].numpy().copy()
-        learner.game_length = state["game_length"].numpy().copy()
-        for key, value in state["counters"].items():
-            setattr(learner, key, int(value))
-        self.best = dict(state["best"])
-
-    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
-        evaluated: PatchworkNet | None = None
-        path = self.run.folder / "checkpoints" / "final.pt"
-        if self.best:  # keep_best: the final evaluation plays the best periodic network
-            path = self.run.folder / "checkpoints" / "best.pt"
-            evaluated = load_network(str(path), "keep_best")
-            print(
-                f"keep_best: evaluating checkpoints/best.pt (update {self.best['update']}, "
-                f"periodic win rate {self.best['win_rate']:.3f} vs {self.best['opponent']})"
-            )
-        summary = {
-            "evaluated_checkpoint": str(path),
-            "last_update_diagnostics": self.diagnostics,
-            "best": self.best,
-            "learner_decisions": self.learner.decisions,
-            "games_finished": self.learner.games_done,
-        }
-        return evaluated, summary
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def start_network(cfg: SelfPlayConfig) -> PatchworkNet:
-    """A fresh network (seeded), or the one of ``init_checkpoint`` (what the benchmarks train)."""
-    return starting_network(cfg, initial_network(cfg), None)
 
 
 # --- the learner: network, optimizer, opponents, games in progress ----------------------------------
@@ -222,6 +132,7 @@ def make_optimizer(net: PatchworkNet, cfg: SelfPlayConfig) -> torch.optim.Adam:
     return torch.optim.Adam(groups, lr=cfg.learning_rate, eps=1e-5)
 
 
+# --- one iteration: a rollout over the games in progress, then the PPO update -----------------------
 @dataclass
 class Collected:
     """One rollout's training batch and what it saw."""
@@ -320,7 +231,7 @@ def update_policy(learner: Learner, collected: Collected) -> dict[str, float]:
     return metrics
 
 
-# --- what the run records ----------------------------------------------------------------------------
+# --- what the run records ---------------------------------------------------------------------------
 def log_update(run: Run, learner: Learner, collected: Collected, metrics: dict[str, float]) -> None:
     """TensorBoard scalars of one update (``losses/``, ``diag/``, ``charts/``)."""
     decisions = collected.batch["actions"].shape[0]
@@ -336,6 +247,101 @@ def log_update(run: Run, learner: Learner, collected: Collected, metrics: dict[s
         metrics[f"charts/train_win_rate_vs_{name}"] = float(np.mean(won))
     for key, value in metrics.items():
         run.writer.add_scalar(key, value, learner.global_step)
+
+
+# --- the loop's step, evaluations and checkpoint state (train.loop runs it) -------------------------
+class SelfPlay(Trainer[PatchworkNet, SelfPlayConfig]):
+    """The loop's step: one rollout over the games in progress, one PPO update on it."""
+
+    def __init__(self, run: Run, net: PatchworkNet | None, resumed: Resumed | None) -> None:
+        super().__init__(run)
+        cfg = self.cfg
+        self.learner = new_learner(cfg, starting_network(cfg, net, resumed))
+        self.net, self.start = self.learner.net, self.learner.start
+        self.best: dict[str, Any] = {}
+        self.diagnostics: dict[str, float] = {}
+        self.resume(resumed)
+        self.bar = run.progress_bar(cfg.total_updates, "upd", initial=self.learner.update)
+        self.bar.write(f"run folder: {run.folder}  (network: {count_parameters(self.net):,} parameters)")
+
+    def step(self, step: int) -> None:
+        collected = collect_rollout(self.learner)
+        metrics = update_policy(self.learner, collected)
+        log_update(self.run, self.learner, collected, metrics)
+        self.diagnostics = {k: v for k, v in metrics.items() if k.startswith(("losses/", "diag/"))}
+        self.bar.update(1)
+        self.bar.set_postfix(dps=f"{metrics['charts/decisions_per_second']:.0f}", refresh=False)
+
+    def evaluate(self, step: int) -> None:
+        """The periodic evaluation (and of the sampled policy with ``eval_sampled``); with ``keep_best``
+        a better win rate against that opponent saves ``checkpoints/best.pt``."""
+        cfg, learner = self.cfg, self.learner
+        results = self.run.evaluate(learner.net, learner.update)
+        if cfg.eval_sampled:
+            self.run.evaluate(learner.net, learner.update, deterministic=False)
+        rate = results[cfg.keep_best]["win_rate"] if cfg.keep_best else None
+        if rate is not None and rate > self.best.get("win_rate", -1.0):
+            self.best.update(update=learner.update, win_rate=rate, opponent=cfg.keep_best)
+            self.run.checkpoint(learner.net, "best.pt")
+
+    def state_dict(self) -> dict[str, Any]:
+        learner = self.learner
+        return {
+            "optimizer": learner.optimizer.state_dict(),
+            "pool": learner.pool.state_dict(),
+            "numpy_rng": learner.rng.bit_generator.state,
+            "torch_rng": learner.gen.get_state(),
+            # tensors, as a checkpoint holds them (the streams' uint64 words as int64 bits)
+            "games": {k: torch.from_numpy(v.view(np.int64)) for k, v in learner.games.snapshot().items()},
+            "codes": torch.from_numpy(learner.codes.copy()),
+            "seats": torch.from_numpy(learner.seats.copy()),
+            "game_length": torch.from_numpy(learner.game_length.copy()),
+            "counters": {k: getattr(learner, k) for k in ("update", "global_step", "decisions", "games_done")},
+            "best": self.best,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        learner = self.learner
+        learner.optimizer.load_state_dict(state["optimizer"])
+        learner.pool.load_state_dict(state["pool"])
+        learner.rng.bit_generator.state = state["numpy_rng"]
+        learner.gen.set_state(state["torch_rng"])
+        games = {k: v.numpy() for k, v in state["games"].items()}
+        learner.games.restore(
+            {**games, "deal_rng": games["deal_rng"].view(np.uint64), "play_rng": games["play_rng"].view(np.uint64)}
+        )
+        learner.codes, learner.seats = state["codes"].numpy().copy(), state["seats"].numpy().copy()
+        learner.game_length = state["game_length"].numpy().copy()
+        for key, value in state["counters"].items():
+            setattr(learner, key, int(value))
+        self.best = dict(state["best"])
+
+    def finish(self) -> tuple[PatchworkNet | None, dict[str, Any]]:
+        evaluated: PatchworkNet | None = None
+        path = self.run.folder / "checkpoints" / "final.pt"
+        if self.best:  # keep_best: the final evaluation plays the best periodic network
+            path = self.run.folder / "checkpoints" / "best.pt"
+            evaluated = load_network(str(path), "keep_best")
+            print(
+                f"keep_best: evaluating checkpoints/best.pt (update {self.best['update']}, "
+                f"periodic win rate {self.best['win_rate']:.3f} vs {self.best['opponent']})"
+            )
+        summary = {
+            "evaluated_checkpoint": str(path),
+            "last_update_diagnostics": self.diagnostics,
+            "best": self.best,
+            "learner_decisions": self.learner.decisions,
+            "games_finished": self.learner.games_done,
+        }
+        return evaluated, summary
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def start_network(cfg: SelfPlayConfig) -> PatchworkNet:
+    """A fresh network (seeded), or the one of ``init_checkpoint`` (what the benchmarks train)."""
+    return starting_network(cfg, initial_network(cfg), None)
 
 
 def cli(argv: list[str] | None = None) -> int:
