@@ -31,6 +31,7 @@ import io
 import zipfile
 import zlib
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +45,7 @@ from patchwork_env.core.validate import check_state_rows
 from patchwork_env.envs.observation import observe_movers
 from patchwork_env.evaluation.arena import deal
 from patchwork_env.players.batched_search import final_value
-from patchwork_env.players.compiled_search import CompiledSearch
+from patchwork_env.players.compiled_search import CompiledSearch, TreeResult
 from patchwork_env.players.heuristic import GROUP_OF_ACTION, NUM_FEATURES, NUM_GROUPS, action_terms
 from patchwork_env.players.search_config import SearchConfig
 from patchwork_env.players.value_model import ValueModel
@@ -170,9 +171,7 @@ def self_play(shared: SelfPlay, item: tuple[int, int]) -> Records:
         rows, full, actions, targets, terms, values, movers = [], [], [], [], [], [], []
         decision = 0
         while not rules.is_terminal(state):
-            is_full = bool(rng.random() < shared.full_share)
-            sample = is_full or decision < shared.opening
-            result = search.run(state, sims=cfg.sims if is_full else shared.fast_sims, noise=rng if sample else None)
+            result, is_full = search_move(search, shared, state, decision, rng)
             k = len(result.actions)
             if k > 1:  # a choice: the search has something to teach
                 acts = np.full(k_max, -1, np.int64)
@@ -207,6 +206,60 @@ def self_play(shared: SelfPlay, item: tuple[int, int]) -> Records:
             )
         )
     return Records.concat(parts, shared.width)
+
+
+def search_move(
+    search: CompiledSearch, shared: SelfPlay, state: IntArray, decision: int, rng: np.random.Generator
+) -> tuple[TreeResult, bool]:
+    """A self-play move in ``state``, the ``decision``-th choice of its game: a full search (a share
+    ``full_share`` of them) or a fast one, the move sampled in a full search and in the opening; the
+    search's result, and whether it was full."""
+    is_full = bool(rng.random() < shared.full_share)
+    sample = is_full or decision < shared.opening
+    sims = shared.config.sims if is_full else shared.fast_sims
+    return search.run(state, sims=sims, noise=rng if sample else None), is_full
+
+
+def results_from(shared: SelfPlay, state: IntArray, decision: int, count: int, key: int) -> F32:
+    """(count,) results (+1 won, -1 lost) for the player to move in ``state`` (the ``decision``-th
+    choice of its game) of ``count`` self-play games continued from it, each with randomness of its own
+    (``shared.seed``, ``key`` and its index). The game has no chance after the deal: how much the
+    results of one position differ is the players' sampling, which no value of the position can
+    predict."""
+    search = CompiledSearch(shared.config, shared.model, width=shared.width, reuse=True)
+    mover = int(rules.current_player(state))
+    results = np.empty(count, np.float32)
+    for i in range(count):
+        rng = np.random.default_rng(np.random.SeedSequence(shared.seed, spawn_key=(key, i)))
+        s, d = state.copy(), decision
+        search.reset()
+        while not rules.is_terminal(s):
+            result, _ = search_move(search, shared, s, d, rng)
+            d += len(result.actions) > 1
+            rules.step_into(s, result.action)
+        results[i] = np.sign(final_value(s, mover, shared.config.margin_weight))
+    return results
+
+
+def value_ceiling(
+    shared: SelfPlay, records: Records, positions: int, continuations: int, var: float
+) -> dict[str, Any] | None:
+    """The explained variance no value of the position can pass on these games: ``positions`` of the
+    ``records`` drawn at random, each played on ``continuations`` times (``results_from``);
+    the mean over them of an unbiased estimate of ``E[result | position]^2`` (``q``) gives the least mean
+    squared error, ``1 - q``. With its 95% interval (the positions' spread); None with no positions."""
+    if positions == 0:
+        return None
+    rows = np.sort(np.random.default_rng(shared.seed).choice(len(records), min(positions, len(records)), replace=False))
+    first = {g: i for i, g in reversed(list(enumerate(records.games.tolist())))}  # each game's first row
+    q = []
+    for r in rows.tolist():
+        res = results_from(shared, records.states[r], r - first[int(records.games[r])], continuations, r)
+        q.append((res.sum() ** 2 - continuations) / (continuations * (continuations - 1)))
+    half = 1.96 * float(np.std(q, ddof=1) / np.sqrt(len(q))) / var if len(q) > 1 else float("nan")
+    ceiling = 1.0 - (1.0 - float(np.mean(q))) / var
+    return {"ceiling": ceiling, "ci95": [ceiling - half, ceiling + half], "positions": len(q),
+            "continuations": continuations}  # fmt: skip
 
 
 def prior_logits(kind: torch.Tensor, weights: torch.Tensor, actions: torch.Tensor, terms: torch.Tensor) -> torch.Tensor:

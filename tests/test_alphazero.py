@@ -5,6 +5,7 @@ and train.placements (their run folders, results files and errors)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -13,7 +14,16 @@ import numpy as np
 import pytest
 import torch
 
-from agents.alphazero import Learner, Records, SelfPlay, init_model, prior_logits, self_play
+from agents.alphazero import (
+    Learner,
+    Records,
+    SelfPlay,
+    init_model,
+    prior_logits,
+    results_from,
+    self_play,
+    value_ceiling,
+)
 from agents.value_distill import ValueNet
 from patchwork_env.core import rules
 from patchwork_env.envs.observation import observe_movers
@@ -146,6 +156,26 @@ def test_self_play_records_full_searches_targets_and_results() -> None:
     assert np.array_equal(again.states, records.states[records.games == 1])
 
 
+def test_games_continued_from_a_position_differ_only_by_the_searches_sampling() -> None:
+    """``results_from``: without sampling (no full search, no opening) every continuation of a game's
+    first position is that game, its result the record's for the mover (either seat); with every move
+    sampled they differ. Without sampling the estimated ceiling of the explained variance is exactly 1."""
+    model = init_model((16, 8), 20.0, seed=0)
+    fixed = SelfPlay(model, SearchConfig(sims=8, considered=4), 4, 0.0, 0, 2, seed=3)
+    records = self_play(fixed, (0, 4))
+    firsts = [int(np.flatnonzero(records.games == g)[0]) for g in range(4)]
+    assert {int(rules.current_player(records.states[r])) for r in firsts} == {0, 1}
+    for r in firsts:
+        again = results_from(fixed, records.states[r], 0, 3, key=r)
+        assert again.tolist() == [float(np.sign(records.results[r]))] * 3, r
+    sampled = dataclasses.replace(fixed, full_share=1.0)
+    assert set(results_from(sampled, records.states[firsts[0]], 0, 8, key=0).tolist()) == {-1.0, 1.0}
+    var = float(np.var(np.sign(records.results)))
+    ceiling = value_ceiling(fixed, records, 5, 2, var)
+    assert ceiling is not None and ceiling["ceiling"] == 1.0 and ceiling["positions"] == 5
+    assert value_ceiling(fixed, records, 0, 2, var) is None
+
+
 def test_the_learner_fits_a_batch(tmp_path: Path) -> None:
     model = init_model((16, 8), 20.0, seed=0)
     records = self_play(SelfPlay(model, SearchConfig(sims=8, considered=4), 4, 0.5, 2, 2, seed=1), (0, 2))
@@ -207,8 +237,11 @@ def test_results_over_runs_and_their_errors(tmp_path: Path, capsys: pytest.Captu
     _smoke(tmp_path, "s1", "--seed", "1")
     out = tmp_path / "az.json"
     runs = [str(tmp_path / "s0"), str(tmp_path / "s1")]
-    assert alphazero_results.main([*runs, "--pairs", "1", "--games", "1", "--results", str(out)]) == 0
+    argv = [*runs, "--pairs", "1", "--games", "1", "--ceiling-positions", "3", "--continuations", "2"]
+    assert alphazero_results.main([*argv, "--results", str(out)]) == 0
     data = json.loads(out.read_text())
+    assert data["raw"]["1"]["explained_variance_ceiling"]["positions"] == 3
+    assert data["runs"][1]["cells"]["no value's EV passes"].endswith("(3 positions x 2 games)")
     assert data["kind"] == "training" and [r["seed"] for r in data["runs"]] == [0, 1]
     raw = data["raw"]["0"]
     assert raw["last"] == 2 and raw["third"] == 1 and raw["final_vs_third"]["games"] == 2
@@ -219,7 +252,8 @@ def test_results_over_runs_and_their_errors(tmp_path: Path, capsys: pytest.Captu
     again = shutil.copytree(runs[0], tmp_path / "s0-again")  # another folder of seed 0's run
     for argv, message in [([runs[0], str(again)], "same seed"), ([runs[0], runs[0]], "given twice"),
                           ([str(tmp_path)], "not a run folder of train.alphazero"), ([], "give the run folders"),
-                          ([runs[0], "--pairs", "0"], "pairs must be in")]:  # fmt: skip
+                          ([runs[0], "--pairs", "0"], "pairs must be in"),
+                          ([runs[0], "--ceiling-positions", "1"], "0 (none) or at least 2")]:  # fmt: skip
         with pytest.raises(SystemExit) as stop:
             alphazero_results.main(argv)
         lines = error_lines(capsys.readouterr().err)

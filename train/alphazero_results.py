@@ -45,6 +45,15 @@ class AlphaZeroResultsArgs(RunsArgs):
     trainers: ClassVar[str] = "train.alphazero"
     games: int = bounded(100, 1, 10_000)
     """fresh self-play games of the final model whose positions measure the value (dealt from --seed)"""
+    ceiling_positions: int = bounded(400, 0, 100_000)
+    """of those positions, how many are played on to estimate the explained variance no value can pass (0: none)"""
+    continuations: int = bounded(8, 2, 1_000)
+    """self-play games continued from each of those positions"""
+
+    def validate(self) -> None:
+        super().validate()
+        if self.ceiling_positions == 1:
+            raise ConfigError("ceiling_positions must be 0 (none) or at least 2 (its interval is their spread)")
 
 
 class Run(RunFolder[AlphaZeroConfig]):
@@ -99,7 +108,7 @@ def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
     """The run's matches and value statistics (``--pairs``, ``--games``), each said as it is measured."""
     import numpy as np
 
-    from agents.alphazero import Records, SelfPlay, self_play
+    from agents.alphazero import Records, SelfPlay, self_play, value_ceiling
     from patchwork_env.evaluation.arena import play_pairs
     from patchwork_env.players.az_compiled import TreeAgent
     from patchwork_env.players.model_policy import ModelPolicy
@@ -128,8 +137,9 @@ def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
         values["network v2"] = v2
     var = float(np.var(results))
     explained = {name: 1.0 - float(np.mean((v - results) ** 2)) / var for name, v in values.items()}
+    ceiling = value_ceiling(shared, records, args.ceiling_positions, args.continuations, var)
     print(f"  final vs its third {versus.win_rate_a:.1%}, prior vs greedy {greedy.win_rate_a:.1%}, "
-          f"value EV {explained}", flush=True)  # fmt: skip
+          f"value EV {explained}, no value passes {ceiling}", flush=True)  # fmt: skip
     return {
         "third": third,
         "last": last,
@@ -138,6 +148,7 @@ def measure(run: Run, args: AlphaZeroResultsArgs) -> dict[str, Any]:
         "value_positions": len(records),
         "value_games": args.games,
         "explained_variance": explained,
+        "explained_variance_ceiling": ceiling,
     }
 
 
@@ -195,14 +206,15 @@ def summarize(
 
     opponent = runs[0].curve("")[0]["opponent"]
     columns = [f"start vs {opponent}", f"last vs {opponent}", "slope of the last third", "final vs its third",
-               "prior alone vs greedy", "value EV (final / v1 / v2)", "iterations", "CPU minutes"]  # fmt: skip
+               "prior alone vs greedy", "value EV (final / v1 / v2)", "no value's EV passes", "iterations",
+               "CPU minutes"]  # fmt: skip
     rows, raw = [], {}
     numbers: dict[str, list[float]] = {c: [] for c in columns}
     for run, m in zip(runs, measured, strict=True):
         curve = run.curve("")
         rates = [h["win_rate"] for h in curve]
         slope = last_third_slope(rates)
-        ev = m["explained_variance"]
+        ev, ceiling = m["explained_variance"], m["explained_variance_ceiling"]
         cells = {
             f"start vs {opponent}": format_win_rate(rates[0], (curve[0]["ci_low"], curve[0]["ci_high"])),
             f"last vs {opponent}": format_win_rate(rates[-1], (curve[-1]["ci_low"], curve[-1]["ci_high"])),
@@ -211,6 +223,10 @@ def summarize(
             f" ({m['last']} vs {m['third']})",
             "prior alone vs greedy": format_win_rate(m["prior_vs_greedy"]["win_rate"], m["prior_vs_greedy"]["ci95"]),
             "value EV (final / v1 / v2)": " / ".join(f"{v:.2f}" for v in ev.values()),
+            "no value's EV passes": "-"
+            if ceiling is None
+            else f"{ceiling['ceiling']:.2f} [{ceiling['ci95'][0]:.2f}, "
+            f"{ceiling['ci95'][1]:.2f}] ({ceiling['positions']} positions x {ceiling['continuations']} games)",
             "iterations": str(m["last"]),
             "CPU minutes": f"{curve[-1]['minutes']:.0f}",
         }
@@ -219,6 +235,8 @@ def summarize(
         numbers["final vs its third"].append(100 * m["final_vs_third"]["win_rate"])
         numbers["prior alone vs greedy"].append(100 * m["prior_vs_greedy"]["win_rate"])
         numbers["value EV (final / v1 / v2)"].append(ev["final model"])
+        if ceiling is not None:
+            numbers["no value's EV passes"].append(ceiling["ceiling"])
         rows.append({"seed": run.seed, "cells": cells})
         raw[str(run.seed)] = {"config": dataclasses.asdict(run.config), "history": run.history, **m, **drawn(run)}
     mean = []
@@ -228,6 +246,8 @@ def summarize(
             mean.append("")
         elif c.startswith("value"):
             mean.append(f"{statistics.mean(xs):.2f} (final)")
+        elif c.startswith("no value"):
+            mean.append(f"{statistics.mean(xs):.2f}")
         elif c.startswith("slope"):
             mean.append(f"{statistics.mean(xs):+.2f}")
         else:
@@ -245,7 +265,10 @@ def summarize(
         f"against `{opponent}` on the same paired deals. The slope: a least-squares line through the last third "
         "of those win rates. Final vs its third, the prior alone vs greedy: paired games on fresh deals. Value EV: "
         "explained variance of game results (+1/-1 for the mover) on the positions of fresh self-play games of the "
-        "final model. CPU minutes: the run's process clock (self-play, learner and evaluations in one process).",
+        "final model; no value of the position can pass the next column's (the game has no chance after the deal, "
+        "but the self-play searches sample their moves: some of those positions, each played on several times, "
+        "give how far their result is predictable at all). CPU minutes: the run's process clock (self-play, "
+        "learner and evaluations in one process).",
         "columns": columns,
         "runs": rows,
         "summary": {"mean": mean},
