@@ -53,7 +53,7 @@ class AlphaZeroResultsArgs(RunsArgs):
     def validate(self) -> None:
         super().validate()
         if self.ceiling_positions == 1:
-            raise ConfigError("--ceiling-positions must be 0 (none) or at least 2 (the interval is their spread), got 1")
+            raise ConfigError("--ceiling-positions must be 0 (none) or at least 2 (an interval needs two), got 1")
 
 
 class Run(RunFolder[AlphaZeroConfig]):
