@@ -16,7 +16,9 @@ Per run (one seed):
 * **Its value**: the explained variance of game results (+1 won, -1 lost, from the mover's side) by
   the final model's value on the positions of ``--games`` fresh self-play games of its own search,
   and on the same positions by value model v1 and by network v2's value head (``pretrained:net=v2``,
-  with torch).
+  with torch); and the most any value of the position could explain there
+  (``agents.alphazero.value_ceiling``: ``--ceiling-positions`` of them each played on
+  ``--continuations`` times with the self-play's own sampling).
 """
 
 from __future__ import annotations
