@@ -34,6 +34,7 @@ What your agent changes in itself in its own process (a counter, a cache) stays 
 from __future__ import annotations
 
 import contextlib
+import gc
 import inspect
 import os
 import pickle
@@ -301,6 +302,10 @@ def _fork(build: Callable[[], Any]) -> _Process:
     for stream in (sys.stdout, sys.stderr):  # else the child would print the parent's buffered text again
         with contextlib.suppress(OSError, ValueError, AttributeError):  # closed, or None (pythonw)
             stream.flush()
+    # cyclic garbage is collected here, not in the child: an executor of an earlier match left for the
+    # collector would run its weakref callback in the child, on a lock its manager thread (not
+    # forked) may hold, and the child would hang while building the agent (seen once in make test)
+    gc.collect()
     parent_end, child_end = Pipe()
     parent = os.getpid()
     pid = os.fork()
