@@ -3,7 +3,8 @@ starts ``unshare -n sh -c 'ip link set lo up && python tests/ray_trainer_checks.
 token authentication on:
 
 * ``python -m train.alphazero --config configs/alphazero_smoke.yaml --backend ray --chunk 1`` as
-  a user runs it (the command starts its own local Ray runtime),
+  a user runs it (the command starts its own local Ray runtime), on a machine where the last
+  ``ray start`` recorded a cluster that is gone (``STALE_CLUSTER``: the command must not join it),
 * on one local Ray runtime started here (``ray.init``, 2 CPUs): ``train.distill`` with
   ``--backend ray`` (``DISTILL_ARGS``), ``train.exit`` with ``--backend ray``
   (``EXIT_ARGS``), and one round of AlphaZero self-play (``agents.alphazero.self_play``, chunks of
@@ -19,8 +20,10 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 AZ_SMOKE = ROOT / "configs" / "alphazero_smoke.yaml"
 AZ_CHUNK = 1  # one game per task
+STALE_CLUSTER = "127.0.0.1:9"  # a recorded cluster nobody answers for (port 9: discard)
 AZ_GAMES, AZ_SEED = 3, 21  # the direct self-play round: 3 chunks of 1 game
 DISTILL_ARGS = [
     "--net.channels", "8", "--net.blocks", "1", "--net.hidden", "32", "--net.head-features", "4",
@@ -72,7 +76,11 @@ def main(out_dir: str) -> None:
     report: dict[str, Any] = {}
     t0 = time.time()
 
-    # the AlphaZero trainer's command line, as a user runs it (its own local Ray runtime)
+    # the AlphaZero trainer's command line, as a user runs it (its own local Ray runtime), with a
+    # dead cluster in Ray's record of the last `ray start` (a short temp dir: Ray's socket paths)
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rt"))
+    (ray_tmp / "ray").mkdir()
+    (ray_tmp / "ray" / "ray_current_cluster").write_text(STALE_CLUSTER)
     command = [sys.executable, "-m", "train.alphazero", "--config", str(AZ_SMOKE), "--run-dir", str(out / "az_ray")]
     proc = subprocess.run(
         [*command, "--backend", "ray", "--chunk", str(AZ_CHUNK)],
@@ -80,7 +88,9 @@ def main(out_dir: str) -> None:
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "RAY_TMPDIR": str(ray_tmp)},
     )
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     report["az_cli"] = {"returncode": proc.returncode, "stderr_tail": proc.stderr[-3000:]}
     report["az_cli_seconds"] = time.time() - t0
 

@@ -9,11 +9,13 @@ backend in this process. Needs root (CI runs as root) and the ``scale`` extra.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -50,7 +52,16 @@ def cluster_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("ray_cluster") / "report.json"
     script = ROOT / "tests" / "ray_cluster_checks.py"
     command = f"ip link set lo up && exec {sys.executable} {script} {out}"
-    proc = subprocess.run(["unshare", "-n", "sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    # Ray's files (and its record of the last cluster started, which a killed test run would leave
+    # for every later ray.init on the machine) in a folder of this run; short: Ray's socket paths
+    ray_tmp = tempfile.mkdtemp(prefix="rt")
+    env = {**os.environ, "RAY_TMPDIR": ray_tmp}
+    try:
+        proc = subprocess.run(
+            ["unshare", "-n", "sh", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=900, env=env
+        )
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert proc.returncode == 0, f"cluster checks failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     report: dict[str, Any] = json.loads(out.read_text())
     report["dir"] = out.parent

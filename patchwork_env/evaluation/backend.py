@@ -20,7 +20,8 @@ depends only on the item and ``shared``, so a retry gives the same result and th
 are complete and identical to an undisturbed run.
 
 Where Ray runs: ``address=None`` joins the cluster named by ``RAY_ADDRESS`` if that is set, else
-starts a local Ray runtime for the lifetime of the backend (nothing to install or start by hand);
+starts a local Ray runtime for the lifetime of the backend (nothing to install or start by hand;
+never the cluster the last ``ray start`` on this machine recorded, which may be long dead);
 ``address="auto"`` joins the cluster started on this machine by ``ray start``; ``"HOST:PORT"``
 joins that head node. Ray's token authentication stays as Ray sets it (on for ``ray start --head``
 and for a local runtime): a joining driver needs the cluster's token (``~/.ray/auth_token``,
@@ -73,7 +74,7 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     if ray.is_initialized():
         return False
     if address is None and not os.environ.get("RAY_ADDRESS"):
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
         return True
     target = address or os.environ["RAY_ADDRESS"]
     _check_reachable(target)
