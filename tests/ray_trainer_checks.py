@@ -82,15 +82,17 @@ def main(out_dir: str) -> None:
     (ray_tmp / "ray").mkdir()
     (ray_tmp / "ray" / "ray_current_cluster").write_text(STALE_CLUSTER)
     command = [sys.executable, "-m", "train.alphazero", "--config", str(AZ_SMOKE), "--run-dir", str(out / "az_ray")]
-    proc = subprocess.run(
-        [*command, "--backend", "ray", "--chunk", str(AZ_CHUNK)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "RAY_TMPDIR": str(ray_tmp)},
-    )
-    shutil.rmtree(ray_tmp, ignore_errors=True)
+    try:
+        proc = subprocess.run(
+            [*command, "--backend", "ray", "--chunk", str(AZ_CHUNK)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "RAY_TMPDIR": str(ray_tmp)},
+        )
+    finally:  # a timed-out command leaves no Ray folder in /tmp either
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     report["az_cli"] = {"returncode": proc.returncode, "stderr_tail": proc.stderr[-3000:]}
     report["az_cli_seconds"] = time.time() - t0
 
