@@ -34,14 +34,24 @@ def test_the_baselines_write_a_results_file_with_raw_counts(trainer: str, tmp_pa
     folder = tmp_path / "runs" / f"{FOLDER[trainer]}-s3"
     run_config = yaml.safe_load((folder / "config.yaml").read_text())
     assert run_config["clock"] == "process" and run_config["time_limit_minutes"] == 2e-9
-    assert data["columns"] == ["vs random at 1e-09 min", "vs greedy at 1e-09 min", "vs random at 2e-09 min",
-                               "vs greedy at 2e-09 min"]  # fmt: skip
+    assert data["columns"] == [
+        f"{what} {m} min" for m in ("1e-09", "2e-09") for what in ("decisions by", "vs random at", "vs greedy at")
+    ]
     raw = data["raw"]["3"]
     for mark in ("1e-09", "2e-09"):
         for spec in ("random", "greedy"):
             r = raw[mark][spec]
             assert r["games"] == 4 and r["wins"] + r["losses"] <= 4 and 0 <= r["win_rate"] <= 1
     assert (folder / "checkpoints" / "minute-1e-09.pt").is_file()
+    # both marks pass at the run's one step: the learner's decisions of its one rollout, as its summary counts them
+    summary = json.loads((folder / "final_eval.json").read_text())
+    counted = {"selfplay": summary.get("learner_decisions"), "sb3_maskable": summary.get("timesteps")}[trainer]
+    for mark in ("1e-09", "2e-09"):
+        trained = data["trained"]["3"][mark]
+        assert trained == json.loads((folder / "checkpoints" / f"minute-{mark}.json").read_text())
+        assert trained["steps"] == 1 and trained["minutes"] > 0
+        assert trained["decisions"] == counted > 0, (trained, counted)
+    assert data["runs"][0]["cells"]["decisions by 1e-09 min"] == f"{trained['decisions'] / 1e6:.2f}M"
 
 
 def test_a_mark_out_of_range_is_an_error_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -119,13 +120,19 @@ def test_a_trainer_stopped_by_ctrl_c_resumes_to_the_end_of_an_uninterrupted_run(
 @pytest.mark.parametrize("name", list(TRAINERS))
 def test_every_trainer_stops_after_the_step_that_reaches_its_time_limit(name: str, tmp_path: Path) -> None:
     """The time limit is the loop's, for every trainer: the run ends after its first step here (a limit
-    of 1e-9 minutes), with ``stopped_early``, a resumable checkpoint of that step and the final evaluation."""
+    of 1e-9 minutes), with ``stopped_early``, a resumable checkpoint of that step and the final evaluation;
+    the minute mark passed on the way keeps its network and what was trained by then."""
     _trainer(name)
-    summary = _run(name, tmp_path, time_limit_minutes=1e-9)
+    summary = _run(name, tmp_path, time_limit_minutes=1e-9, checkpoint_minutes=[1e-9])
     saved = read_checkpoint(tmp_path / "checkpoints" / "latest.pt")["trainer"]
     unit = tmp_unit(saved["loop"]["history"][0])
     assert summary["stopped_early"] is True and summary[unit + "s"] == 1 and saved["loop"]["step"] == 1
     assert summary["final_eval"]["random"]["games"] == 2  # the final evaluation still ran
+    read_checkpoint(tmp_path / "checkpoints" / "minute-1e-09.pt")
+    trained = json.loads((tmp_path / "checkpoints" / "minute-1e-09.json").read_text())
+    assert trained["steps"] == 1 and trained["unit"] == unit and trained["minutes"] >= 1e-9
+    counted = {"selfplay": summary.get("learner_decisions"), "sb3": summary.get("timesteps")}.get(name)
+    assert trained["decisions"] == counted and (counted is None or counted > 0), (trained, counted)
 
 
 def read_checkpoint(path: Path) -> dict[str, Any]:

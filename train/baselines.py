@@ -11,8 +11,9 @@ Per seed: one run of the trainer (no periodic evaluation, so the minutes are tra
 default minutes of the run's CPU time, so that ``--jobs`` runs sharing the cores are not slowed
 in the count) that keeps ``checkpoints/minute-<m>.pt`` at each mark; then each of those networks
 plays ``--pairs`` paired deals against random and greedy on fresh deals (``--eval-seed``, the same
-for every seed and mark).
-``--results`` writes the results file (per seed and mark, the win rates with their raw counts).
+for every seed and mark). Each mark also records the learner's decisions trained on by then (the run's
+``checkpoints/minute-<m>.json``): minutes depend on the machine's speed, decisions do not.
+``--results`` writes the results file (per seed and mark, the decisions and the win rates with their raw counts).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import json
 import statistics
 import sys
 from dataclasses import dataclass
@@ -150,63 +152,75 @@ def config_of(args: BaselinesArgs) -> str:
     return args.config or TRAINERS[args.trainer].config
 
 
-def evaluate_marks(args: BaselinesArgs, folder: Path) -> dict[str, dict[str, Any]]:
-    """Each minute checkpoint against random and greedy: the raw counts."""
+def evaluate_marks(args: BaselinesArgs, folder: Path) -> Marks:
+    """Each minute checkpoint against random and greedy: the raw counts; and what was trained by each
+    mark (its ``minute-<m>.json``: steps and the learner's decisions)."""
     from patchwork_env.evaluation.arena import play_pairs
 
     out: dict[str, dict[str, Any]] = {}
+    trained: dict[str, dict[str, Any]] = {}
     for m in args.minutes:
         path = folder / "checkpoints" / f"minute-{m:g}.pt"
         if not path.is_file():
             fail(f"{path} is missing: the run ended before {m:g} minutes of training")
+        trained[f"{m:g}"] = json.loads(path.with_suffix(".json").read_text())
         out[f"{m:g}"] = {}
         for spec in OPPONENTS:
             r = play_pairs(f"network:{path}", spec, args.pairs, seed=args.eval_seed, workers=1)
             out[f"{m:g}"][spec] = {"games": r.games, "wins": r.wins_a, "losses": r.wins_b,
                                    "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}  # fmt: skip
             print(f"  {path}: vs {spec} {100 * r.win_rate_a:.1f}% of {r.games}", flush=True)
-    return out
+    return Marks(out, trained)
 
 
-def train_and_evaluate(args: BaselinesArgs, seed: int) -> dict[str, dict[str, Any]]:
+@dataclass
+class Marks:
+    """One seed's marks: ``counts`` (mark -> opponent -> raw counts) and ``trained`` (mark -> the
+    run's ``minute-<m>.json``: minutes, steps and the learner's decisions by then)."""
+
+    counts: dict[str, dict[str, Any]]
+    trained: dict[str, dict[str, Any]]
+
+
+def train_and_evaluate(args: BaselinesArgs, seed: int) -> Marks:
     """One seed: its run, then its marks' raw counts."""
     return evaluate_marks(args, train_seed(args, seed))
 
 
-def summarize(args: BaselinesArgs, runs: dict[int, dict[str, dict[str, Any]]], command: str) -> dict[str, Any]:
+def summarize(args: BaselinesArgs, runs: dict[int, Marks], command: str) -> dict[str, Any]:
     from patchwork_env.evaluation.provenance import provenance
     from patchwork_env.evaluation.stats import format_win_rate
 
-    columns = [f"vs {spec} at {m:g} min" for m in args.minutes for spec in OPPONENTS]
+    def decisions(marks: Marks, m: float) -> float:
+        return float(marks.trained[f"{m:g}"]["decisions"])
 
-    def cell(marks: dict[str, dict[str, Any]], m: float, spec: str) -> str:
-        r = marks[f"{m:g}"][spec]
-        return format_win_rate(r["win_rate"], r["ci95"])
+    def cells(marks: Marks, m: float) -> dict[str, str]:
+        out = {f"decisions by {m:g} min": f"{decisions(marks, m) / 1e6:.2f}M"}
+        for spec in OPPONENTS:
+            r = marks.counts[f"{m:g}"][spec]
+            out[f"vs {spec} at {m:g} min"] = format_win_rate(r["win_rate"], r["ci95"])
+        return out
 
-    rows = [
-        {
-            "seed": seed,
-            "cells": {f"vs {spec} at {m:g} min": cell(marks, m, spec) for m in args.minutes for spec in OPPONENTS},
-        }
-        for seed, marks in runs.items()
-    ]
-    means = [
-        f"{100 * statistics.mean(marks[f'{m:g}'][spec]['win_rate'] for marks in runs.values()):.1f}%"
-        for m in args.minutes
-        for spec in OPPONENTS
-    ]
+    table = {seed: {k: v for m in args.minutes for k, v in cells(marks, m).items()} for seed, marks in runs.items()}
+    means = []
+    for m in args.minutes:
+        means.append(f"{statistics.mean(decisions(marks, m) for marks in runs.values()) / 1e6:.2f}M")
+        means += [f"{100 * statistics.mean(marks.counts[f'{m:g}'][spec]['win_rate'] for marks in runs.values()):.1f}%"
+                  for spec in OPPONENTS]  # fmt: skip
     return {
         **provenance(command, list(runs)),
         "kind": results_file.TRAINING,
         "title": TRAINERS[args.trainer].title,
         "description": f"`python -m train.{args.trainer} --config {config_of(args)}` from a random network on each "
         f"seed (one thread, no periodic evaluation; minutes of {CLOCK_WORDS[args.clock]}), its network at each mark "
-        f"against random and greedy: {args.pairs} paired deals each on fresh deals (seed {args.eval_seed}). "
-        "Raw counts in `raw`.",
-        "columns": columns,
-        "runs": rows,
+        f"against random and greedy: {args.pairs} paired deals each on fresh deals (seed {args.eval_seed}); the "
+        "learner's decisions trained on by each mark (they do not depend on the machine's speed, the minutes do). "
+        "Raw counts in `raw`, what was trained by each mark in `trained`.",
+        "columns": list(next(iter(table.values()))),
+        "runs": [{"seed": seed, "cells": row} for seed, row in table.items()],
         "summary": {"mean": means},
-        "raw": {str(seed): marks for seed, marks in runs.items()},
+        "raw": {str(seed): marks.counts for seed, marks in runs.items()},
+        "trained": {str(seed): marks.trained for seed, marks in runs.items()},
     }
 
 

@@ -30,7 +30,7 @@ import torch
 from patchwork_env.players.network import PatchworkNet
 from train.artefact import Artefact, NetworkArtefact, as_artefact, read_artefact
 from train.config import CommonConfig, ConfigError
-from train.run import Run, load_network
+from train.run import Run, load_network, unit_count
 from train.seeds import Stream, stream_seed
 
 FORMAT = 1  # of the loop's part of latest.pt; checkpoints without it hold a network only
@@ -88,6 +88,11 @@ class Trainer(Generic[A, C]):
         """The periodic evaluation after ``step`` (0: the start): the network alone against the
         config's ``eval_opponents``; a trainer may add its own."""
         self.run.evaluate(self.net, step)
+
+    def learner_decisions(self) -> int | None:
+        """The learner's decisions trained on so far, the x-axis that does not depend on the machine's
+        speed (recorded at each minute mark); None: the trainer does not count them."""
+        return None
 
     def close(self) -> None:
         """After the last step or an interruption: release what the steps hold (progress bars)."""
@@ -195,7 +200,7 @@ def run_loop(run: Run, trainer: Trainer[Any, Any], total: int, resumed: Resumed 
         while step < total:
             trainer.step(step + 1)
             step += 1  # only a whole step counts: Ctrl-C within one checkpoints the step before
-            run.minute_checkpoints(trainer.net, cfg.checkpoint_minutes)
+            run.minute_checkpoints(trainer.net, cfg.checkpoint_minutes, step, trainer.learner_decisions())
             out_of_time = 0 < cfg.time_limit_minutes <= run.minutes()
             last = step >= total or out_of_time
             if cfg.eval_every and (step % cfg.eval_every == 0 or last):
@@ -254,7 +259,3 @@ def save_latest(run: Run, trainer: Trainer[Any, Any], step: int) -> Path:
     path = run.checkpoint(trainer.net, "latest.pt", state)
     trainer.checkpointed()
     return path
-
-
-def unit_count(n: int, unit: str) -> str:
-    return f"{n} {unit}{'' if n == 1 else 's'}"

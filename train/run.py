@@ -8,7 +8,8 @@ A run folder holds::
     config.yaml          the resolved config (every field)
     events.out.tfevents  TensorBoard: charts/, losses/, eval/ (eval_final/ at the end), the trainer's own
     checkpoints/         start.pt (the network training started from), latest.pt (resumable where the
-                         trainer supports it), final.pt, best.pt (train.selfplay with keep_best)
+                         trainer supports it), final.pt, best.pt (train.selfplay with keep_best),
+                         minute-<m>.pt and minute-<m>.json (what was trained by then) for checkpoint_minutes
     eval_history.json    every evaluation: minutes, step, opponent, games, win rate, 95% CI, margin
     learning_curve.png   win rate against each opponent over minutes of training, with 95% bands
     final_eval.json      the summary: counters, the start's and the end's final evaluation
@@ -103,13 +104,19 @@ class Run:
         """``checkpoints/<name>`` (the artefact's format: ``train.artefact``)."""
         return as_artefact(net).save(self.folder / "checkpoints" / name, trainer)
 
-    def minute_checkpoints(self, net: Artefact | PatchworkNet, marks: list[float]) -> None:
-        """``checkpoints/minute-<m>.pt`` for each mark ``m`` passed since the last call (once each)."""
+    def minute_checkpoints(
+        self, net: Artefact | PatchworkNet, marks: list[float], step: int, decisions: int | None
+    ) -> None:
+        """``checkpoints/minute-<m>.pt`` for each mark ``m`` passed since the last call (once each), and
+        beside it ``minute-<m>.json``: what was trained by then (``step`` steps, ``decisions`` of the
+        learner), which unlike minutes does not depend on the machine's speed."""
         for m in marks:
             path = self.folder / "checkpoints" / f"minute-{m:g}.pt"
             if m <= self.minutes() and not path.exists():
                 self.checkpoint(net, path.name)
-                self.log(f"{m:g} minutes of training: {path}")
+                trained = {"minutes": self.minutes(), "unit": self.unit, "steps": step, "decisions": decisions}
+                write_atomic(path.with_suffix(".json"), json.dumps(trained, indent=1))
+                self.log(f"{m:g} minutes of training ({unit_count(step, self.unit)}): {path}")
 
     def evaluate(
         self,
@@ -193,6 +200,11 @@ class Run:
         print_results(final)
         print(f"run folder: {self.folder}  ({self.minutes():.1f} minutes)")
         return out
+
+
+def unit_count(n: int, unit: str) -> str:
+    """``n`` steps in words: "1 update", "12 updates"."""
+    return f"{n} {unit}{'' if n == 1 else 's'}"
 
 
 RUN_FILES = ("config.yaml", "checkpoints", "data", "eval_history.json", "final_eval.json", "games",

@@ -142,6 +142,9 @@ class MaskablePPOTrainer(Trainer[PatchworkNet, SB3Config]):
         )
         self.bar.update(self.model.num_timesteps - before)
 
+    def learner_decisions(self) -> int:
+        return int(self.model.num_timesteps)  # the learner's: the opponents move inside the env
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "optimizer": self.model.policy.optimizer.state_dict(),

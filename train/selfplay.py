@@ -272,6 +272,9 @@ class SelfPlay(Trainer[PatchworkNet, SelfPlayConfig]):
         self.bar.update(1)
         self.bar.set_postfix(dps=f"{metrics['charts/decisions_per_second']:.0f}", refresh=False)
 
+    def learner_decisions(self) -> int:
+        return self.learner.decisions
+
     def evaluate(self, step: int) -> None:
         """The periodic evaluation (and of the sampled policy with ``eval_sampled``); with ``keep_best``
         a better win rate against that opponent saves ``checkpoints/best.pt``."""
