@@ -112,10 +112,11 @@ class Run:
         learner), which unlike minutes does not depend on the machine's speed."""
         for m in marks:
             path = self.folder / "checkpoints" / f"minute-{m:g}.pt"
-            if m <= self.minutes() and not path.exists():
-                self.checkpoint(net, path.name)
-                trained = {"minutes": self.minutes(), "unit": self.unit, "steps": step, "decisions": decisions}
+            minutes = self.minutes()
+            if m <= minutes and not path.exists():  # the .json first: a mark whose .pt exists has both
+                trained = {"minutes": minutes, "unit": self.unit, "steps": step, "decisions": decisions}
                 write_atomic(path.with_suffix(".json"), json.dumps(trained, indent=1))
+                self.checkpoint(net, path.name)
                 self.log(f"{m:g} minutes of training ({unit_count(step, self.unit)}): {path}")
 
     def evaluate(
