@@ -173,7 +173,7 @@ def test_selfplay_smoke_checkpoint_and_resume(tmp_path: Path) -> None:
     summary = selfplay.main(cfg)
     folder = Path(summary["run_folder"])
     # the minute marks: the first passed at the first update, the second never
-    assert sorted(p.name for p in (folder / "checkpoints").glob("minute-*")) == ["minute-1e-09.pt"]
+    assert sorted(p.name for p in (folder / "checkpoints").glob("minute-*")) == ["minute-1e-09.json", "minute-1e-09.pt"]
     assert summary["updates"] == 3 and summary["learner_decisions"] > 0
     assert (folder / "config.yaml").is_file() and (folder / "learning_curve.png").is_file()
     assert any(folder.glob("events.out.tfevents*"))
