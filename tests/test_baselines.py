@@ -163,3 +163,15 @@ def test_runs_under_a_file_is_one_error_line_before_any_run(tmp_path: Path, caps
     assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"error: --runs: {afile / 'ppo-scratch-s0'} cannot be made (a file lies on its path)"), err
     assert afile.read_text() == "not a folder"
+
+
+def test_a_mark_without_its_record_is_an_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A minute checkpoint whose ``minute-<m>.json`` is gone (not a folder the loop wrote) stops with
+    one line naming the file, before any game."""
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "minute-10.pt").write_bytes(b"")
+    args = baselines.BaselinesArgs(minutes=(10.0,))
+    with pytest.raises(SystemExit) as exc:
+        baselines.evaluate_marks(args, tmp_path)
+    err, record = capsys.readouterr().err, tmp_path / "checkpoints" / "minute-10.json"
+    assert exc.value.code == 2 and err.startswith(f"error: {record} is missing") and err.count("\n") == 1, err

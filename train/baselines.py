@@ -152,6 +152,15 @@ def config_of(args: BaselinesArgs) -> str:
     return args.config or TRAINERS[args.trainer].config
 
 
+@dataclass
+class Marks:
+    """One seed's marks: ``counts`` (mark -> opponent -> raw counts) and ``trained`` (mark -> the
+    run's ``minute-<m>.json``: minutes, steps and the learner's decisions by then)."""
+
+    counts: dict[str, dict[str, Any]]
+    trained: dict[str, dict[str, Any]]
+
+
 def evaluate_marks(args: BaselinesArgs, folder: Path) -> Marks:
     """Each minute checkpoint against random and greedy: the raw counts; and what was trained by each
     mark (its ``minute-<m>.json``: steps and the learner's decisions)."""
@@ -163,6 +172,8 @@ def evaluate_marks(args: BaselinesArgs, folder: Path) -> Marks:
         path = folder / "checkpoints" / f"minute-{m:g}.pt"
         if not path.is_file():
             fail(f"{path} is missing: the run ended before {m:g} minutes of training")
+        if not path.with_suffix(".json").is_file():
+            fail(f"{path.with_suffix('.json')} is missing: what was trained by {m:g} minutes is not on record")
         trained[f"{m:g}"] = json.loads(path.with_suffix(".json").read_text())
         out[f"{m:g}"] = {}
         for spec in OPPONENTS:
@@ -171,15 +182,6 @@ def evaluate_marks(args: BaselinesArgs, folder: Path) -> Marks:
                                    "win_rate": r.win_rate_a, "ci95": list(r.ci95_a)}  # fmt: skip
             print(f"  {path}: vs {spec} {100 * r.win_rate_a:.1f}% of {r.games}", flush=True)
     return Marks(out, trained)
-
-
-@dataclass
-class Marks:
-    """One seed's marks: ``counts`` (mark -> opponent -> raw counts) and ``trained`` (mark -> the
-    run's ``minute-<m>.json``: minutes, steps and the learner's decisions by then)."""
-
-    counts: dict[str, dict[str, Any]]
-    trained: dict[str, dict[str, Any]]
 
 
 def train_and_evaluate(args: BaselinesArgs, seed: int) -> Marks:
@@ -194,8 +196,11 @@ def summarize(args: BaselinesArgs, runs: dict[int, Marks], command: str) -> dict
     def decisions(marks: Marks, m: float) -> float:
         return float(marks.trained[f"{m:g}"]["decisions"])
 
+    def millions(n: float) -> str:
+        return f"{n / 1e6:.2f}M"
+
     def cells(marks: Marks, m: float) -> dict[str, str]:
-        out = {f"decisions by {m:g} min": f"{decisions(marks, m) / 1e6:.2f}M"}
+        out = {f"decisions by {m:g} min": millions(decisions(marks, m))}
         for spec in OPPONENTS:
             r = marks.counts[f"{m:g}"][spec]
             out[f"vs {spec} at {m:g} min"] = format_win_rate(r["win_rate"], r["ci95"])
@@ -204,7 +209,7 @@ def summarize(args: BaselinesArgs, runs: dict[int, Marks], command: str) -> dict
     table = {seed: {k: v for m in args.minutes for k, v in cells(marks, m).items()} for seed, marks in runs.items()}
     means = []
     for m in args.minutes:
-        means.append(f"{statistics.mean(decisions(marks, m) for marks in runs.values()) / 1e6:.2f}M")
+        means.append(millions(statistics.mean(decisions(marks, m) for marks in runs.values())))
         means += [f"{100 * statistics.mean(marks.counts[f'{m:g}'][spec]['win_rate'] for marks in runs.values()):.1f}%"
                   for spec in OPPONENTS]  # fmt: skip
     return {

@@ -110,9 +110,9 @@ class Run:
         """``checkpoints/minute-<m>.pt`` for each mark ``m`` passed since the last call (once each), and
         beside it ``minute-<m>.json``: what was trained by then (``step`` steps, ``decisions`` of the
         learner), which unlike minutes does not depend on the machine's speed."""
+        minutes = self.minutes()
         for m in marks:
             path = self.folder / "checkpoints" / f"minute-{m:g}.pt"
-            minutes = self.minutes()
             if m <= minutes and not path.exists():  # the .json first: a mark whose .pt exists has both
                 trained = {"minutes": minutes, "unit": self.unit, "steps": step, "decisions": decisions}
                 write_atomic(path.with_suffix(".json"), json.dumps(trained, indent=1))
