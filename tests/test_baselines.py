@@ -175,3 +175,34 @@ def test_a_mark_without_its_record_is_an_error_line(tmp_path: Path, capsys: pyte
         baselines.evaluate_marks(args, tmp_path)
     err, record = capsys.readouterr().err, tmp_path / "checkpoints" / "minute-10.json"
     assert exc.value.code == 2 and err.startswith(f"error: {record} is missing") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    ("text", "says"), [("{not json", "cannot read"), ("[1, 2]", "must hold a JSON object"), ("\udcff", "cannot read")]
+)
+def test_a_later_mark_with_a_bad_record_stops_before_any_game(
+    text: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every mark's ``minute-<m>.json`` is read before the first game: one unreadable record (not JSON, not
+    an object, not UTF-8) is one line naming it, and no checkpoint has been played."""
+    import patchwork_env.evaluation.arena as arena
+
+    def no_games(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a game was played before every mark was read")
+
+    monkeypatch.setattr(arena, "play_pairs", no_games)
+    marks = tmp_path / "checkpoints"
+    marks.mkdir()
+    for m in (10, 20):
+        (marks / f"minute-{m}.pt").write_bytes(b"")
+    (marks / "minute-10.json").write_text(json.dumps({"minutes": 10, "steps": 3}))
+    (marks / "minute-20.json").write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(SystemExit) as exc:
+        baselines.evaluate_marks(baselines.BaselinesArgs(minutes=(10.0, 20.0)), tmp_path)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith(
+        f"error: {says} {marks / 'minute-20.json'}"
+        if says == "cannot read"
+        else f"error: {marks / 'minute-20.json'} {says}"
+    ), err

@@ -161,20 +161,33 @@ class Marks:
     trained: dict[str, dict[str, Any]]
 
 
+def read_mark(folder: Path, m: float) -> dict[str, Any]:
+    """What was trained by the mark ``m`` (its ``minute-<m>.json``), its checkpoint checked to be there:
+    else one ``error:`` line naming the file."""
+    path = folder / "checkpoints" / f"minute-{m:g}.pt"
+    record = path.with_suffix(".json")
+    if not path.is_file():
+        fail(f"{path} is missing: the run ended before {m:g} minutes of training")
+    if not record.is_file():
+        fail(f"{record} is missing: what was trained by {m:g} minutes is not on record")
+    try:
+        trained = json.loads(record.read_text())
+    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        fail(f"cannot read {record}: {exc}")
+    if not isinstance(trained, dict):
+        fail(f"{record} must hold a JSON object (minutes, steps, decisions), got {type(trained).__name__}")
+    return trained
+
+
 def evaluate_marks(args: BaselinesArgs, folder: Path) -> Marks:
     """Each minute checkpoint against random and greedy: the raw counts; and what was trained by each
-    mark (its ``minute-<m>.json``: steps and the learner's decisions)."""
+    mark (its ``minute-<m>.json``: steps and the learner's decisions), every mark read before any game."""
     from patchwork_env.evaluation.arena import play_pairs
 
+    trained = {f"{m:g}": read_mark(folder, m) for m in args.minutes}
     out: dict[str, dict[str, Any]] = {}
-    trained: dict[str, dict[str, Any]] = {}
     for m in args.minutes:
         path = folder / "checkpoints" / f"minute-{m:g}.pt"
-        if not path.is_file():
-            fail(f"{path} is missing: the run ended before {m:g} minutes of training")
-        if not path.with_suffix(".json").is_file():
-            fail(f"{path.with_suffix('.json')} is missing: what was trained by {m:g} minutes is not on record")
-        trained[f"{m:g}"] = json.loads(path.with_suffix(".json").read_text())
         out[f"{m:g}"] = {}
         for spec in OPPONENTS:
             r = play_pairs(f"network:{path}", spec, args.pairs, seed=args.eval_seed, workers=1)
