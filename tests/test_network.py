@@ -322,7 +322,7 @@ def test_geometry_counts_of_a_placement() -> None:
 def test_the_shipped_networks_never_change_and_the_default_is_pinned() -> None:
     """Each version's file is held to its sha256 (a ladder rung plays it), under 5 MB, loads; plain
     ``pretrained`` plays the default (v2: v3 is not measured stronger), ``pretrained:net=v1`` the
-    first, ``pretrained:net=v3`` train.alphazero's model alone (no torch)."""
+    first, ``pretrained:net=v3`` and ``v4`` train.alphazero's models alone (no torch)."""
     import hashlib
 
     from patchwork_env.players.registry import make_agent
@@ -335,11 +335,16 @@ def test_the_shipped_networks_never_change_and_the_default_is_pinned() -> None:
     assert network_path() == SHIPPED_NETWORKS[NEWEST_NETWORK] and network_path(net="v1") == SHIPPED_NETWORKS["v1"]
     state, rng = new_game(3), np.random.default_rng(0)
     moves = {}
-    for spec in ("pretrained", "pretrained:net=v2", "pretrained:net=v1", "pretrained:net=v3"):
+    for spec in ("pretrained", "pretrained:net=v2", "pretrained:net=v1", "pretrained:net=v3", "pretrained:net=v4"):
         agent = make_agent(spec)
         s = state
-        for _ in range(12):  # a dozen moves of each: the versions are different players
+        for _ in range(30):  # 30 moves of each: the versions are different players (v3 and v4 part after the 20th)
             s = s.step(agent.act(s, rng))
         moves[spec] = s.to_notation()
     assert moves["pretrained"] == moves["pretrained:net=v2"] != moves["pretrained:net=v1"]
     assert moves["pretrained:net=v3"] not in (moves["pretrained:net=v1"], moves["pretrained:net=v2"])
+    assert moves["pretrained:net=v4"] not in (
+        moves["pretrained:net=v1"],
+        moves["pretrained:net=v2"],
+        moves["pretrained:net=v3"],
+    )

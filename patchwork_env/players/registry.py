@@ -487,7 +487,7 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     "pretrained": AgentSpec(
         "pretrained",
         "a shipped network alone, its most probable legal move: v2 (the default; configs/dagger_az.yaml), "
-        "v1 (configs/dagger.yaml), v3 (train.alphazero's model, its own placements, no torch)",
+        "v1 (configs/dagger.yaml), v3 and v4 (train.alphazero's model, its own placements, no torch)",
         (
             Param(
                 "net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)

@@ -16,12 +16,14 @@ SHIPPED_NETWORKS: dict[str, Path] = {
     "v1": Path(__file__).parent / "pretrained-v1.pt",  # mcts:sims=100 distilled (configs/dagger.yaml)
     "v2": Path(__file__).parent / "pretrained-v2.pt",  # az's compiled search distilled (configs/dagger_az.yaml)
     "v3": Path(__file__).parent / "pretrained-v3.npz",  # train.alphazero (configs/alphazero.yaml, seed 0): no torch
+    "v4": Path(__file__).parent / "pretrained-v4.npz",  # the same run of seed 0 at its end (480 CPU-minutes)
 }
 #: each shipped network file's sha256 (a test holds the files to them: a version never changes)
 NETWORK_SHA256 = {
     "v1": "98bc0e147601cf9ca06d4a32a2327d23d4eae801e71694074baffa9532e0a02b",
     "v2": "33cda39c4f3892453939af0d744227cbb46ade1db76344d832c26cf57fa33171",
     "v3": "aae0ea5361344339c4148164c56a8737ab79039efa2a45f21014ecf18add96cf",
+    "v4": "8401296c8fe816362a5e9a71708104b525ccadaefa9595365a31a68caba7a6cc",
 }
 #: the default of ``pretrained``: the newest version measured stronger than the default before it.
 #: v3 alone is as strong as v2, not measured stronger (54.8% [49.9, 59.6] of 400 games head to
