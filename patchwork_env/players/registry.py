@@ -41,6 +41,7 @@ from patchwork_env.players.search_config import (
     SearchConfig,
 )
 from patchwork_env.players.shipped import (
+    NEWEST_NETWORK,
     NEWEST_VALUE_MODEL,
     NO_VALUE_MODEL,
     SHIPPED_NETWORKS,
@@ -490,7 +491,11 @@ AGENT_SPECS: dict[str, AgentSpec] = {
         "v1 (configs/dagger.yaml), v3 and v4 (train.alphazero's model, its own placements, no torch)",
         (
             Param(
-                "net", str, "", "version of the shipped network (default: the newest)", choices=tuple(SHIPPED_NETWORKS)
+                "net",
+                str,
+                "",
+                f"version of the shipped network (default: {NEWEST_NETWORK})",
+                choices=tuple(SHIPPED_NETWORKS),
             ),
         ),
         _pretrained,

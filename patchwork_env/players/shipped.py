@@ -1,7 +1,8 @@
 """The networks and value models shipped with the package, by version (no torch here: the spec
 registry lists them).
 
-``pretrained`` and ``az`` play the newest unless a spec pins one (``pretrained:net=v1``,
+``pretrained`` and ``az`` play their defaults (``NEWEST_NETWORK``, ``NEWEST_VALUE_MODEL``: the newest
+version measured stronger than the one before) unless a spec pins one (``pretrained:net=v1``,
 ``az:net=v1``). A version's file never changes: the rungs of a ladder version that use a network
 name its version, so shipping a better network (the next version) never moves an existing scale.
 """
@@ -47,7 +48,7 @@ def is_search_model(path: str | Path) -> bool:
 
 def network_path(path: str = "", net: str = "", torch: bool = False) -> Path | str:
     """The file an agent loads: ``path`` if given, else the shipped network of version ``net``
-    (default: the newest; ``torch``: the newest torch network, and a search model is refused)."""
+    (default: ``NEWEST_NETWORK``; ``torch``: the newest torch network, and a search model is refused)."""
     if path and net:
         raise ValueError(f"give a checkpoint path or a shipped network version, not both (path={path!r}, net={net!r})")
     if path:
