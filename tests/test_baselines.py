@@ -178,7 +178,12 @@ def test_a_mark_without_its_record_is_an_error_line(tmp_path: Path, capsys: pyte
 
 
 @pytest.mark.parametrize(
-    ("text", "says"), [("{not json", "cannot read"), ("[1, 2]", "must hold a JSON object"), ("\udcff", "cannot read")]
+    ("text", "says"),
+    [
+        ("{not json", "cannot read {record}:"),
+        ("[1, 2]", "{record} must hold a JSON object"),
+        ("\udcff", "cannot read {record}:"),
+    ],
 )
 def test_a_later_mark_with_a_bad_record_stops_before_any_game(
     text: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -201,8 +206,4 @@ def test_a_later_mark_with_a_bad_record_stops_before_any_game(
         baselines.evaluate_marks(baselines.BaselinesArgs(minutes=(10.0, 20.0)), tmp_path)
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1, err
-    assert err.startswith(
-        f"error: {says} {marks / 'minute-20.json'}"
-        if says == "cannot read"
-        else f"error: {marks / 'minute-20.json'} {says}"
-    ), err
+    assert err.startswith("error: " + says.format(record=marks / "minute-20.json")), err

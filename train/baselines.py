@@ -161,10 +161,15 @@ class Marks:
     trained: dict[str, dict[str, Any]]
 
 
+def mark_path(folder: Path, m: float) -> Path:
+    """The run's checkpoint at the mark ``m`` (``train.run`` writes it, its record beside it)."""
+    return folder / "checkpoints" / f"minute-{m:g}.pt"
+
+
 def read_mark(folder: Path, m: float) -> dict[str, Any]:
     """What was trained by the mark ``m`` (its ``minute-<m>.json``), its checkpoint checked to be there:
     else one ``error:`` line naming the file."""
-    path = folder / "checkpoints" / f"minute-{m:g}.pt"
+    path = mark_path(folder, m)
     record = path.with_suffix(".json")
     if not path.is_file():
         fail(f"{path} is missing: the run ended before {m:g} minutes of training")
@@ -187,7 +192,7 @@ def evaluate_marks(args: BaselinesArgs, folder: Path) -> Marks:
     trained = {f"{m:g}": read_mark(folder, m) for m in args.minutes}
     out: dict[str, dict[str, Any]] = {}
     for m in args.minutes:
-        path = folder / "checkpoints" / f"minute-{m:g}.pt"
+        path = mark_path(folder, m)
         out[f"{m:g}"] = {}
         for spec in OPPONENTS:
             r = play_pairs(f"network:{path}", spec, args.pairs, seed=args.eval_seed, workers=1)
