@@ -10,8 +10,9 @@ contract):
 ``envs``               the observation, the front-ends' shared decisions (``edge``), the
                        PettingZoo AEC env, the Gymnasium single-agent env, the vector engine and
                        vector env
-``players``            random, greedy, mcts; with the ``torch`` extra the network policy of a
-                       checkpoint (``network:PATH``), ``az`` and ``pretrained``; spec strings
+``players``            random, greedy, mcts, ``az`` and ``pretrained``; with the ``torch`` extra the
+                       network policy of a checkpoint (``network:PATH``) and the torch networks
+                       (``pretrained:net=v2``, ``az:net=v1``); spec strings
 ``evaluation``         the arena (paired deals, Wilson intervals, Elo) and the ladder
 ``replay``             the self-contained replay page of a game record
 ``cli``                the ``patchwork`` command

@@ -51,8 +51,8 @@ def test_the_pretrained_model_ships_as_package_data() -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["pretrained", net_az("az:sims=4"), net_az("az:sims=3,root=puct"), net_az("az:time=0.02"),
-             net_az("az:sims=4,kinds=0"), "az:sims=40", "az:time=0.02"]
+    "spec", ["pretrained", "pretrained:net=v2", net_az("az:sims=4"), net_az("az:sims=3,root=puct"),
+             net_az("az:time=0.02"), net_az("az:sims=4,kinds=0"), "az:sims=40", "az:time=0.02"]
 )  # fmt: skip
 def test_specs_load_and_play_legal_moves_to_the_end(spec: str) -> None:
     agent = make_agent(spec)
@@ -62,7 +62,7 @@ def test_specs_load_and_play_legal_moves_to_the_end(spec: str) -> None:
 
 
 def test_pretrained_is_the_network_alone_and_az_searches_with_it() -> None:
-    assert isinstance(make_agent("pretrained"), NetworkAgent)
+    assert isinstance(make_agent("pretrained:net=v2"), NetworkAgent)
     az = make_agent(net_az("az:sims=8,considered=4"))
     assert isinstance(az, AZAgent)
     assert az.config.sims == 8 and az.config.considered == 4
@@ -179,7 +179,7 @@ def test_a_move_searches_on_one_torch_thread_and_leaves_the_count_as_it_was() ->
 
 
 def test_pretrained_is_a_single_agent_env_opponent() -> None:
-    env = SingleAgentEnv(opponent="pretrained", seat=0)
+    env = SingleAgentEnv(opponent="pretrained:net=v2", seat=0)
     _, info = env.reset(seed=0)
     done = False
     while not done:

@@ -321,14 +321,14 @@ def test_geometry_counts_of_a_placement() -> None:
 
 def test_the_shipped_networks_never_change_and_the_default_is_pinned() -> None:
     """Each version's file is held to its sha256 (a ladder rung plays it), under 5 MB, loads; plain
-    ``pretrained`` plays the default (v2: v3 is not measured stronger), ``pretrained:net=v1`` the
-    first, ``pretrained:net=v3`` and ``v4`` train.alphazero's models alone (no torch)."""
+    ``pretrained`` plays the default (v4: measured stronger than v2, which v3 was not),
+    ``pretrained:net=v1`` the first, ``pretrained:net=v3`` and ``v4`` train.alphazero's models alone (no torch)."""
     import hashlib
 
     from patchwork_env.players.registry import make_agent
     from patchwork_env.players.shipped import NETWORK_SHA256, NEWEST_NETWORK, network_path
 
-    assert set(SHIPPED_NETWORKS) == set(NETWORK_SHA256) and NEWEST_NETWORK == "v2"
+    assert set(SHIPPED_NETWORKS) == set(NETWORK_SHA256) and NEWEST_NETWORK == "v4"
     for version, path in SHIPPED_NETWORKS.items():
         assert hashlib.sha256(path.read_bytes()).hexdigest() == NETWORK_SHA256[version], version
         assert path.stat().st_size <= 5 * 2**20
@@ -341,7 +341,8 @@ def test_the_shipped_networks_never_change_and_the_default_is_pinned() -> None:
         for _ in range(30):  # 30 moves of each: the versions are different players (v3 and v4 part after the 20th)
             s = s.step(agent.act(s, rng))
         moves[spec] = s.to_notation()
-    assert moves["pretrained"] == moves["pretrained:net=v2"] != moves["pretrained:net=v1"]
+    assert moves["pretrained"] == moves["pretrained:net=v4"]
+    assert moves["pretrained:net=v2"] != moves["pretrained:net=v1"]
     assert moves["pretrained:net=v3"] not in (moves["pretrained:net=v1"], moves["pretrained:net=v2"])
     assert moves["pretrained:net=v4"] not in (
         moves["pretrained:net=v1"],

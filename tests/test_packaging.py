@@ -63,7 +63,8 @@ def test_the_wheel_installs_one_top_level_name(wheel: Path) -> None:
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"patchwork_env"}
     assert "patchwork_env/players/pretrained-v1.pt" in names and "patchwork_env/data/patches.json" in names
-    assert "patchwork_env/players/pretrained-v2.pt" in names  # the newest network, and v1 kept for the ladder
+    assert "patchwork_env/players/pretrained-v2.pt" in names  # the newest torch network, and v1 kept for the ladder
+    assert {"patchwork_env/players/pretrained-v3.npz", "patchwork_env/players/pretrained-v4.npz"} <= set(names)
     assert "patchwork_env/players/value-v1.npz" in names  # az's leaves: the compiled search needs no torch
     assert "patchwork_env/data/ladder-v1.json" in names  # the ladder's scale ships with the package
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
@@ -164,20 +165,24 @@ def test_gymnasium_makes_the_env_by_its_module_prefix_without_an_import(fresh_en
 
 
 def test_without_torch_a_network_agent_is_one_clear_error(fresh_env: Path, wheel: Path) -> None:
-    """In Python the error names the published package; the command line, the wheel it was installed from."""
+    """Plain ``pretrained`` plays without torch; a torch network is one error, in Python naming the published
+    package, on the command line the wheel it was installed from."""
     code = (
         "from patchwork_env import SingleAgentEnv\n"
         "from patchwork_env.players import MissingExtraError\n"
-        "SingleAgentEnv(opponent='greedy')  # no torch needed\n"
+        "for opponent in ('greedy', 'pretrained'):  # no torch needed (pretrained: network v4, a search model)\n"
+        "    env = SingleAgentEnv(opponent=opponent); _, info = env.reset(seed=0); done = False\n"
+        "    while not done:\n"
+        "        *_, end, cut, info = env.step(int(info['action_mask'].argmax())); done = end or cut\n"
         "try:\n"
-        "    SingleAgentEnv(opponent='pretrained')\n"
+        "    SingleAgentEnv(opponent='pretrained:net=v2')\n"
         "except MissingExtraError as exc:\n"
         "    print(exc)\n"
     )
     proc = _run(fresh_env, str(fresh_env / "bin" / "python"), "-c", code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == 'pretrained needs PyTorch, which is not installed: pip install "patchwork-env[torch]"'
-    for argv in (["play", "--opponent", "pretrained"], ["evaluate", "--agents", "az:prior=network", "greedy"]):
+    for argv in (["play", "--opponent", "pretrained:net=v2"], ["evaluate", "--agents", "az:prior=network", "greedy"]):
         proc = _run(fresh_env, str(fresh_env / "bin" / "patchwork"), *argv)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert error_lines(proc.stderr) == [
@@ -194,8 +199,9 @@ def test_without_torch_a_network_agent_is_one_clear_error(fresh_env: Path, wheel
 def test_pretrained_ships_in_the_wheel_and_plays(extras_env: Path) -> None:
     code = (
         "from patchwork_env.players import make_agent; import patchwork_env as p, numpy as np\n"
-        "a = make_agent('pretrained'); s = p.new_game(seed=1)\n"
-        "assert s.is_legal(a.act(s, np.random.default_rng(0)))\n"
+        "s = p.new_game(seed=1)\n"
+        "for v in ('v1', 'v2', 'v3', 'v4'):\n"
+        "    a = make_agent('pretrained:net=' + v); assert s.is_legal(a.act(s, np.random.default_rng(0)))\n"
     )
     proc = _run(extras_env, str(extras_env / "bin" / "python"), "-c", code)
     assert proc.returncode == 0, proc.stderr

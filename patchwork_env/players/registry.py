@@ -13,8 +13,9 @@ parameters, types and defaults.
 
 The table of specs is light: each agent's module loads when a spec builds it, so that listing the
 specs (``patchwork evaluate --list``, ``--help``) neither compiles the engine nor imports torch.
-``network``, ``az`` and ``pretrained`` need the ``torch`` extra, ``openspiel-mcts`` the ``openspiel``
-extra; without it they raise ``MissingExtraError`` naming the install command.
+``network``, ``az`` with a torch network (``net=``, ``prior=network``) and ``pretrained`` with one
+(``net=v1``, ``net=v2``) need the ``torch`` extra, ``openspiel-mcts`` the ``openspiel`` extra; without
+it they raise ``MissingExtraError`` naming the install command.
 """
 
 from __future__ import annotations
@@ -487,8 +488,9 @@ AGENT_SPECS: dict[str, AgentSpec] = {
     ),
     "pretrained": AgentSpec(
         "pretrained",
-        "a shipped network alone, its most probable legal move: v2 (the default; configs/dagger_az.yaml), "
-        "v1 (configs/dagger.yaml), v3 and v4 (train.alphazero's model, its own placements, no torch)",
+        f"a shipped network alone, its most probable legal move (default {NEWEST_NETWORK}): v4 and v3 "
+        "(train.alphazero's model at 480 and 100 CPU-minutes, its own placements, no torch), v2 and v1 "
+        "(torch networks distilled from a search: configs/dagger_az.yaml, configs/dagger.yaml)",
         (
             Param(
                 "net",

@@ -28,11 +28,9 @@ NETWORK_SHA256 = {
 }
 #: the default of ``pretrained``: the newest version measured stronger than the default before it.
 #: v3 alone is as strong as v2, not measured stronger (54.8% [49.9, 59.6] of 400 games head to
-#: head, 83.5 and 84.0% against greedy on the same deals: results/network-v3.json): v2 stays the default
-#: v4 is measured stronger than v2 (66.8% [62.0, 71.2] of 400 games, results/network-v4.json): it is
-#: to become the default together with what names the default (docs, the headline's figures of plain
-#: ``pretrained``, the env's opponent), measured again with it
-NEWEST_NETWORK = "v2"
+#: head: results/network-v3.json); v4 is (66.8% [62.0, 71.2] of 400 games against v2, 92.5% against
+#: greedy where v2 won 82.5% on the same deals: results/network-v4.json), and needs no torch
+NEWEST_NETWORK = "v4"
 #: the versions that are torch networks (``.pt``): the ones ``az`` can search with; a ``.npz``
 #: version is a search model of ``train.alphazero`` (a value model with prior heads, no torch),
 #: played alone by ``players.model_policy`` and searched with by ``az:value=<version>``
