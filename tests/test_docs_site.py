@@ -364,7 +364,7 @@ def test_a_figure_measured_with_older_code_says_so_on_the_page_and_in_the_readme
 
 # Issue 61: published figures measured with older code, until they are measured again (issue 64's runs
 # measure both): the list may only shrink.
-STALE = {"ppo-scratch", "sb3-maskable-scratch"}
+STALE = {"sb3-maskable-scratch"}
 
 
 def test_no_published_figure_predates_its_code_but_the_listed_ones() -> None:
