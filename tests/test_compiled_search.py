@@ -226,10 +226,11 @@ def test_the_kernels_compile_when_the_search_is_built(model: ValueModel, tmp_pat
 def test_the_shipped_value_models_never_change_and_ship_in_the_package() -> None:
     import hashlib
 
-    from patchwork_env.players.shipped import SHIPPED_VALUE_MODELS, VALUE_MODEL_SHA256
+    from patchwork_env.players.shipped import NEWEST_VALUE_MODEL, SHIPPED_VALUE_MODELS, VALUE_MODEL_SHA256
     from patchwork_env.players.value_model import load_value_model
 
     assert set(SHIPPED_VALUE_MODELS) == set(VALUE_MODEL_SHA256)
+    assert NEWEST_VALUE_MODEL == "v4"  # az's default: v4 beat v3 in the search at equal time (az-v4-equal-time.json)
     for version, path in SHIPPED_VALUE_MODELS.items():
         assert hashlib.sha256(path.read_bytes()).hexdigest() == VALUE_MODEL_SHA256[version], version
         assert path.stat().st_size <= 5 * 2**20 and load_value_model(path).hidden == (128, 64)

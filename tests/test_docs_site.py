@@ -283,7 +283,7 @@ def test_the_headline_pairs_strength_with_equal_time_and_rates_only_what_ships()
     table = render_results.headline(render_results.load())
     rows = table.splitlines()
     at_sims = next(i for i, r in enumerate(rows) if r.startswith("| `az` against `mcts:sims=1000`"))
-    equal_time = "| `az:value=v3,time=0.5` against `mcts:time=0.5`"  # az's default at 0.5 s, beside it
+    equal_time = "| `az:value=v4,time=0.5` against `mcts:time=0.5`"  # az's default at 0.5 s, beside it
     assert rows[at_sims + 1].startswith(equal_time)
     assert "not shipped" not in table and ".pt" not in table and "runs/" not in table
     assert len(rows) - 2 <= render_results.MAX_HEADLINE_ROWS

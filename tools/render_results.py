@@ -451,7 +451,7 @@ def page(files: dict[str, Data]) -> str:
 # the README's picks: speed rows by name (the fastest N), arena pairs by (A, B) in either seat order
 SPEED_HEADLINE = ("engine: random play, mask + step", "vector engine self-play, masks+obs (parallel)")
 # each strength figure next to its equal-time counterpart where one was measured
-ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=1000"), ("az:value=v3,time=0.5", "mcts:time=0.5"))
+ARENA_HEADLINE = (("pretrained", "greedy"), ("az", "mcts:sims=1000"), ("az:value=v4,time=0.5", "mcts:time=0.5"))
 # training curves by results file: the mean against greedy at their first and last mark (the standard RL
 # path a researcher runs first, and the library's PPO on the same network)
 CURVE_HEADLINE = {
