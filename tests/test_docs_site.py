@@ -362,14 +362,8 @@ def test_a_figure_measured_with_older_code_says_so_on_the_page_and_in_the_readme
     assert "**Measured" not in render_results.page({"ladder-v1-reference": reference})
 
 
-# Issue 61: published figures measured with older code, until they are measured again (issue 64's runs
-# measure both): the list may only shrink.
-STALE = {"sb3-maskable-scratch"}
-
-
-def test_no_published_figure_predates_its_code_but_the_listed_ones() -> None:
-    """Every results file is measured at today's version from a committed tree (``render_results.older``
-    says nothing), the pinned ladder references aside; a file in ``STALE`` must still be stale, so
-    that measuring it again takes it off the list."""
-    old = {name for name, data in render_results.load().items() if render_results.older(data)}
-    assert old == STALE, f"newly stale: {sorted(old - STALE)}; measured again, drop from STALE: {sorted(STALE - old)}"
+def test_no_published_figure_predates_its_code() -> None:
+    """Issue 61: every results file is measured at today's version from a committed tree
+    (``render_results.older`` says nothing), the pinned ladder references aside."""
+    old = sorted(name for name, data in render_results.load().items() if render_results.older(data))
+    assert not old, f"measured with older code or from an uncommitted tree, measure again: {old}"
